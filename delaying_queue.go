@@ -1,0 +1,283 @@
+package workqueue
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// TypedDelayingInterface is a work queue that can also add an item after a
+// delay.
+type TypedDelayingInterface[T comparable] interface {
+	TypedInterface[T]
+	// AddAfter adds item once duration has passed.
+	AddAfter(item T, duration time.Duration)
+}
+
+// TypedDelayingQueueConfig configures a queue made by
+// [NewTypedDelayingQueueWithConfig]. The zero value is valid.
+type TypedDelayingQueueConfig[T comparable] struct {
+	// Name identifies the queue in metrics. A queue without a name records
+	// no metrics.
+	Name string
+
+	// Logger receives the queue's rare log lines: items dropped at shutdown
+	// (debug level) and a panic in the waiting goroutine (error level). It
+	// is a *slog.Logger, where client-go takes a *klog.Logger. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+
+	// MetricsProvider creates the queue's metrics. A nil provider records
+	// nothing and costs nothing.
+	MetricsProvider MetricsProvider
+
+	// Clock decides when delays end. Nil means the real clock.
+	Clock clock.WithTicker
+
+	// Queue receives the items whose delay has ended. Nil means a new [Typed]
+	// queue with this config's name, provider and clock.
+	Queue TypedInterface[T]
+}
+
+// heartbeatPeriod bounds how long the waiting goroutine sleeps without
+// looking at the heap. Every change that matters wakes it explicitly; the
+// heartbeat is a backstop only.
+const heartbeatPeriod = 10 * time.Second
+
+// waitingBatch bounds how many ready items the waiting goroutine takes from
+// the heap per lock hold, so AddAfter callers never wait behind a large
+// batch.
+const waitingBatch = 256
+
+// NewTypedDelayingQueue returns a new delaying queue with no name and no
+// metrics. It is shorthand for
+// NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{}).
+func NewTypedDelayingQueue[T comparable]() TypedDelayingInterface[T] {
+	return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{})
+}
+
+// NewTypedDelayingQueueWithConfig returns a new delaying queue configured by
+// config. It starts one goroutine, which moves items to the underlying queue
+// when their delay ends; ShutDown and ShutDownWithDrain stop it and wait for
+// it to exit. Items still waiting for their delay at shutdown are dropped.
+// All methods of the result are safe for concurrent use.
+func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) TypedDelayingInterface[T] {
+	if config.Clock == nil {
+		config.Clock = clock.RealClock{}
+	}
+	if config.Logger == nil {
+		config.Logger = slog.Default()
+	}
+	if config.Queue == nil {
+		config.Queue = NewTypedWithConfig(TypedQueueConfig[T]{
+			Name:            config.Name,
+			MetricsProvider: config.MetricsProvider,
+			Clock:           config.Clock,
+		})
+	}
+	q := &delayingQueue[T]{
+		queue:    config.Queue,
+		clock:    config.Clock,
+		epoch:    config.Clock.Now(),
+		logger:   config.Logger,
+		retries:  retryCounter(config.MetricsProvider, config.Name),
+		waiting:  newDelayHeap[T](),
+		wake:     make(chan struct{}, 1),
+		stopCh:   make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	go q.waitingLoop()
+	return q
+}
+
+// delayingQueue adds a heap of waiting items, and one goroutine that moves
+// them to the underlying queue when they are ready, to a TypedInterface.
+type delayingQueue[T comparable] struct {
+	queue   TypedInterface[T]
+	clock   clock.WithTicker
+	epoch   time.Time // ready times are kept as offsets from it
+	logger  *slog.Logger
+	retries CounterMetric // nil when the queue records no metrics
+
+	mu           sync.Mutex
+	waiting      *delayHeap[T]
+	shuttingDown bool
+
+	// wake tells the waiting goroutine that the first ready time moved
+	// earlier. Its buffer of one makes the send non-blocking: a pending wake
+	// already covers any later one.
+	wake     chan struct{}
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	loopDone chan struct{}
+}
+
+// Add adds item at once; see [Typed.Add].
+func (q *delayingQueue[T]) Add(item T) { q.queue.Add(item) }
+
+// Len returns the number of items ready to be handed out; items waiting for
+// their delay are not counted.
+func (q *delayingQueue[T]) Len() int { return q.queue.Len() }
+
+// Get hands out the next ready item; see [Typed.Get].
+func (q *delayingQueue[T]) Get() (T, bool) { return q.queue.Get() }
+
+// Done marks item as done processing; see [Typed.Done].
+func (q *delayingQueue[T]) Done(item T) { q.queue.Done(item) }
+
+// ShuttingDown reports whether a shutdown has begun.
+func (q *delayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
+
+// AddAfter adds item once duration has passed on the queue's clock. A
+// duration of zero or less adds it at once. If item is already waiting, the
+// earlier of the two ready times wins. AddAfter never blocks on the waiting
+// goroutine and inserts in O(log n). After a shutdown has begun it does
+// nothing.
+func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
+	q.mu.Lock()
+	if q.shuttingDown {
+		q.mu.Unlock()
+		return
+	}
+	if q.retries != nil {
+		q.retries.Inc()
+	}
+	if duration <= 0 {
+		q.mu.Unlock()
+		q.queue.Add(item)
+		return
+	}
+	isFirst := q.waiting.add(item, q.readyAt(duration))
+	q.mu.Unlock()
+	if isFirst {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// ShutDown drops the items waiting for their delay, stops the waiting
+// goroutine and waits for it to exit, then shuts the underlying queue down.
+func (q *delayingQueue[T]) ShutDown() {
+	q.stopWaiting()
+	q.queue.ShutDown()
+}
+
+// ShutDownWithDrain drops the items waiting for their delay, stops the
+// waiting goroutine and waits for it to exit, then drains the underlying
+// queue with its ShutDownWithDrain.
+func (q *delayingQueue[T]) ShutDownWithDrain() {
+	q.stopWaiting()
+	q.queue.ShutDownWithDrain()
+}
+
+func (q *delayingQueue[T]) stopWaiting() {
+	q.mu.Lock()
+	q.shuttingDown = true
+	dropped := q.waiting.removeAll()
+	q.mu.Unlock()
+	q.stopOnce.Do(func() { close(q.stopCh) })
+	<-q.loopDone
+	if dropped > 0 {
+		q.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", dropped)
+	}
+}
+
+// sinceEpoch returns the clock's current time as an offset from the epoch.
+func (q *delayingQueue[T]) sinceEpoch() int64 {
+	return int64(q.clock.Since(q.epoch))
+}
+
+// readyAt returns the offset from the epoch at which a delay that starts now
+// ends, clamped so that huge delays do not overflow.
+func (q *delayingQueue[T]) readyAt(delay time.Duration) int64 {
+	now := q.sinceEpoch()
+	if int64(delay) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(delay)
+}
+
+func (q *delayingQueue[T]) waitingLoop() {
+	defer close(q.loopDone)
+	defer func() {
+		if r := recover(); r != nil {
+			q.logger.Error("workqueue: panic in the delaying queue's waiting goroutine", "panic", fmt.Sprint(r))
+			panic(r)
+		}
+	}()
+	timer := q.clock.NewTimer(heartbeatPeriod)
+	defer timer.Stop()
+	ready := make([]T, 0, waitingBatch)
+	for {
+		next, more := q.takeReady(&ready)
+		for i, item := range ready {
+			q.queue.Add(item)
+			var zero T
+			ready[i] = zero
+		}
+		if more {
+			continue
+		}
+		if q.queue.ShuttingDown() {
+			// The underlying queue was shut down on its own: nothing we add
+			// would be accepted any more.
+			q.stopWaitingFromLoop()
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		now := q.sinceEpoch()
+		timer.Reset(time.Duration(next - now))
+		// A fake clock may have stepped between reading the time and arming
+		// the timer; the timer would then fire late, so look again.
+		if q.sinceEpoch() >= next {
+			continue
+		}
+		select {
+		case <-q.stopCh:
+			return
+		case <-q.wake:
+		case <-timer.C():
+		}
+	}
+}
+
+// takeReady moves up to waitingBatch ready items from the heap into ready.
+// It returns when the goroutine should next look (at most a heartbeat from
+// now) and whether more items were ready than fit in the batch.
+func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	*ready = (*ready)[:0]
+	now := q.sinceEpoch()
+	for q.waiting.len() > 0 && q.waiting.first().readyAt <= now {
+		if len(*ready) == waitingBatch {
+			return now, true
+		}
+		*ready = append(*ready, q.waiting.popFirst())
+	}
+	next = now + int64(heartbeatPeriod)
+	if q.waiting.len() > 0 {
+		next = min(next, q.waiting.first().readyAt)
+	}
+	return next, false
+}
+
+// stopWaitingFromLoop marks the queue as shut down from inside the waiting
+// goroutine, so later AddAfter calls do not grow a heap nobody empties.
+func (q *delayingQueue[T]) stopWaitingFromLoop() {
+	q.mu.Lock()
+	q.shuttingDown = true
+	q.waiting.removeAll()
+	q.mu.Unlock()
+}

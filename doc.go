@@ -1,0 +1,30 @@
+// Package workqueue provides generic work queues for reconcile loops: a
+// queue that hands each item to one worker at a time, a delaying layer that
+// adds items later, and a rate-limiting layer that retries failures with
+// backoff.
+//
+// The API is client-go's typed workqueue API (k8s.io/client-go/util/workqueue),
+// so a program switches by changing its import path. The package has no
+// Kubernetes dependencies.
+//
+// Guarantees:
+//   - Fair: items are handed out in the order in which they were added
+//     (with the default storage; see [Queue] to plug in another order).
+//   - Stingy: an item added several times before it is handed out is
+//     handed out once.
+//   - One worker at a time: an item is never handed to two workers at once.
+//     An item added while it is being processed is handed out again after
+//     [Typed.Done].
+//   - Multiple producers and consumers: every method of every queue is safe
+//     for concurrent use, and an item may be added while it is processed.
+//   - Shutdown: ShutDown stops the queue's goroutines before it returns;
+//     ShutDownWithDrain also waits until every queued and in-flight item has
+//     been marked done.
+//
+// The three layers nest: [TypedInterface] is the queue,
+// [TypedDelayingInterface] adds AddAfter, and [TypedRateLimitingInterface]
+// adds AddRateLimited, Forget and NumRequeues on top of a [TypedRateLimiter].
+//
+// Where client-go has known bugs, this package differs; the README lists each
+// difference.
+package workqueue

@@ -1,0 +1,205 @@
+package workqueue
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// recordedMetric is one metric of a recordingProvider: a value for gauges
+// and counters, the observations for histograms.
+type recordedMetric struct {
+	mu           sync.Mutex
+	value        float64
+	observations []float64
+}
+
+func (m *recordedMetric) Inc() { m.add(1) }
+func (m *recordedMetric) Dec() { m.add(-1) }
+func (m *recordedMetric) add(d float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.value += d
+}
+func (m *recordedMetric) Set(v float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.value = v
+}
+func (m *recordedMetric) Observe(v float64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.observations = append(m.observations, v)
+}
+
+// recordingProvider is a MetricsProvider that keeps every metric it makes,
+// by queue name and kind, for tests to read.
+type recordingProvider struct {
+	mu      sync.Mutex
+	metrics map[[2]string]*recordedMetric
+}
+
+func (p *recordingProvider) metric(name, kind string) *recordedMetric {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.metrics == nil {
+		p.metrics = make(map[[2]string]*recordedMetric)
+	}
+	key := [2]string{name, kind}
+	if p.metrics[key] == nil {
+		p.metrics[key] = &recordedMetric{}
+	}
+	return p.metrics[key]
+}
+
+func (p *recordingProvider) created() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.metrics)
+}
+
+func (p *recordingProvider) value(name, kind string) float64 {
+	m := p.metric(name, kind)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.value
+}
+
+func (p *recordingProvider) observations(name, kind string) []float64 {
+	m := p.metric(name, kind)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]float64(nil), m.observations...)
+}
+
+func (p *recordingProvider) NewDepthMetric(name string) GaugeMetric {
+	return p.metric(name, "depth")
+}
+func (p *recordingProvider) NewAddsMetric(name string) CounterMetric {
+	return p.metric(name, "adds")
+}
+func (p *recordingProvider) NewLatencyMetric(name string) HistogramMetric {
+	return p.metric(name, "latency")
+}
+func (p *recordingProvider) NewWorkDurationMetric(name string) HistogramMetric {
+	return p.metric(name, "work")
+}
+func (p *recordingProvider) NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric {
+	return p.metric(name, "unfinished")
+}
+func (p *recordingProvider) NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric {
+	return p.metric(name, "longest")
+}
+func (p *recordingProvider) NewRetriesMetric(name string) CounterMetric {
+	return p.metric(name, "retries")
+}
+
+func TestQueueMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		provider := &recordingProvider{}
+		q := NewTypedRateLimitingQueueWithConfig(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+			TypedRateLimitingQueueConfig[string]{Name: "test", MetricsProvider: provider})
+		defer q.ShutDown()
+		value := func(kind string) float64 { return provider.value("test", kind) }
+
+		q.Add("a")
+		q.Add("b")
+		q.Add("a") // collapsed: not counted
+		assert.Equal(t, 2.0, value("adds"))
+		assert.Equal(t, 2.0, value("depth"))
+
+		time.Sleep(300 * time.Millisecond)
+		item, _ := q.Get() // a, queued for 300 ms
+		assert.Equal(t, "a", item)
+		assert.Equal(t, 1.0, value("depth"))
+		assert.Equal(t, []float64{0.3}, provider.observations("test", "latency"))
+
+		q.Add("a") // added while processing: counted, handed out after Done
+		assert.Equal(t, 3.0, value("adds"))
+		assert.Equal(t, 2.0, value("depth"))
+
+		time.Sleep(200 * time.Millisecond) // the refresh at 500 ms sees a running for 200 ms
+		synctest.Wait()
+		assert.InDelta(t, 0.2, value("unfinished"), 1e-9)
+		assert.InDelta(t, 0.2, value("longest"), 1e-9)
+
+		q.Get() // b, queued for 500 ms
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait() // refresh at 1 s: a for 700 ms, b for 500 ms
+		assert.InDelta(t, 1.2, value("unfinished"), 1e-9)
+		assert.InDelta(t, 0.7, value("longest"), 1e-9)
+
+		q.Done("a")
+		q.Done("b")
+		assert.Equal(t, []float64{0.7, 0.5}, provider.observations("test", "work"))
+		assert.Equal(t, 1.0, value("depth"))
+
+		q.AddRateLimited("c")
+		q.AddAfter("d", 0)
+		assert.Equal(t, 2.0, value("retries"))
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		assert.Zero(t, value("unfinished"))
+		assert.Zero(t, value("longest"))
+	})
+}
+
+func TestNoMetricsWithoutNameOrProvider(t *testing.T) {
+	tests := []struct {
+		name       string
+		queueName  string
+		provider   *recordingProvider
+		goroutines int
+	}{
+		{"no name", "", &recordingProvider{}, 0},
+		{"no provider", "q", nil, 0},
+		{"name and provider", "q", &recordingProvider{}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var provider MetricsProvider
+			if tt.provider != nil {
+				provider = tt.provider
+			}
+			before := runtime.NumGoroutine()
+			q := NewTypedWithConfig(TypedQueueConfig[string]{Name: tt.queueName, MetricsProvider: provider})
+			assert.Equal(t, tt.goroutines, runtime.NumGoroutine()-before, "goroutines started")
+			assert.Equal(t, tt.goroutines == 0, q.metrics == nil)
+			q.Add("a")
+			q.ShutDown()
+			if tt.provider != nil && tt.goroutines == 0 {
+				assert.Zero(t, tt.provider.created(), "metrics created for a queue that records none")
+			}
+		})
+	}
+}
+
+// nilProvider returns nil for every metric, which must disable that metric
+// without a crash.
+type nilProvider struct{}
+
+func (nilProvider) NewDepthMetric(string) GaugeMetric                                  { return nil }
+func (nilProvider) NewAddsMetric(string) CounterMetric                                 { return nil }
+func (nilProvider) NewLatencyMetric(string) HistogramMetric                            { return nil }
+func (nilProvider) NewWorkDurationMetric(string) HistogramMetric                       { return nil }
+func (nilProvider) NewUnfinishedWorkSecondsMetric(string) SettableGaugeMetric          { return nil }
+func (nilProvider) NewLongestRunningProcessorSecondsMetric(string) SettableGaugeMetric { return nil }
+func (nilProvider) NewRetriesMetric(string) CounterMetric                              { return nil }
+
+func TestProviderReturningNilMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueueWithConfig(DefaultTypedItemBasedRateLimiter[string](),
+			TypedRateLimitingQueueConfig[string]{Name: "q", MetricsProvider: nilProvider{}})
+		q.AddRateLimited("a")
+		time.Sleep(time.Second)
+		item, _ := q.Get()
+		require.Equal(t, "a", item)
+		q.Done(item)
+		q.ShutDown()
+	})
+}

@@ -1,0 +1,119 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// DoWorkPieceFunc does the work of one piece, numbered from 0.
+type DoWorkPieceFunc func(piece int)
+
+type options struct {
+	chunkSize int
+}
+
+// Options configures [ParallelizeUntil].
+type Options func(*options)
+
+// WithChunkSize makes each worker take c consecutive pieces at a time
+// instead of one, which cuts coordination when pieces are small. Values
+// below 1 mean 1.
+func WithChunkSize(c int) func(*options) {
+	return func(o *options) {
+		o.chunkSize = c
+	}
+}
+
+// ParallelizeUntil calls doWorkPiece for every piece in [0, pieces) on up to
+// workers goroutines (the calling goroutine among them) and returns when all
+// of them have finished. Once ctx is done, no further piece starts; a nil
+// ctx never ends. If doWorkPiece panics, no further piece starts and, once
+// every worker has stopped, ParallelizeUntil panics with the first panic's
+// value in the calling goroutine, where it can be recovered.
+//
+// With pieces == 0 it returns at once. It panics if pieces is negative, or if
+// there are pieces to do and workers is less than 1.
+func ParallelizeUntil(ctx context.Context, workers, pieces int, doWorkPiece DoWorkPieceFunc, opts ...Options) {
+	if pieces < 0 {
+		panic(fmt.Sprintf("workqueue: ParallelizeUntil needs a non-negative number of pieces, got %d", pieces))
+	}
+	if pieces == 0 {
+		return
+	}
+	if workers < 1 {
+		panic(fmt.Sprintf("workqueue: ParallelizeUntil needs at least one worker for %d pieces, got %d", pieces, workers))
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	chunkSize := max(o.chunkSize, 1)
+	chunks := (pieces-1)/chunkSize + 1
+	workers = min(workers, chunks)
+
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	p := parallelRun{done: done, doWorkPiece: doWorkPiece, pieces: pieces, chunkSize: chunkSize, chunks: int64(chunks)}
+	var wg sync.WaitGroup
+	for range workers - 1 {
+		wg.Go(p.work)
+	}
+	p.work()
+	wg.Wait()
+	if p.panicked.Load() {
+		panic(p.panicValue)
+	}
+}
+
+// parallelRun hands out chunks through an atomic counter.
+type parallelRun struct {
+	done        <-chan struct{}
+	doWorkPiece DoWorkPieceFunc
+	pieces      int
+	chunkSize   int
+	chunks      int64
+
+	nextChunk  atomic.Int64
+	panicked   atomic.Bool
+	panicOnce  sync.Once
+	panicValue any
+}
+
+func (p *parallelRun) work() {
+	defer func() {
+		if r := recover(); r != nil {
+			p.panicOnce.Do(func() { p.panicValue = r })
+			p.panicked.Store(true)
+		}
+	}()
+	for {
+		chunk := p.nextChunk.Add(1) - 1
+		if chunk >= p.chunks {
+			return
+		}
+		start := int(chunk) * p.chunkSize
+		end := min(start+p.chunkSize, p.pieces)
+		for piece := start; piece < end; piece++ {
+			if p.stopped() {
+				return
+			}
+			p.doWorkPiece(piece)
+		}
+	}
+}
+
+func (p *parallelRun) stopped() bool {
+	if p.panicked.Load() {
+		return true
+	}
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,291 @@
+package workqueue
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// TypedRateLimiter decides how long an item waits before it is retried.
+// Implementations must be safe for concurrent use.
+type TypedRateLimiter[T comparable] interface {
+	// When records a failure of item and returns how long it should wait.
+	When(item T) time.Duration
+	// Forget clears item's failure history, typically after a success.
+	Forget(item T)
+	// NumRequeues returns how many failures of item have been recorded since
+	// it was last forgotten.
+	NumRequeues(item T) int
+}
+
+// DefaultTypedControllerRateLimiter returns the limiter that Kubernetes
+// controllers use: the larger of a per-item exponential backoff from 5 ms
+// to 1000 s and an overall token bucket of 10 items per second with a burst
+// of 100.
+func DefaultTypedControllerRateLimiter[T comparable]() TypedRateLimiter[T] {
+	return NewTypedMaxOfRateLimiter(
+		NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 1000*time.Second),
+		&TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(rate.Limit(10), 100)},
+	)
+}
+
+// DefaultTypedItemBasedRateLimiter returns a per-item exponential backoff
+// from 1 ms to 1000 s, with no overall limit.
+func DefaultTypedItemBasedRateLimiter[T comparable]() TypedRateLimiter[T] {
+	return NewTypedItemExponentialFailureRateLimiter[T](time.Millisecond, 1000*time.Second)
+}
+
+// failureCounts counts failures per item. It forgets its storage once it is
+// empty after having been large, because a Go map keeps its peak size.
+type failureCounts[T comparable] struct {
+	mu     sync.Mutex
+	counts map[T]int
+	peak   int
+}
+
+// shrinkAfterPeak is the size above which an emptied failure map is
+// replaced by a fresh one.
+const shrinkAfterPeak = 1024
+
+// record counts one more failure of item and returns the count before it.
+// The count saturates instead of wrapping around.
+func (f *failureCounts[T]) record(item T) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.counts == nil {
+		f.counts = make(map[T]int)
+	}
+	before := f.counts[item]
+	if before < math.MaxInt {
+		f.counts[item] = before + 1
+	}
+	f.peak = max(f.peak, len(f.counts))
+	return before
+}
+
+func (f *failureCounts[T]) get(item T) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts[item]
+}
+
+func (f *failureCounts[T]) forget(item T) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.counts, item)
+	if len(f.counts) == 0 && f.peak > shrinkAfterPeak {
+		f.counts, f.peak = nil, 0
+	}
+}
+
+// TypedItemExponentialFailureRateLimiter delays an item by baseDelay *
+// 2^failures, where failures counts the item's earlier failures since it was
+// last forgotten, and never by more than maxDelay. The delay is never
+// negative and never decreases as failures grow, whatever the base and the
+// count. The zero value never delays. It is safe for concurrent use.
+type TypedItemExponentialFailureRateLimiter[T comparable] struct {
+	failures  failureCounts[T]
+	baseDelay time.Duration
+	maxDelay  time.Duration
+}
+
+// NewTypedItemExponentialFailureRateLimiter returns an exponential backoff
+// from baseDelay to maxDelay. It panics if either is negative or if maxDelay
+// is less than baseDelay.
+func NewTypedItemExponentialFailureRateLimiter[T comparable](baseDelay time.Duration, maxDelay time.Duration) TypedRateLimiter[T] {
+	if baseDelay < 0 || maxDelay < 0 {
+		panic(fmt.Sprintf("workqueue: exponential rate limiter needs non-negative delays, got base %v and max %v", baseDelay, maxDelay))
+	}
+	if maxDelay < baseDelay {
+		panic(fmt.Sprintf("workqueue: exponential rate limiter needs max delay %v to be at least base delay %v", maxDelay, baseDelay))
+	}
+	return &TypedItemExponentialFailureRateLimiter[T]{baseDelay: baseDelay, maxDelay: maxDelay}
+}
+
+// When records a failure of item and returns its backoff.
+func (r *TypedItemExponentialFailureRateLimiter[T]) When(item T) time.Duration {
+	return exponentialBackoff(r.baseDelay, r.maxDelay, r.failures.record(item))
+}
+
+// exponentialBackoff returns min(base * 2^exp, max) without overflowing:
+// shifting base left by exp stays within max exactly when base <= max >> exp.
+func exponentialBackoff(base, max time.Duration, exp int) time.Duration {
+	if base <= 0 {
+		return 0
+	}
+	if exp >= 63 || base > max>>exp {
+		return max
+	}
+	return base << exp
+}
+
+// NumRequeues returns the number of failures of item since it was last
+// forgotten.
+func (r *TypedItemExponentialFailureRateLimiter[T]) NumRequeues(item T) int {
+	return r.failures.get(item)
+}
+
+// Forget clears item's failures; the limiter then holds nothing for it.
+func (r *TypedItemExponentialFailureRateLimiter[T]) Forget(item T) {
+	r.failures.forget(item)
+}
+
+// TypedItemFastSlowRateLimiter delays an item by fastDelay for its first
+// maxFastAttempts failures and by slowDelay after that. The zero value never
+// delays. It is safe for concurrent use.
+type TypedItemFastSlowRateLimiter[T comparable] struct {
+	failures        failureCounts[T]
+	fastDelay       time.Duration
+	slowDelay       time.Duration
+	maxFastAttempts int
+}
+
+// NewTypedItemFastSlowRateLimiter returns a limiter that delays an item by
+// fastDelay for its first maxFastAttempts failures and by slowDelay after
+// that. It panics if any argument is negative.
+func NewTypedItemFastSlowRateLimiter[T comparable](fastDelay, slowDelay time.Duration, maxFastAttempts int) TypedRateLimiter[T] {
+	if fastDelay < 0 || slowDelay < 0 {
+		panic(fmt.Sprintf("workqueue: fast-slow rate limiter needs non-negative delays, got fast %v and slow %v", fastDelay, slowDelay))
+	}
+	if maxFastAttempts < 0 {
+		panic(fmt.Sprintf("workqueue: fast-slow rate limiter needs non-negative fast attempts, got %d", maxFastAttempts))
+	}
+	return &TypedItemFastSlowRateLimiter[T]{fastDelay: fastDelay, slowDelay: slowDelay, maxFastAttempts: maxFastAttempts}
+}
+
+// When records a failure of item and returns the fast or the slow delay.
+func (r *TypedItemFastSlowRateLimiter[T]) When(item T) time.Duration {
+	if r.failures.record(item) < r.maxFastAttempts {
+		return r.fastDelay
+	}
+	return r.slowDelay
+}
+
+// NumRequeues returns the number of failures of item since it was last
+// forgotten.
+func (r *TypedItemFastSlowRateLimiter[T]) NumRequeues(item T) int {
+	return r.failures.get(item)
+}
+
+// Forget clears item's failures; the limiter then holds nothing for it.
+func (r *TypedItemFastSlowRateLimiter[T]) Forget(item T) {
+	r.failures.forget(item)
+}
+
+// TypedBucketRateLimiter limits all items together with a token bucket: each
+// When takes a token and returns how long until that token is available.
+// Failures are not counted per item. Build it as a struct literal,
+// &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}; Limiter must
+// not be nil. It is safe for concurrent use.
+type TypedBucketRateLimiter[T comparable] struct {
+	*rate.Limiter
+}
+
+// maxUnreservableDelay caps the delay for a bucket that can never grant a
+// token, the largest delay of the default controller limiter.
+const maxUnreservableDelay = 1000 * time.Second
+
+// When takes a token and returns the wait for it. If the bucket can never
+// grant the token (a burst of 0, or a zero rate with the burst spent), When
+// returns one token interval at the bucket's rate, at most 1000 s, rather
+// than an infinite delay that would lose the item.
+func (r *TypedBucketRateLimiter[T]) When(item T) time.Duration {
+	reservation := r.Limiter.Reserve()
+	if reservation.OK() {
+		return reservation.Delay()
+	}
+	limit := float64(r.Limiter.Limit())
+	if limit <= 0 || float64(time.Second)/limit > float64(maxUnreservableDelay) {
+		return maxUnreservableDelay
+	}
+	return time.Duration(float64(time.Second) / limit)
+}
+
+// NumRequeues returns 0: the bucket does not count failures per item.
+func (r *TypedBucketRateLimiter[T]) NumRequeues(item T) int {
+	return 0
+}
+
+// Forget does nothing: the bucket keeps no per-item state.
+func (r *TypedBucketRateLimiter[T]) Forget(item T) {}
+
+// TypedMaxOfRateLimiter combines limiters: it returns the longest delay and
+// the largest requeue count of any of them, and forgets an item in all of
+// them. With no limiters it never delays. It is safe for concurrent use.
+type TypedMaxOfRateLimiter[T comparable] struct {
+	limiters []TypedRateLimiter[T]
+}
+
+// NewTypedMaxOfRateLimiter returns a limiter that combines limiters. It
+// panics if any of them is nil.
+func NewTypedMaxOfRateLimiter[T comparable](limiters ...TypedRateLimiter[T]) TypedRateLimiter[T] {
+	for i, limiter := range limiters {
+		if limiter == nil {
+			panic(fmt.Sprintf("workqueue: max-of rate limiter got a nil rate limiter at position %d", i))
+		}
+	}
+	return &TypedMaxOfRateLimiter[T]{limiters: append([]TypedRateLimiter[T](nil), limiters...)}
+}
+
+// When records a failure of item in every limiter and returns the longest
+// delay.
+func (r *TypedMaxOfRateLimiter[T]) When(item T) time.Duration {
+	var longest time.Duration
+	for _, limiter := range r.limiters {
+		longest = max(longest, limiter.When(item))
+	}
+	return longest
+}
+
+// NumRequeues returns the largest requeue count of any limiter.
+func (r *TypedMaxOfRateLimiter[T]) NumRequeues(item T) int {
+	var most int
+	for _, limiter := range r.limiters {
+		most = max(most, limiter.NumRequeues(item))
+	}
+	return most
+}
+
+// Forget forgets item in every limiter.
+func (r *TypedMaxOfRateLimiter[T]) Forget(item T) {
+	for _, limiter := range r.limiters {
+		limiter.Forget(item)
+	}
+}
+
+// TypedWithMaxWaitRateLimiter caps the delay of another limiter at
+// maxDelay. It is safe for concurrent use if the wrapped limiter is.
+type TypedWithMaxWaitRateLimiter[T comparable] struct {
+	limiter  TypedRateLimiter[T]
+	maxDelay time.Duration
+}
+
+// NewTypedWithMaxWaitRateLimiter returns limiter with its delays capped at
+// maxDelay. It panics if limiter is nil or maxDelay is negative.
+func NewTypedWithMaxWaitRateLimiter[T comparable](limiter TypedRateLimiter[T], maxDelay time.Duration) TypedRateLimiter[T] {
+	if limiter == nil {
+		panic("workqueue: max-wait rate limiter needs a rate limiter, got nil")
+	}
+	if maxDelay < 0 {
+		panic(fmt.Sprintf("workqueue: max-wait rate limiter needs a non-negative max delay, got %v", maxDelay))
+	}
+	return &TypedWithMaxWaitRateLimiter[T]{limiter: limiter, maxDelay: maxDelay}
+}
+
+// When returns the wrapped limiter's delay, at most maxDelay.
+func (w TypedWithMaxWaitRateLimiter[T]) When(item T) time.Duration {
+	return min(w.limiter.When(item), w.maxDelay)
+}
+
+// Forget forgets item in the wrapped limiter.
+func (w TypedWithMaxWaitRateLimiter[T]) Forget(item T) {
+	w.limiter.Forget(item)
+}
+
+// NumRequeues returns the wrapped limiter's count.
+func (w TypedWithMaxWaitRateLimiter[T]) NumRequeues(item T) int {
+	return w.limiter.NumRequeues(item)
+}

@@ -1,0 +1,96 @@
+package workqueue
+
+import (
+	"k8s.io/utils/clock"
+)
+
+// TypedRateLimitingInterface is a delaying work queue that also adds items
+// after a delay chosen by a [TypedRateLimiter], typically to retry failures
+// with backoff.
+type TypedRateLimitingInterface[T comparable] interface {
+	TypedDelayingInterface[T]
+	// AddRateLimited adds item after the delay the rate limiter gives it.
+	AddRateLimited(item T)
+	// Forget tells the rate limiter that item is finished with, successfully
+	// or for good, so its failure history is cleared. The queue itself is
+	// unchanged: Done must still be called.
+	Forget(item T)
+	// NumRequeues returns how many times item has been rate limited since it
+	// was last forgotten.
+	NumRequeues(item T) int
+}
+
+// TypedRateLimitingQueueConfig configures a queue made by
+// [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
+type TypedRateLimitingQueueConfig[T comparable] struct {
+	// Name identifies the queue in metrics. A queue without a name records
+	// no metrics.
+	Name string
+
+	// MetricsProvider creates the queue's metrics. A nil provider records
+	// nothing and costs nothing.
+	MetricsProvider MetricsProvider
+
+	// Clock decides when delays end. Nil means the real clock.
+	Clock clock.WithTicker
+
+	// DelayingQueue is the queue below this layer. Nil means a new delaying
+	// queue with this config's name, provider and clock.
+	DelayingQueue TypedDelayingInterface[T]
+}
+
+// NewTypedRateLimitingQueue returns a new rate-limiting queue with no name
+// and no metrics that takes its delays from rateLimiter. It is shorthand for
+// NewTypedRateLimitingQueueWithConfig(rateLimiter,
+// TypedRateLimitingQueueConfig[T]{}). It panics if rateLimiter is nil.
+func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) TypedRateLimitingInterface[T] {
+	return NewTypedRateLimitingQueueWithConfig(rateLimiter, TypedRateLimitingQueueConfig[T]{})
+}
+
+// NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue
+// configured by config that takes its delays from rateLimiter. All methods
+// of the result are safe for concurrent use. It panics if rateLimiter is
+// nil.
+func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) TypedRateLimitingInterface[T] {
+	if rateLimiter == nil {
+		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
+	}
+	if config.DelayingQueue == nil {
+		config.DelayingQueue = NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{
+			Name:            config.Name,
+			MetricsProvider: config.MetricsProvider,
+			Clock:           config.Clock,
+		})
+	}
+	return &rateLimitingQueue[T]{
+		TypedDelayingInterface: config.DelayingQueue,
+		rateLimiter:            rateLimiter,
+	}
+}
+
+// rateLimitingQueue starts no goroutine of its own, so the ShutDown and
+// ShutDownWithDrain it gets from the delaying queue are complete.
+type rateLimitingQueue[T comparable] struct {
+	TypedDelayingInterface[T]
+	rateLimiter TypedRateLimiter[T]
+}
+
+// AddRateLimited adds item after rateLimiter.When(item). After a shutdown
+// has begun it does nothing, and does not consult the rate limiter, so no
+// failure is recorded for an item that will never be retried.
+func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
+	if q.ShuttingDown() {
+		return
+	}
+	q.AddAfter(item, q.rateLimiter.When(item))
+}
+
+// NumRequeues returns rateLimiter.NumRequeues(item).
+func (q *rateLimitingQueue[T]) NumRequeues(item T) int {
+	return q.rateLimiter.NumRequeues(item)
+}
+
+// Forget calls rateLimiter.Forget(item).
+func (q *rateLimitingQueue[T]) Forget(item T) {
+	q.rateLimiter.Forget(item)
+}
