@@ -189,14 +189,17 @@ type TypedBucketRateLimiter[T comparable] struct {
 const maxUnreservableDelay = 1000 * time.Second
 
 // When takes a token and returns the wait for it. If the bucket can never
-// grant the token (a burst of 0, or a zero rate with the burst spent), When
-// returns one token interval at the bucket's rate, at most 1000 s, rather
-// than an infinite delay that would lose the item.
+// grant the token (a burst of 0, or a zero rate with the burst spent), x/time
+// would answer with a wait of centuries that loses the item; When instead
+// returns one token interval at the bucket's rate, at most 1000 s, counted
+// from now for each item.
 func (r *TypedBucketRateLimiter[T]) When(item T) time.Duration {
 	reservation := r.Limiter.Reserve()
-	if reservation.OK() {
-		return reservation.Delay()
+	delay := reservation.Delay()
+	if reservation.OK() && delay < rate.InfDuration/2 {
+		return delay
 	}
+	reservation.Cancel()
 	limit := float64(r.Limiter.Limit())
 	if limit <= 0 || float64(time.Second)/limit > float64(maxUnreservableDelay) {
 		return maxUnreservableDelay

@@ -1,0 +1,108 @@
+package workqueue
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// verifyHeap checks the heap invariant and the index at every entry. It
+// avoids testify in its loop, which runs millions of times.
+func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
+	t.Helper()
+	if len(h.index) != len(h.entries) {
+		t.Fatalf("index has %d items, heap %d", len(h.index), len(h.entries))
+	}
+	for i := range h.entries {
+		if got := h.index[h.entries[i].item]; got != i {
+			t.Fatalf("index of entry %d: got %d, want %d", i, got, i)
+		}
+		if parent := (i - 1) / 2; i > 0 && h.entries[i].before(&h.entries[parent]) {
+			t.Fatalf("entry %d is before its parent %d", i, parent)
+		}
+	}
+}
+
+func TestDelayHeapRandomOperations(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, seed))
+		h := newDelayHeap[int]()
+		model := map[int]int64{} // item -> ready time
+		for range 2000 {
+			switch rng.IntN(3) {
+			case 0, 1:
+				item, readyAt := rng.IntN(200), rng.Int64N(50)
+				h.add(item, readyAt)
+				if old, ok := model[item]; !ok || readyAt < old {
+					model[item] = readyAt
+				}
+			case 2:
+				if h.len() == 0 {
+					continue
+				}
+				first := h.first()
+				wantReady := slices.Min(valuesOf(model))
+				require.Equal(t, wantReady, first.readyAt, "first ready time")
+				item := h.popFirst()
+				require.Equal(t, model[item], wantReady)
+				delete(model, item)
+			}
+			verifyHeap(t, h)
+			require.Equal(t, len(model), h.len())
+		}
+	}
+}
+
+func valuesOf(m map[int]int64) []int64 {
+	values := make([]int64, 0, len(m))
+	for _, v := range m {
+		values = append(values, v)
+	}
+	return values
+}
+
+func TestDelayHeapTiesLeaveInInsertionOrder(t *testing.T) {
+	h := newDelayHeap[int]()
+	for i := range 100 {
+		h.add(i, int64(i%3))
+	}
+	var got []int
+	for h.len() > 0 {
+		got = append(got, h.popFirst())
+		verifyHeap(t, h)
+	}
+	var want []int
+	for r := range 3 {
+		for i := r; i < 100; i += 3 {
+			want = append(want, i)
+		}
+	}
+	require.Equal(t, want, got)
+}
+
+func TestDelayHeapAddReportsFirst(t *testing.T) {
+	h := newDelayHeap[string]()
+	require.True(t, h.add("a", 10))
+	require.False(t, h.add("b", 20))
+	require.False(t, h.add("b", 15), "moved earlier but not first")
+	require.True(t, h.add("b", 5), "moved to the front")
+	require.False(t, h.add("b", 30), "a later time is ignored")
+	require.Equal(t, int64(5), h.first().readyAt)
+	require.Equal(t, 2, h.removeAll())
+	require.Zero(t, h.len())
+	verifyHeap(t, h)
+}
+
+func TestDelayHeapShrinksAfterDrain(t *testing.T) {
+	h := newDelayHeap[int]()
+	for i := range 10000 {
+		h.add(i, int64(i))
+	}
+	for range 9990 {
+		h.popFirst()
+	}
+	verifyHeap(t, h)
+	require.LessOrEqual(t, cap(h.entries), 4*64)
+}

@@ -1,0 +1,103 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+func TestParallelizeUntilDoesEveryPieceOnce(t *testing.T) {
+	tests := []struct {
+		workers, pieces, chunkSize int
+	}{
+		{1, 1, 0}, {1, 100, 1}, {4, 100, 1}, {4, 100, 7}, {16, 3, 1}, {3, 1000, 1000}, {8, 1001, 10}, {2, 5, -3},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("workers=%d/pieces=%d/chunk=%d", tt.workers, tt.pieces, tt.chunkSize), func(t *testing.T) {
+			counts := make([]atomic.Int32, tt.pieces)
+			ParallelizeUntil(context.Background(), tt.workers, tt.pieces, func(piece int) {
+				counts[piece].Add(1)
+			}, WithChunkSize(tt.chunkSize))
+			for piece := range counts {
+				assert.Equalf(t, int32(1), counts[piece].Load(), "piece %d", piece)
+			}
+		})
+	}
+}
+
+func TestParallelizeUntilUsesAtMostWorkersGoroutines(t *testing.T) {
+	var running, most atomic.Int32
+	var mu sync.Mutex
+	ParallelizeUntil(context.Background(), 3, 300, func(int) {
+		n := running.Add(1)
+		mu.Lock()
+		most.Store(max(most.Load(), n))
+		mu.Unlock()
+		running.Add(-1)
+	})
+	assert.LessOrEqual(t, most.Load(), int32(3))
+}
+
+func TestParallelizeUntilStopsWhenContextIsDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var calls atomic.Int32
+	ParallelizeUntil(ctx, 4, 100, func(int) { calls.Add(1) })
+	assert.Zero(t, calls.Load(), "pieces ran after the context was done")
+
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	calls.Store(0)
+	ParallelizeUntil(ctx, 1, 100, func(piece int) {
+		calls.Add(1)
+		if piece == 9 {
+			cancel()
+		}
+	})
+	assert.Equal(t, int32(10), calls.Load(), "one worker stops right after the cancelling piece")
+}
+
+func TestParallelizeUntilNilContext(t *testing.T) {
+	var calls atomic.Int32
+	//lint:ignore SA1012 a nil context is accepted, as in client-go
+	ParallelizeUntil(nil, 2, 10, func(int) { calls.Add(1) }) //nolint:staticcheck
+	assert.Equal(t, int32(10), calls.Load())
+}
+
+func TestParallelizeUntilBadInput(t *testing.T) {
+	never := func(int) { t.Error("a piece ran") }
+	assert.NotPanics(t, func() { ParallelizeUntil(context.Background(), 0, 0, never) }, "no pieces need no workers")
+	assert.NotPanics(t, func() { ParallelizeUntil(context.Background(), -1, 0, never) })
+	assert.PanicsWithValue(t, "workqueue: ParallelizeUntil needs at least one worker for 5 pieces, got 0",
+		func() { ParallelizeUntil(context.Background(), 0, 5, never) })
+	assert.PanicsWithValue(t, "workqueue: ParallelizeUntil needs at least one worker for 5 pieces, got -2",
+		func() { ParallelizeUntil(context.Background(), -2, 5, never) })
+	assert.PanicsWithValue(t, "workqueue: ParallelizeUntil needs a non-negative number of pieces, got -1",
+		func() { ParallelizeUntil(context.Background(), 1, -1, never) })
+}
+
+func TestParallelizeUntilPanicReachesCaller(t *testing.T) {
+	var calls atomic.Int32
+	assert.PanicsWithValue(t, "boom", func() {
+		ParallelizeUntil(context.Background(), 4, 1000, func(piece int) {
+			calls.Add(1)
+			if piece == 3 {
+				panic("boom")
+			}
+		})
+	})
+	assert.Less(t, calls.Load(), int32(1000), "pieces kept starting after a panic")
+}
+
+func ExampleParallelizeUntil() {
+	squares := make([]int, 10)
+	ParallelizeUntil(context.Background(), 4, len(squares), func(piece int) {
+		squares[piece] = piece * piece
+	}, WithChunkSize(3))
+	fmt.Println(squares)
+	// Output: [0 1 4 9 16 25 36 49 64 81]
+}

@@ -1,0 +1,128 @@
+package workqueue
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRateLimitingQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
+		q := NewTypedRateLimitingQueue(limiter)
+		defer q.ShutDown()
+		start := time.Now()
+
+		q.AddRateLimited("a") // 1 s
+		q.AddRateLimited("a") // 2 s, but 1 s is earlier and wins
+		q.AddRateLimited("b") // 1 s
+		assert.Equal(t, 2, q.NumRequeues("a"))
+		assert.Equal(t, 1, q.NumRequeues("b"))
+		assert.Zero(t, q.Len())
+
+		time.Sleep(time.Second)
+		assert.Equal(t, []string{"a", "b"}, drainReady(q))
+
+		q.Forget("a")
+		assert.Zero(t, q.NumRequeues("a"))
+		q.AddRateLimited("a") // 1 s again after Forget
+		q.AddRateLimited("b") // 2 s
+		time.Sleep(time.Second)
+		assert.Equal(t, []string{"a"}, drainReady(q))
+		time.Sleep(time.Second)
+		assert.Equal(t, []string{"b"}, drainReady(q))
+		assert.Equal(t, 3*time.Second, time.Since(start))
+	})
+}
+
+func TestAddRateLimitedAfterShutDownRecordsNoFailure(t *testing.T) {
+	limiter := DefaultTypedItemBasedRateLimiter[string]()
+	q := NewTypedRateLimitingQueue(limiter)
+	q.ShutDown()
+	q.AddRateLimited("a")
+	assert.Zero(t, q.NumRequeues("a"))
+	assert.Zero(t, limiter.NumRequeues("a"))
+	_, shutdown := q.Get()
+	assert.True(t, shutdown)
+}
+
+func TestRateLimitingQueueOverGivenDelayingQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := NewTypedDelayingQueue[int]()
+		q := NewTypedRateLimitingQueueWithConfig(NewTypedItemFastSlowRateLimiter[int](time.Millisecond, time.Hour, 1),
+			TypedRateLimitingQueueConfig[int]{DelayingQueue: inner})
+		q.AddRateLimited(1)
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 1, inner.Len())
+		q.ShutDown()
+		assert.True(t, inner.ShuttingDown())
+	})
+}
+
+// ExampleTypedRateLimitingInterface shows the loop every controller
+// writes: Get, reconcile, Forget on success or AddRateLimited on failure,
+// and always Done.
+func ExampleTypedRateLimitingInterface() {
+	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second))
+	attempts := map[string]int{}
+	reconcile := func(key string) error {
+		attempts[key]++
+		if attempts[key] < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}
+
+	q.Add("default/web")
+	for {
+		key, shutdown := q.Get()
+		if shutdown {
+			break
+		}
+		if err := reconcile(key); err != nil {
+			fmt.Printf("%s: %v, retry %d\n", key, err, q.NumRequeues(key)+1)
+			q.AddRateLimited(key)
+		} else {
+			fmt.Printf("%s: reconciled after %d attempts\n", key, attempts[key])
+			q.Forget(key)
+			q.ShutDown()
+		}
+		q.Done(key)
+	}
+	// Output:
+	// default/web: not yet, retry 1
+	// default/web: not yet, retry 2
+	// default/web: reconciled after 3 attempts
+}
+
+func TestRateLimitingQueueEndToEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		start := time.Now()
+		var retriedAt []time.Duration
+		q.Add("k")
+		for {
+			key, shutdown := q.Get()
+			if shutdown {
+				break
+			}
+			retriedAt = append(retriedAt, time.Since(start))
+			if len(retriedAt) < 4 {
+				q.AddRateLimited(key)
+			} else {
+				q.Forget(key)
+				q.ShutDown()
+			}
+			q.Done(key)
+		}
+		ms := time.Millisecond
+		require.Equal(t, []time.Duration{0, 5 * ms, 15 * ms, 35 * ms}, retriedAt)
+		assert.Zero(t, q.NumRequeues("k"))
+	})
+}
