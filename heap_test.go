@@ -8,19 +8,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// verifyHeap checks the heap invariant and the index at every entry. It
-// avoids testify in its loop, which runs millions of times.
+// verifyHeap checks the heap invariant, and that every waiting item has
+// exactly one entry that is not stale. It avoids testify in its loops, which
+// run millions of times.
 func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
 	t.Helper()
-	if len(h.index) != len(h.entries) {
-		t.Fatalf("index has %d items, heap %d", len(h.index), len(h.entries))
-	}
+	current := make(map[T]int)
 	for i := range h.entries {
-		if got := h.index[h.entries[i].item]; got != i {
-			t.Fatalf("index of entry %d: got %d, want %d", i, got, i)
-		}
 		if parent := (i - 1) / 2; i > 0 && h.entries[i].before(&h.entries[parent]) {
 			t.Fatalf("entry %d is before its parent %d", i, parent)
+		}
+		if !h.isStale(&h.entries[i]) {
+			current[h.entries[i].item]++
+			if got, want := h.entries[i].readyAt, h.live[h.entries[i].item].readyAt; got != want {
+				t.Fatalf("entry %d: ready at %d, live record says %d", i, got, want)
+			}
+		}
+	}
+	if len(current) != len(h.live) {
+		t.Fatalf("%d items have a current entry, %d are waiting", len(current), len(h.live))
+	}
+	for item, n := range current {
+		if n != 1 {
+			t.Fatalf("item %v has %d current entries", item, n)
 		}
 	}
 }
@@ -38,6 +48,7 @@ func TestDelayHeapRandomOperations(t *testing.T) {
 				if old, ok := model[item]; !ok || readyAt < old {
 					model[item] = readyAt
 				}
+
 			case 2:
 				if h.len() == 0 {
 					continue
@@ -51,6 +62,9 @@ func TestDelayHeapRandomOperations(t *testing.T) {
 			}
 			verifyHeap(t, h)
 			require.Equal(t, len(model), h.len())
+			if len(h.entries) > 2*h.len()+64 {
+				t.Fatalf("%d entries for %d items: stale entries were not swept", len(h.entries), h.len())
+			}
 		}
 	}
 }
@@ -92,6 +106,29 @@ func TestDelayHeapAddReportsFirst(t *testing.T) {
 	require.Equal(t, int64(5), h.first().readyAt)
 	require.Equal(t, 2, h.removeAll())
 	require.Zero(t, h.len())
+	verifyHeap(t, h)
+}
+
+func TestDelayHeapSweepsEntriesLeftByMovingItemsEarlier(t *testing.T) {
+	h := newDelayHeap[int]()
+	h.add(-1, 1<<40)
+	for i := range 10000 {
+		h.add(i%3, int64(1<<30-i))
+		verifyHeap(t, h)
+		require.LessOrEqual(t, len(h.entries), 2*h.len()+64)
+	}
+	require.Equal(t, 4, h.len())
+	require.Equal(t, []int{0, 2, 1, -1}, []int{h.popFirst(), h.popFirst(), h.popFirst(), h.popFirst()})
+}
+
+// A stale entry at the root must not hide that a new item is the earliest:
+// the waiting goroutine would sleep until the heartbeat.
+func TestDelayHeapAddReportsFirstBehindStaleRoot(t *testing.T) {
+	h := newDelayHeap[string]()
+	h.add("a", 5)
+	h.add("a", 3) // leaves a stale entry at 5
+	require.Equal(t, "a", h.popFirst())
+	require.True(t, h.add("b", 7), "b is the only waiting item")
 	verifyHeap(t, h)
 }
 

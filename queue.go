@@ -72,17 +72,19 @@ type TypedQueueConfig[T comparable] struct {
 	Queue Queue[T]
 }
 
-// itemState is what the queue knows about one item. An item the queue does
-// not know is absent from Typed.items.
-type itemState uint8
+// itemRecord is what the queue knows about an item it holds. Bits 2 and up
+// hold the ticket of the item's latest push into the default FIFO; an item
+// whose ticket is below Typed.popped has been handed out, so Get needs no map
+// operation to mark it. With custom storage there are no tickets and Get sets
+// recordProcessing instead.
+type itemRecord uint64
 
 const (
-	// stateQueued: in storage, waiting for Get.
-	stateQueued itemState = iota + 1
-	// stateProcessing: handed out by Get, Done not yet called.
-	stateProcessing
-	// stateProcessingDirty: handed out and added again since; Done queues it.
-	stateProcessingDirty
+	// recordDirty: added again while processing; Done queues it again.
+	recordDirty itemRecord = 1 << iota
+	// recordProcessing: handed out, with custom storage only.
+	recordProcessing
+	recordTicketShift = iota
 )
 
 // Typed is a work queue; see the package documentation for its guarantees.
@@ -96,16 +98,23 @@ type Typed[T comparable] struct {
 	// idle, or ShutDown released them.
 	drained sync.Cond
 
-	// items holds the state of every item the queue knows. Invariant: an item
-	// is in storage if and only if its state is stateQueued, and the number of
-	// items in a processing state equals processing.
-	items      map[T]itemState
-	storage    Queue[T]
-	processing int
+	// items holds a record for every item that is queued or being processed.
+	// Invariant: an item is in storage if and only if it has a record and
+	// is not processing; the number of processing records equals processing.
+	items map[T]itemRecord
+	// fifo is the storage unless custom is set.
+	fifo *ring[T]
+	// custom is storage given in the config, or nil.
+	custom Queue[T]
+	// pushed and popped count the pushes into and pops from fifo: the next
+	// ticket, and the first ticket not yet handed out.
+	pushed, popped uint64
+	processing     int
 
 	shuttingDown bool
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
 	drainReleased bool
+	drainWaiters  int
 
 	// metrics is nil when the queue records no metrics.
 	metrics *queueMetrics[T]
@@ -125,12 +134,14 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
-	if config.Queue == nil {
-		config.Queue = DefaultQueue[T]()
-	}
-	q := &Typed[T]{
-		items:   make(map[T]itemState),
-		storage: config.Queue,
+	q := &Typed[T]{items: make(map[T]itemRecord)}
+	switch storage := config.Queue.(type) {
+	case nil:
+		q.fifo = new(ring[T])
+	case *ring[T]:
+		q.fifo = storage
+	default:
+		q.custom = storage
 	}
 	q.itemReady.L = &q.mu
 	q.drained.L = &q.mu
@@ -138,27 +149,57 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	return q
 }
 
+// isProcessing reports whether the item with record rec has been handed out
+// and not yet marked done.
+func (q *Typed[T]) isProcessing(rec itemRecord) bool {
+	if q.custom != nil {
+		return rec&recordProcessing != 0
+	}
+	return uint64(rec>>recordTicketShift) < q.popped
+}
+
+// push stores item, wakes one Get caller and returns the item's new record.
+func (q *Typed[T]) push(item T) itemRecord {
+	q.itemReady.Signal()
+	if q.custom != nil {
+		q.custom.Push(item)
+		return 0
+	}
+	q.fifo.Push(item)
+	rec := itemRecord(q.pushed << recordTicketShift)
+	q.pushed++
+	return rec
+}
+
+func (q *Typed[T]) queued() int {
+	if q.custom != nil {
+		return q.custom.Len()
+	}
+	return q.fifo.n
+}
+
 // Add marks item as needing processing. An item that is already queued is
-// not queued again (the storage is told through Touch); an item that is being
-// processed is queued again when it is marked done. After a shutdown has
-// begun, Add does nothing.
+// not queued again (custom storage is told through Touch); an item that is
+// being processed is queued again when it is marked done. After a shutdown
+// has begun, Add does nothing.
 func (q *Typed[T]) Add(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
 		return
 	}
-	switch q.items[item] {
-	case 0:
-		q.items[item] = stateQueued
-		q.storage.Push(item)
-		q.itemReady.Signal()
-	case stateQueued:
-		q.storage.Touch(item)
+	rec, known := q.items[item]
+	switch {
+	case !known:
+		q.items[item] = q.push(item)
+	case !q.isProcessing(rec):
+		if q.custom != nil {
+			q.custom.Touch(item)
+		}
 		return
-	case stateProcessing:
-		q.items[item] = stateProcessingDirty
-	case stateProcessingDirty:
+	case rec&recordDirty == 0:
+		q.items[item] = rec | recordDirty
+	default:
 		return
 	}
 	if q.metrics != nil {
@@ -172,7 +213,7 @@ func (q *Typed[T]) Add(item T) {
 func (q *Typed[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.storage.Len()
+	return q.queued()
 }
 
 // Get blocks until an item is queued, marks it as being processed and
@@ -182,14 +223,19 @@ func (q *Typed[T]) Len() int {
 func (q *Typed[T]) Get() (item T, shutdown bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.storage.Len() == 0 {
+	for q.queued() == 0 {
 		if q.shuttingDown {
 			return item, true
 		}
 		q.itemReady.Wait()
 	}
-	item = q.storage.Pop()
-	q.items[item] = stateProcessing
+	if q.custom != nil {
+		item = q.custom.Pop()
+		q.items[item] |= recordProcessing
+	} else {
+		item = q.fifo.Pop()
+		q.popped++
+	}
 	q.processing++
 	if q.metrics != nil {
 		q.metrics.get(item)
@@ -203,21 +249,20 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 func (q *Typed[T]) Done(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	switch q.items[item] {
-	case stateProcessing:
-		delete(q.items, item)
-	case stateProcessingDirty:
-		q.items[item] = stateQueued
-		q.storage.Push(item)
-		q.itemReady.Signal()
-	default:
+	rec, known := q.items[item]
+	if !known || !q.isProcessing(rec) {
 		return
+	}
+	if rec&recordDirty != 0 {
+		q.items[item] = q.push(item)
+	} else {
+		delete(q.items, item)
 	}
 	q.processing--
 	if q.metrics != nil {
 		q.metrics.done(item)
 	}
-	if q.processing == 0 && q.storage.Len() == 0 {
+	if q.drainWaiters > 0 && q.processing == 0 && q.queued() == 0 {
 		q.drained.Broadcast()
 	}
 }
@@ -246,9 +291,11 @@ func (q *Typed[T]) ShutDownWithDrain() {
 	q.mu.Lock()
 	q.shuttingDown = true
 	q.itemReady.Broadcast()
-	for !q.drainReleased && (q.processing > 0 || q.storage.Len() > 0) {
+	q.drainWaiters++
+	for !q.drainReleased && (q.processing > 0 || q.queued() > 0) {
 		q.drained.Wait()
 	}
+	q.drainWaiters--
 	q.mu.Unlock()
 	q.stopMetrics()
 }

@@ -369,7 +369,7 @@ func TestRing(t *testing.T) {
 		{"fill and drain", []int{100}, []int{100}},
 		{"wrap around", []int{10, 10, 10, 10}, []int{8, 8, 8, 16}},
 		{"grow while wrapped", []int{12, 40, 3}, []int{10, 2, 43}},
-		{"shrink after burst", []int{1000, 0, 10}, []int{990, 5, 15}},
+		{"shrink after burst", []int{10000, 0, 10}, []int{9990, 5, 15}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -388,7 +388,7 @@ func TestRing(t *testing.T) {
 				}
 				require.Equal(t, len(model), r.Len())
 				require.True(t, len(r.buf) == 0 || len(r.buf)&(len(r.buf)-1) == 0, "buffer length %d is not a power of two", len(r.buf))
-				require.LessOrEqual(t, len(r.buf), max(minRingSize, 4*len(model)), "buffer did not shrink")
+				require.LessOrEqual(t, len(r.buf), max(ringKeepSize, 4*len(model)), "buffer did not shrink")
 			}
 			assert.Zero(t, r.Pop(), "Pop of an empty ring")
 		})

@@ -1,18 +1,23 @@
 package workqueue
 
 // ring is a FIFO ring buffer, the default Queue storage. Its buffer length is
-// zero or a power of two, so positions wrap with a mask. It shrinks by half
-// when a quarter full, so a burst does not pin its memory forever, and the
-// gap between the grow and shrink points keeps it from resizing on every
-// operation at a boundary.
+// zero or a power of two, so positions wrap with a mask. Above
+// ringKeepSize slots it shrinks by half when a quarter full, so a burst does
+// not pin its memory forever; the gap between the grow and shrink points
+// keeps it from resizing on every operation at a boundary, and keeping
+// small buffers spares queues that fill and empty in batches.
 type ring[T any] struct {
 	buf  []T
 	head int // position of the oldest item
 	n    int // number of items
 }
 
-// minRingSize is the smallest buffer the ring allocates or shrinks to.
-const minRingSize = 16
+const (
+	// minRingSize is the smallest buffer the ring allocates.
+	minRingSize = 16
+	// ringKeepSize is the buffer size the ring never shrinks below.
+	ringKeepSize = 1024
+)
 
 func (r *ring[T]) Touch(T) {}
 
@@ -35,7 +40,7 @@ func (r *ring[T]) Pop() T {
 	r.buf[r.head] = zero // let the garbage collector have what the item points to
 	r.head = (r.head + 1) & (len(r.buf) - 1)
 	r.n--
-	if len(r.buf) > minRingSize && r.n <= len(r.buf)/4 {
+	if len(r.buf) > ringKeepSize && r.n <= len(r.buf)/4 {
 		r.resize(len(r.buf) / 2)
 	}
 	return item
