@@ -212,20 +212,3 @@ func TestShutDownJoinsGoroutines(t *testing.T) {
 		}
 	}
 }
-
-func ExampleTypedDelayingInterface() {
-	q := NewTypedDelayingQueue[string]()
-	defer q.ShutDown()
-	q.AddAfter("later", 20*time.Millisecond)
-	q.AddAfter("sooner", 10*time.Millisecond)
-	q.Add("now")
-	for range 3 {
-		item, _ := q.Get()
-		fmt.Println(item)
-		q.Done(item)
-	}
-	// Output:
-	// now
-	// sooner
-	// later
-}

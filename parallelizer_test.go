@@ -92,12 +92,3 @@ func TestParallelizeUntilPanicReachesCaller(t *testing.T) {
 	})
 	assert.Less(t, calls.Load(), int32(1000), "pieces kept starting after a panic")
 }
-
-func ExampleParallelizeUntil() {
-	squares := make([]int, 10)
-	ParallelizeUntil(context.Background(), 4, len(squares), func(piece int) {
-		squares[piece] = piece * piece
-	}, WithChunkSize(3))
-	fmt.Println(squares)
-	// Output: [0 1 4 9 16 25 36 49 64 81]
-}

@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -406,23 +405,4 @@ func TestRingClearsPoppedSlots(t *testing.T) {
 	for i, p := range r.buf {
 		assert.Nilf(t, p, "slot %d still references a popped item", i)
 	}
-}
-
-func ExampleTyped() {
-	q := NewTyped[string]()
-	q.Add("a")
-	q.Add("b")
-	q.Add("a") // already queued: collapsed
-	q.ShutDown()
-	for {
-		item, shutdown := q.Get()
-		if shutdown {
-			break
-		}
-		fmt.Println("processing", item)
-		q.Done(item)
-	}
-	// Output:
-	// processing a
-	// processing b
 }

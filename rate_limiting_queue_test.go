@@ -1,8 +1,6 @@
 package workqueue
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -63,42 +61,6 @@ func TestRateLimitingQueueOverGivenDelayingQueue(t *testing.T) {
 		q.ShutDown()
 		assert.True(t, inner.ShuttingDown())
 	})
-}
-
-// ExampleTypedRateLimitingInterface shows the loop every controller
-// writes: Get, reconcile, Forget on success or AddRateLimited on failure,
-// and always Done.
-func ExampleTypedRateLimitingInterface() {
-	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second))
-	attempts := map[string]int{}
-	reconcile := func(key string) error {
-		attempts[key]++
-		if attempts[key] < 3 {
-			return errors.New("not yet")
-		}
-		return nil
-	}
-
-	q.Add("default/web")
-	for {
-		key, shutdown := q.Get()
-		if shutdown {
-			break
-		}
-		if err := reconcile(key); err != nil {
-			fmt.Printf("%s: %v, retry %d\n", key, err, q.NumRequeues(key)+1)
-			q.AddRateLimited(key)
-		} else {
-			fmt.Printf("%s: reconciled after %d attempts\n", key, attempts[key])
-			q.Forget(key)
-			q.ShutDown()
-		}
-		q.Done(key)
-	}
-	// Output:
-	// default/web: not yet, retry 1
-	// default/web: not yet, retry 2
-	// default/web: reconciled after 3 attempts
 }
 
 func TestRateLimitingQueueEndToEnd(t *testing.T) {

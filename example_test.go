@@ -1,0 +1,142 @@
+package workqueue_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+func ExampleTyped() {
+	q := workqueue.NewTyped[string]()
+	q.Add("a")
+	q.Add("b")
+	q.Add("a") // already queued: collapsed
+	q.ShutDown()
+	for {
+		item, shutdown := q.Get()
+		if shutdown {
+			break
+		}
+		fmt.Println("processing", item)
+		q.Done(item)
+	}
+	// Output:
+	// processing a
+	// processing b
+}
+
+func ExampleTypedDelayingInterface() {
+	q := workqueue.NewTypedDelayingQueue[string]()
+	defer q.ShutDown()
+	q.AddAfter("later", 20*time.Millisecond)
+	q.AddAfter("sooner", 10*time.Millisecond)
+	q.Add("now")
+	for range 3 {
+		item, _ := q.Get()
+		fmt.Println(item)
+		q.Done(item)
+	}
+	// Output:
+	// now
+	// sooner
+	// later
+}
+
+// ExampleTypedRateLimitingInterface shows the loop every controller
+// writes: Get, reconcile, Forget on success or AddRateLimited on failure,
+// and always Done.
+func ExampleTypedRateLimitingInterface() {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second))
+	attempts := map[string]int{}
+	reconcile := func(key string) error {
+		attempts[key]++
+		if attempts[key] < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	}
+
+	q.Add("default/web")
+	for {
+		key, shutdown := q.Get()
+		if shutdown {
+			break
+		}
+		if err := reconcile(key); err != nil {
+			fmt.Printf("%s: %v, retry %d\n", key, err, q.NumRequeues(key)+1)
+			q.AddRateLimited(key)
+		} else {
+			fmt.Printf("%s: reconciled after %d attempts\n", key, attempts[key])
+			q.Forget(key)
+			q.ShutDown()
+		}
+		q.Done(key)
+	}
+	// Output:
+	// default/web: not yet, retry 1
+	// default/web: not yet, retry 2
+	// default/web: reconciled after 3 attempts
+}
+
+func ExampleParallelizeUntil() {
+	squares := make([]int, 10)
+	workqueue.ParallelizeUntil(context.Background(), 4, len(squares), func(piece int) {
+		squares[piece] = piece * piece
+	}, workqueue.WithChunkSize(3))
+	fmt.Println(squares)
+	// Output: [0 1 4 9 16 25 36 49 64 81]
+}
+
+// Example_workers runs a reconcile loop on several workers: each key is
+// handed to one worker at a time, failures are retried with backoff, and
+// ShutDownWithDrain lets the workers finish what is queued.
+func Example_workers() {
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+
+	var mu sync.Mutex
+	failures := map[string]int{"default/flaky": 2} // fails twice, then succeeds
+	reconciled := make(chan string, 3)
+	reconcile := func(key string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures[key] > 0 {
+			failures[key]--
+			return errors.New("transient")
+		}
+		reconciled <- key
+		return nil
+	}
+
+	var workers sync.WaitGroup
+	for range 3 {
+		workers.Go(func() {
+			for {
+				key, shutdown := queue.Get()
+				if shutdown {
+					return
+				}
+				if err := reconcile(key); err != nil {
+					queue.AddRateLimited(key)
+				} else {
+					queue.Forget(key)
+				}
+				queue.Done(key)
+			}
+		})
+	}
+
+	for _, key := range []string{"default/web", "default/db", "default/flaky"} {
+		queue.Add(key)
+	}
+	for range 3 {
+		<-reconciled
+	}
+	queue.ShutDownWithDrain()
+	workers.Wait()
+	fmt.Println("all keys reconciled; flaky retried", 2-failures["default/flaky"], "times")
+	// Output: all keys reconciled; flaky retried 2 times
+}
