@@ -11,7 +11,7 @@ import (
 )
 
 // TypedDelayingInterface is a work queue that can also add an item after a
-// delay.
+// delay. The implementation in this package is safe for concurrent use.
 type TypedDelayingInterface[T comparable] interface {
 	TypedInterface[T]
 	// AddAfter adds item once duration has passed.

@@ -7,8 +7,8 @@ import (
 )
 
 // TypedInterface is a work queue of items of type T: the methods of [Typed].
-// See the package documentation for the guarantees every implementation in
-// this package makes.
+// Every implementation in this package is safe for concurrent use and makes
+// the guarantees listed in the package documentation.
 type TypedInterface[T comparable] interface {
 	// Add marks item as needing processing.
 	Add(item T)

@@ -6,7 +6,8 @@ import (
 
 // TypedRateLimitingInterface is a delaying work queue that also adds items
 // after a delay chosen by a [TypedRateLimiter], typically to retry failures
-// with backoff.
+// with backoff. The implementation in this package is safe for concurrent
+// use.
 type TypedRateLimitingInterface[T comparable] interface {
 	TypedDelayingInterface[T]
 	// AddRateLimited adds item after the delay the rate limiter gives it.
