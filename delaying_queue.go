@@ -84,12 +84,12 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		clock:    config.Clock,
 		epoch:    config.Clock.Now(),
 		logger:   config.Logger,
-		retries:  retryCounter(config.MetricsProvider, config.Name),
 		waiting:  newDelayHeap[T](),
 		wake:     make(chan struct{}, 1),
 		stopCh:   make(chan struct{}),
 		loopDone: make(chan struct{}),
 	}
+	q.retries, q.delayed = delayingMetrics(config.MetricsProvider, config.Name)
 	go q.waitingLoop()
 	return q
 }
@@ -101,7 +101,8 @@ type delayingQueue[T comparable] struct {
 	clock   clock.WithTicker
 	epoch   time.Time // ready times are kept as offsets from it
 	logger  *slog.Logger
-	retries CounterMetric // nil when the queue records no metrics
+	retries CounterMetric       // nil when the queue records no metrics
+	delayed SettableGaugeMetric // nil unless the provider offers it
 
 	mu           sync.Mutex
 	waiting      *delayHeap[T]
@@ -152,6 +153,7 @@ func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
 		return
 	}
 	isFirst := q.waiting.add(item, q.readyAt(duration))
+	q.setDelayedGauge()
 	q.mu.Unlock()
 	if isFirst {
 		select {
@@ -180,6 +182,7 @@ func (q *delayingQueue[T]) stopWaiting() {
 	q.mu.Lock()
 	q.shuttingDown = true
 	dropped := q.waiting.removeAll()
+	q.setDelayedGauge()
 	q.mu.Unlock()
 	q.stopOnce.Do(func() { close(q.stopCh) })
 	<-q.loopDone
@@ -262,9 +265,13 @@ func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
 	now := q.sinceEpoch()
 	for q.waiting.len() > 0 && q.waiting.first().readyAt <= now {
 		if len(*ready) == waitingBatch {
+			q.setDelayedGauge()
 			return now, true
 		}
 		*ready = append(*ready, q.waiting.popFirst())
+	}
+	if len(*ready) > 0 {
+		q.setDelayedGauge()
 	}
 	next = now + int64(heartbeatPeriod)
 	if q.waiting.len() > 0 {
@@ -279,5 +286,14 @@ func (q *delayingQueue[T]) stopWaitingFromLoop() {
 	q.mu.Lock()
 	q.shuttingDown = true
 	q.waiting.removeAll()
+	q.setDelayedGauge()
 	q.mu.Unlock()
+}
+
+// setDelayedGauge publishes the number of waiting items; the caller holds
+// q.mu, so updates reach the gauge in the order the heap changed.
+func (q *delayingQueue[T]) setDelayedGauge() {
+	if q.delayed != nil {
+		q.delayed.Set(float64(q.waiting.len()))
+	}
 }

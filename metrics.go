@@ -43,8 +43,9 @@ type HistogramMetric interface {
 // MetricsProvider creates the metrics of one named queue. A queue calls each
 // method once, at construction, with its name; a nil result disables that
 // one metric. Pass a provider in a queue's config; there is no global
-// provider. The github.com/go-workqueue/workqueue/prometheus package will
-// provide one for Prometheus.
+// provider. The github.com/go-workqueue/workqueue/prometheus package provides
+// one for Prometheus. A provider may also implement
+// [DelayedItemsMetricsProvider] and [UnfinishedWorkUpdatePeriodProvider].
 type MetricsProvider interface {
 	// NewDepthMetric: items waiting to be handed out.
 	NewDepthMetric(name string) GaugeMetric
@@ -65,9 +66,29 @@ type MetricsProvider interface {
 	NewRetriesMetric(name string) CounterMetric
 }
 
-// unfinishedWorkUpdatePeriod is how often a queue with metrics refreshes its
-// unfinished-work gauges, as in Kubernetes.
-const unfinishedWorkUpdatePeriod = 500 * time.Millisecond
+// DelayedItemsMetricsProvider is a [MetricsProvider] that also reports how
+// many items wait for their delay in a delaying queue, a figure client-go
+// does not offer. Delaying queues look for it with a type assertion, so a
+// provider written for client-go's interface keeps working unchanged.
+type DelayedItemsMetricsProvider interface {
+	MetricsProvider
+	// NewDelayedItemsMetric: items waiting for their delay; set after every
+	// change, so it follows the delaying queue exactly.
+	NewDelayedItemsMetric(name string) SettableGaugeMetric
+}
+
+// UnfinishedWorkUpdatePeriodProvider is a [MetricsProvider] that chooses how
+// often a queue refreshes its unfinished-work and longest-running gauges.
+// Queues look for it with a type assertion; without it, or with a period
+// that is not positive, they refresh every 500 ms, as Kubernetes does.
+type UnfinishedWorkUpdatePeriodProvider interface {
+	MetricsProvider
+	UnfinishedWorkUpdatePeriod() time.Duration
+}
+
+// defaultUnfinishedWorkUpdatePeriod is how often a queue with metrics
+// refreshes its unfinished-work gauges unless its provider says otherwise.
+const defaultUnfinishedWorkUpdatePeriod = 500 * time.Millisecond
 
 type noopMetric struct{}
 
@@ -99,10 +120,11 @@ type queueMetrics[T comparable] struct {
 	addedAt   map[T]time.Time // first add of each item waiting to be handed out
 	startedAt map[T]time.Time // Get of each item being processed
 
-	queueLock *sync.Mutex
-	stopOnce  sync.Once
-	stopCh    chan struct{}
-	loopDone  chan struct{}
+	updatePeriod time.Duration
+	queueLock    *sync.Mutex
+	stopOnce     sync.Once
+	stopCh       chan struct{}
+	loopDone     chan struct{}
 }
 
 // newQueueMetrics returns nil, meaning no metrics at all, unless both a
@@ -122,9 +144,13 @@ func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk cl
 		longestRunningProcessor: orNoop(provider.NewLongestRunningProcessorSecondsMetric(name)),
 		addedAt:                 make(map[T]time.Time),
 		startedAt:               make(map[T]time.Time),
+		updatePeriod:            defaultUnfinishedWorkUpdatePeriod,
 		queueLock:               queueLock,
 		stopCh:                  make(chan struct{}),
 		loopDone:                make(chan struct{}),
+	}
+	if p, ok := provider.(UnfinishedWorkUpdatePeriodProvider); ok && p.UnfinishedWorkUpdatePeriod() > 0 {
+		m.updatePeriod = p.UnfinishedWorkUpdatePeriod()
 	}
 	go m.refreshLoop()
 	return m
@@ -171,7 +197,7 @@ func (m *queueMetrics[T]) updateUnfinishedWork() {
 // ticker cannot be stopped.
 func (m *queueMetrics[T]) refreshLoop() {
 	defer close(m.loopDone)
-	timer := m.clock.NewTimer(unfinishedWorkUpdatePeriod)
+	timer := m.clock.NewTimer(m.updatePeriod)
 	defer timer.Stop()
 	for {
 		select {
@@ -182,7 +208,7 @@ func (m *queueMetrics[T]) refreshLoop() {
 		m.queueLock.Lock()
 		m.updateUnfinishedWork()
 		m.queueLock.Unlock()
-		timer.Reset(unfinishedWorkUpdatePeriod)
+		timer.Reset(m.updatePeriod)
 	}
 }
 
@@ -193,11 +219,18 @@ func (m *queueMetrics[T]) stop() {
 	<-m.loopDone
 }
 
-// retryCounter returns the retries metric of a named queue, or nil if the
-// queue records no metrics.
-func retryCounter(provider MetricsProvider, name string) CounterMetric {
+// delayingMetrics returns the retries counter and the delayed-items gauge of
+// a named delaying queue; both are nil if the queue records no metrics, and
+// the gauge is nil if the provider does not offer it.
+func delayingMetrics(provider MetricsProvider, name string) (CounterMetric, SettableGaugeMetric) {
 	if provider == nil || name == "" {
-		return nil
+		return nil, nil
 	}
-	return orNoop(provider.NewRetriesMetric(name))
+	retries := orNoop(provider.NewRetriesMetric(name))
+	if p, ok := provider.(DelayedItemsMetricsProvider); ok {
+		if delayed := p.NewDelayedItemsMetric(name); delayed != nil {
+			return retries, delayed
+		}
+	}
+	return retries, nil
 }

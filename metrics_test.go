@@ -42,7 +42,19 @@ func (m *recordedMetric) Observe(v float64) {
 type recordingProvider struct {
 	mu      sync.Mutex
 	metrics map[[2]string]*recordedMetric
+	period  time.Duration // the unfinished-work update period it asks for
 }
+
+var (
+	_ DelayedItemsMetricsProvider        = (*recordingProvider)(nil)
+	_ UnfinishedWorkUpdatePeriodProvider = (*recordingProvider)(nil)
+)
+
+func (p *recordingProvider) NewDelayedItemsMetric(name string) SettableGaugeMetric {
+	return p.metric(name, "delayed")
+}
+
+func (p *recordingProvider) UnfinishedWorkUpdatePeriod() time.Duration { return p.period }
 
 func (p *recordingProvider) metric(name, kind string) *recordedMetric {
 	p.mu.Lock()
@@ -201,5 +213,51 @@ func TestProviderReturningNilMetrics(t *testing.T) {
 		require.Equal(t, "a", item)
 		q.Done(item)
 		q.ShutDown()
+	})
+}
+
+func TestDelayedItemsGaugeFollowsTheHeap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		provider := &recordingProvider{}
+		q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "d", MetricsProvider: provider})
+		delayed := func() float64 { return provider.value("d", "delayed") }
+
+		q.AddAfter("a", 2*time.Second)
+		q.AddAfter("b", time.Second)
+		assert.Equal(t, 2.0, delayed())
+		q.AddAfter("a", time.Second) // moved earlier: still one item
+		q.AddAfter("b", time.Hour)   // later: ignored
+		q.AddAfter("c", 0)           // not delayed
+		assert.Equal(t, 2.0, delayed())
+
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Zero(t, delayed())
+		assert.Equal(t, 3, q.Len())
+
+		q.AddAfter("d", time.Minute)
+		q.AddAfter("e", time.Minute)
+		assert.Equal(t, 2.0, delayed())
+		q.ShutDown()
+		assert.Zero(t, delayed(), "items dropped at shutdown still counted")
+		q.AddAfter("f", time.Minute)
+		assert.Zero(t, delayed(), "an AddAfter after shutdown was counted")
+		assert.Equal(t, 7.0, provider.value("d", "retries"), "every AddAfter before shutdown counts")
+	})
+}
+
+func TestUnfinishedWorkUpdatePeriodFromProvider(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		provider := &recordingProvider{period: 2 * time.Second}
+		q := NewTypedWithConfig(TypedQueueConfig[string]{Name: "p", MetricsProvider: provider})
+		defer q.ShutDown()
+		q.Add("a")
+		q.Get()
+		time.Sleep(1999 * time.Millisecond)
+		synctest.Wait()
+		assert.Zero(t, provider.value("p", "unfinished"), "refreshed before the period")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		assert.Equal(t, 2.0, provider.value("p", "unfinished"))
 	})
 }

@@ -93,7 +93,10 @@ const (
 type Typed[T comparable] struct {
 	mu sync.Mutex
 	// itemReady wakes Get callers: storage gained an item or shutdown began.
-	itemReady sync.Cond
+	// waitingGets counts the callers waiting on it, so that a push with no
+	// one waiting skips the signal.
+	itemReady   sync.Cond
+	waitingGets int
 	// drained wakes ShutDownWithDrain callers: the queue may have become
 	// idle, or ShutDown released them.
 	drained sync.Cond
@@ -160,7 +163,9 @@ func (q *Typed[T]) isProcessing(rec itemRecord) bool {
 
 // push stores item, wakes one Get caller and returns the item's new record.
 func (q *Typed[T]) push(item T) itemRecord {
-	q.itemReady.Signal()
+	if q.waitingGets > 0 {
+		q.itemReady.Signal()
+	}
 	if q.custom != nil {
 		q.custom.Push(item)
 		return 0
@@ -227,7 +232,9 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		if q.shuttingDown {
 			return item, true
 		}
+		q.waitingGets++
 		q.itemReady.Wait()
+		q.waitingGets--
 	}
 	if q.custom != nil {
 		item = q.custom.Pop()

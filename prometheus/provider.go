@@ -1,0 +1,256 @@
+// Package prometheus exports the metrics of work queues to Prometheus under
+// the names Kubernetes uses, so dashboards built for Kubernetes controllers
+// work unchanged.
+//
+// Create one [Provider] per registry and pass it in each queue's config:
+//
+//	provider := prometheus.NewProvider(registry)
+//	queue := workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
+//		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods", MetricsProvider: provider})
+//
+// Every metric has the label name, the queue's name. Subsystem workqueue:
+//
+//	workqueue_depth                              gauge      items waiting to be handed out
+//	workqueue_adds_total                         counter    items that entered the queue
+//	workqueue_queue_duration_seconds             histogram  first add to Get
+//	workqueue_work_duration_seconds              histogram  Get to Done
+//	workqueue_unfinished_work_seconds            gauge      summed age of the items being processed
+//	workqueue_longest_running_processor_seconds  gauge      age of the oldest item being processed
+//	workqueue_retries_total                      counter    AddAfter and AddRateLimited calls
+//	workqueue_delayed_items                      gauge      items waiting for their delay
+//
+// The last one is not in Kubernetes.
+package prometheus
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+// Provider creates the metrics of named work queues and registers them with
+// one registry. It implements [workqueue.MetricsProvider],
+// [workqueue.DelayedItemsMetricsProvider] and
+// [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
+// [NewProvider]; the zero value is not usable. It is safe for concurrent use.
+type Provider struct {
+	depth          *prometheus.GaugeVec
+	adds           *prometheus.CounterVec
+	latency        *prometheus.HistogramVec
+	workDuration   *prometheus.HistogramVec
+	unfinished     *prometheus.GaugeVec
+	longestRunning *prometheus.GaugeVec
+	retries        *prometheus.CounterVec
+	delayed        *prometheus.GaugeVec
+	updatePeriod   time.Duration
+}
+
+var (
+	_ workqueue.MetricsProvider                    = (*Provider)(nil)
+	_ workqueue.DelayedItemsMetricsProvider        = (*Provider)(nil)
+	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
+)
+
+// Option configures a [Provider].
+type Option func(*options)
+
+type options struct {
+	namespace    string
+	subsystem    string
+	constLabels  prometheus.Labels
+	buckets      []float64
+	nativeFactor float64
+	updatePeriod time.Duration
+}
+
+// WithBuckets sets the buckets of the two duration histograms. The default,
+// as in Kubernetes, is ten exponential buckets from 10 ns by a factor of 10.
+func WithBuckets(buckets []float64) Option {
+	return func(o *options) { o.buckets = append([]float64(nil), buckets...) }
+}
+
+// WithNativeHistograms makes the two duration histograms native histograms
+// as well, with the given bucket growth factor (for example 1.1); the
+// classic buckets stay for scrapers that do not ask for native ones.
+func WithNativeHistograms(bucketFactor float64) Option {
+	return func(o *options) { o.nativeFactor = bucketFactor }
+}
+
+// WithNamespace puts a namespace before every metric name:
+// namespace_workqueue_depth. The default is none.
+func WithNamespace(namespace string) Option {
+	return func(o *options) { o.namespace = namespace }
+}
+
+// WithSubsystem replaces the subsystem workqueue in every metric name.
+func WithSubsystem(subsystem string) Option {
+	return func(o *options) { o.subsystem = subsystem }
+}
+
+// WithConstLabels adds labels with fixed values to every metric, for
+// example to tell apart two components that export to one registry.
+func WithConstLabels(labels prometheus.Labels) Option {
+	return func(o *options) {
+		o.constLabels = make(prometheus.Labels, len(labels))
+		for k, v := range labels {
+			o.constLabels[k] = v
+		}
+	}
+}
+
+// WithUnfinishedWorkUpdatePeriod sets how often queues refresh
+// workqueue_unfinished_work_seconds and
+// workqueue_longest_running_processor_seconds. The default is 500 ms.
+func WithUnfinishedWorkUpdatePeriod(period time.Duration) Option {
+	return func(o *options) { o.updatePeriod = period }
+}
+
+// DefaultBuckets are the buckets of the duration histograms unless
+// [WithBuckets] says otherwise: 10 ns to 10 s by factors of 10, as in
+// Kubernetes.
+var DefaultBuckets = prometheus.ExponentialBuckets(10e-9, 10, 10)
+
+// NewProvider returns a provider that registers its metrics with reg, for
+// example prometheus.NewRegistry() or prometheus.DefaultRegisterer. If reg
+// already holds this package's metrics under the same names, as it does
+// after an earlier NewProvider with the same options, the provider reuses
+// them. It panics, with a message starting "workqueue:", if reg is nil, if
+// an option is invalid, or if reg holds a different metric under one of the
+// names.
+func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
+	if reg == nil {
+		panic("workqueue: prometheus.NewProvider needs a registerer, got nil")
+	}
+	o := options{subsystem: "workqueue", buckets: DefaultBuckets}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.updatePeriod < 0 {
+		panic(fmt.Sprintf("workqueue: prometheus.NewProvider needs a non-negative update period, got %v", o.updatePeriod))
+	}
+	if o.nativeFactor != 0 && o.nativeFactor <= 1 {
+		panic(fmt.Sprintf("workqueue: prometheus.NewProvider needs a native histogram bucket factor above 1, got %v", o.nativeFactor))
+	}
+
+	labels := []string{"name"}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: o.namespace, Subsystem: o.subsystem, Name: name, Help: help, ConstLabels: o.constLabels,
+		}, labels))
+	}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: o.namespace, Subsystem: o.subsystem, Name: name, Help: help, ConstLabels: o.constLabels,
+		}, labels))
+	}
+	histogram := func(name, help string) *prometheus.HistogramVec {
+		return register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: o.namespace, Subsystem: o.subsystem, Name: name, Help: help, ConstLabels: o.constLabels,
+			Buckets:                     o.buckets,
+			NativeHistogramBucketFactor: o.nativeFactor,
+		}, labels))
+	}
+	return &Provider{
+		depth:          gauge("depth", "Items waiting in the work queue to be handed to a worker."),
+		adds:           counter("adds_total", "Items added to the work queue; adds of an item already waiting are not counted."),
+		latency:        histogram("queue_duration_seconds", "Seconds an item waited in the work queue, from its first add until a worker got it."),
+		workDuration:   histogram("work_duration_seconds", "Seconds a worker spent on an item, from getting it until marking it done."),
+		unfinished:     gauge("unfinished_work_seconds", "Summed seconds that the items now being processed have been in progress; steady growth means stuck workers."),
+		longestRunning: gauge("longest_running_processor_seconds", "Seconds that the oldest item now being processed has been in progress."),
+		retries:        counter("retries_total", "Delayed adds to the work queue, including rate-limited retries."),
+		delayed:        gauge("delayed_items", "Items waiting in the work queue for their delay to end."),
+		updatePeriod:   o.updatePeriod,
+	}
+}
+
+// register registers c with reg, or returns the collector of the same shape
+// that reg already holds.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	panic(fmt.Sprintf("workqueue: registering a workqueue metric: %v", err))
+}
+
+// DeleteQueue removes every series of the queue with the given name, so a
+// program that creates queues with changing names does not export them
+// forever. Call it after the queue has shut down: a queue that is still
+// running would keep updating series that are no longer exported.
+func (p *Provider) DeleteQueue(name string) {
+	for _, vec := range p.vectors() {
+		vec.DeleteLabelValues(name)
+	}
+}
+
+// metricVector is what the gauge, counter and histogram vectors share.
+type metricVector interface {
+	prometheus.Collector
+	DeleteLabelValues(labelValues ...string) bool
+}
+
+func (p *Provider) vectors() []metricVector {
+	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed}
+}
+
+// NewDepthMetric returns the workqueue_depth gauge of the queue name.
+func (p *Provider) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return p.depth.WithLabelValues(name)
+}
+
+// NewAddsMetric returns the workqueue_adds_total counter of the queue name.
+func (p *Provider) NewAddsMetric(name string) workqueue.CounterMetric {
+	return p.adds.WithLabelValues(name)
+}
+
+// NewLatencyMetric returns the workqueue_queue_duration_seconds histogram
+// of the queue name.
+func (p *Provider) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return p.latency.WithLabelValues(name)
+}
+
+// NewWorkDurationMetric returns the workqueue_work_duration_seconds
+// histogram of the queue name.
+func (p *Provider) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+	return p.workDuration.WithLabelValues(name)
+}
+
+// NewUnfinishedWorkSecondsMetric returns the
+// workqueue_unfinished_work_seconds gauge of the queue name.
+func (p *Provider) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return p.unfinished.WithLabelValues(name)
+}
+
+// NewLongestRunningProcessorSecondsMetric returns the
+// workqueue_longest_running_processor_seconds gauge of the queue name.
+func (p *Provider) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+	return p.longestRunning.WithLabelValues(name)
+}
+
+// NewRetriesMetric returns the workqueue_retries_total counter of the queue
+// name.
+func (p *Provider) NewRetriesMetric(name string) workqueue.CounterMetric {
+	return p.retries.WithLabelValues(name)
+}
+
+// NewDelayedItemsMetric returns the workqueue_delayed_items gauge of the
+// queue name.
+func (p *Provider) NewDelayedItemsMetric(name string) workqueue.SettableGaugeMetric {
+	return p.delayed.WithLabelValues(name)
+}
+
+// UnfinishedWorkUpdatePeriod returns the period set with
+// [WithUnfinishedWorkUpdatePeriod], or 0 for the queue's default.
+func (p *Provider) UnfinishedWorkUpdatePeriod() time.Duration {
+	return p.updatePeriod
+}

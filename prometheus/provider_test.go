@@ -1,0 +1,248 @@
+package prometheus
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var metricNames = []string{
+	"workqueue_depth",
+	"workqueue_adds_total",
+	"workqueue_queue_duration_seconds",
+	"workqueue_work_duration_seconds",
+	"workqueue_unfinished_work_seconds",
+	"workqueue_longest_running_processor_seconds",
+	"workqueue_retries_total",
+	"workqueue_delayed_items",
+}
+
+// gatherText returns the text exposition of everything reg holds.
+func gatherText(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	for _, family := range families {
+		_, err := expfmt.MetricFamilyToText(&buf, family)
+		require.NoError(t, err)
+	}
+	return buf.String()
+}
+
+// checkGolden compares got with testdata/name, or rewrites the file with
+// -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got, "%s differs; if the change is intended, run go test -update and review the diff", path)
+}
+
+// TestMetricsAfterScriptedOperations drives a named rate-limiting queue on
+// the bubble's exact clock and checks every series against a golden file:
+// names, help texts, types, labels and values.
+func TestMetricsAfterScriptedOperations(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		provider := NewProvider(reg)
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "controller", MetricsProvider: provider})
+
+		q.Add("a")
+		q.Add("b")
+		q.Add("a")                         // collapsed: adds stays 2
+		time.Sleep(250 * time.Millisecond) // a and b wait 250 ms
+		item, _ := q.Get()                 // a
+		time.Sleep(2 * time.Second)        // a runs 2 s; refreshes at 0.5, 1, 1.5, 2 s
+		synctest.Wait()
+		q.AddRateLimited(item) // retry in 1 s: delayed 1, retries 1
+		q.Done(item)           // work 2 s
+		q.AddAfter("c", time.Hour)
+		q.AddAfter("c", time.Minute) // moved earlier: delayed stays 2, retries 3
+
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP workqueue_depth Items waiting in the work queue to be handed to a worker.
+# TYPE workqueue_depth gauge
+workqueue_depth{name="controller"} 1
+# HELP workqueue_delayed_items Items waiting in the work queue for their delay to end.
+# TYPE workqueue_delayed_items gauge
+workqueue_delayed_items{name="controller"} 2
+# HELP workqueue_unfinished_work_seconds Summed seconds that the items now being processed have been in progress; steady growth means stuck workers.
+# TYPE workqueue_unfinished_work_seconds gauge
+workqueue_unfinished_work_seconds{name="controller"} 1.75
+# HELP workqueue_longest_running_processor_seconds Seconds that the oldest item now being processed has been in progress.
+# TYPE workqueue_longest_running_processor_seconds gauge
+workqueue_longest_running_processor_seconds{name="controller"} 1.75
+`), "workqueue_depth", "workqueue_delayed_items", "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds"))
+
+		time.Sleep(time.Second) // a is ready again
+		synctest.Wait()
+		checkGolden(t, "scripted.golden", gatherText(t, reg))
+
+		q.ShutDown()
+		assert.Equal(t, 0.0, testutil.ToFloat64(provider.delayed.WithLabelValues("controller")), "dropped items still counted")
+	})
+}
+
+func TestMetricNamesPassLint(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		q := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+			Name: "lint", MetricsProvider: NewProvider(reg, WithNativeHistograms(1.1)),
+		})
+		defer q.ShutDown()
+		q.Add("a")
+		q.AddAfter("b", time.Second)
+		item, _ := q.Get()
+		q.Done(item)
+		problems, err := testutil.GatherAndLint(reg)
+		require.NoError(t, err)
+		assert.Empty(t, problems)
+		count, err := testutil.GatherAndCount(reg)
+		require.NoError(t, err)
+		assert.Equal(t, len(metricNames), count, "one series per metric")
+	})
+}
+
+func TestSecondProviderReusesCollectors(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	first := NewProvider(reg)
+	second := NewProvider(reg)
+	first.NewAddsMetric("q").Inc()
+	second.NewAddsMetric("q").Inc()
+	assert.Equal(t, 2.0, testutil.ToFloat64(first.adds.WithLabelValues("q")))
+}
+
+func TestDefaultRegisterer(t *testing.T) {
+	first := NewProvider(prometheus.DefaultRegisterer)
+	second := NewProvider(prometheus.DefaultRegisterer)
+	t.Cleanup(func() {
+		for _, c := range first.vectors() {
+			prometheus.DefaultRegisterer.Unregister(c)
+		}
+	})
+	second.NewDepthMetric("q").Inc()
+	count, err := testutil.GatherAndCount(prometheus.DefaultGatherer, "workqueue_depth")
+	require.NoError(t, err)
+	assert.Equal(t, 1, count)
+}
+
+func TestDeleteQueue(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	provider := NewProvider(reg)
+	for _, name := range []string{"keep", "drop"} {
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, MetricsProvider: provider})
+		q.Add("a")
+		item, _ := q.Get()
+		q.Done(item)
+		q.AddRateLimited("b")
+		q.ShutDown()
+	}
+	provider.DeleteQueue("drop")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, families, len(metricNames))
+	for _, family := range families {
+		require.Lenf(t, family.GetMetric(), 1, "%s: series", family.GetName())
+		assert.Equalf(t, "keep", family.GetMetric()[0].GetLabel()[0].GetValue(), "%s: label", family.GetName())
+	}
+}
+
+func TestUnnamedQueueRecordsNothing(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	q := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{MetricsProvider: NewProvider(reg)})
+	q.Add("a")
+	q.AddAfter("b", time.Hour)
+	q.ShutDown()
+	count, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	assert.Zero(t, count)
+}
+
+func TestOptions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		provider := NewProvider(reg,
+			WithNamespace("app"), WithSubsystem("jobs"),
+			WithConstLabels(prometheus.Labels{"component": "scheduler"}),
+			WithBuckets([]float64{0.1, 1}),
+			WithUnfinishedWorkUpdatePeriod(time.Second))
+		q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "q", MetricsProvider: provider})
+		defer q.ShutDown()
+		q.Add("a")
+		time.Sleep(500 * time.Millisecond)
+		item, _ := q.Get()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP app_jobs_queue_duration_seconds Seconds an item waited in the work queue, from its first add until a worker got it.
+# TYPE app_jobs_queue_duration_seconds histogram
+app_jobs_queue_duration_seconds_bucket{component="scheduler",name="q",le="0.1"} 0
+app_jobs_queue_duration_seconds_bucket{component="scheduler",name="q",le="1"} 1
+app_jobs_queue_duration_seconds_bucket{component="scheduler",name="q",le="+Inf"} 1
+app_jobs_queue_duration_seconds_sum{component="scheduler",name="q"} 0.5
+app_jobs_queue_duration_seconds_count{component="scheduler",name="q"} 1
+# HELP app_jobs_unfinished_work_seconds Summed seconds that the items now being processed have been in progress; steady growth means stuck workers.
+# TYPE app_jobs_unfinished_work_seconds gauge
+app_jobs_unfinished_work_seconds{component="scheduler",name="q"} 0.5
+`), "app_jobs_queue_duration_seconds", "app_jobs_unfinished_work_seconds"))
+		q.Done(item)
+	})
+}
+
+func TestBadConfigurationPanics(t *testing.T) {
+	conflicting := prometheus.NewRegistry()
+	conflicting.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "workqueue_depth", Help: "something else"}))
+	tests := []struct {
+		name      string
+		construct func()
+		want      string
+	}{
+		{"nil registerer", func() { NewProvider(nil) },
+			"workqueue: prometheus.NewProvider needs a registerer, got nil"},
+		{"negative update period", func() { NewProvider(prometheus.NewRegistry(), WithUnfinishedWorkUpdatePeriod(-time.Second)) },
+			"workqueue: prometheus.NewProvider needs a non-negative update period, got -1s"},
+		{"native bucket factor not above 1", func() { NewProvider(prometheus.NewRegistry(), WithNativeHistograms(1)) },
+			"workqueue: prometheus.NewProvider needs a native histogram bucket factor above 1, got 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.PanicsWithValue(t, tt.want, tt.construct)
+		})
+	}
+	t.Run("different metric under the same name", func(t *testing.T) {
+		defer func() {
+			r := recover()
+			require.NotNil(t, r)
+			assert.True(t, strings.HasPrefix(r.(string), "workqueue: registering a workqueue metric: "), "panic: %v", r)
+		}()
+		NewProvider(conflicting)
+	})
+}
