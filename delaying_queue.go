@@ -263,7 +263,7 @@ func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
 	defer q.mu.Unlock()
 	*ready = (*ready)[:0]
 	now := q.sinceEpoch()
-	for q.waiting.len() > 0 && q.waiting.first().readyAt <= now {
+	for q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now {
 		if len(*ready) == waitingBatch {
 			q.setDelayedGauge()
 			return now, true
@@ -275,7 +275,7 @@ func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
 	}
 	next = now + int64(heartbeatPeriod)
 	if q.waiting.len() > 0 {
-		next = min(next, q.waiting.first().readyAt)
+		next = min(next, q.waiting.firstReadyAt())
 	}
 	return next, false
 }

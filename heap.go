@@ -1,37 +1,40 @@
 package workqueue
 
 // delayHeap holds the items that wait for their delay, each once, ordered by
-// ready time; items with equal ready times leave in the order they entered.
+// ready time; items with equal ready times leave in the order they were last
+// moved in.
 //
-// Moving an item earlier does not search the heap: it pushes a new entry and
-// leaves the old one behind, stale. live maps each waiting item to the
-// sequence number (and ready time) of its one current entry, so an entry is
-// stale exactly when live does not map its item to its seq. Stale entries are skipped when
-// they reach the top and swept out when they outnumber the live ones, so the
-// heap holds at most about twice as many entries as items.
+// The heap array holds small entries (ready time, sequence number, slot);
+// the item itself lives in a slot of slots, which also records the entry's
+// position in the heap, so moving an entry updates a slice element instead
+// of a map. index maps each waiting item to its slot. Freed slots are
+// cleared at once, so the heap never keeps an item alive after it leaves.
 //
 // Invariant: for every 0 < i < len(entries),
-// !entries[i].before(&entries[(i-1)/2]). Ready times are durations since an
-// epoch the delaying queue chose, so the comparison is one integer compare.
+// !entries[i].before(&entries[(i-1)/2]); slots[entries[i].slot].pos == i;
+// index[slots[entries[i].slot].item] == entries[i].slot. Ready times are
+// durations since an epoch the delaying queue chose, so the comparison is
+// one integer compare.
 type delayHeap[T comparable] struct {
-	entries []delayEntry[T]
-	live    map[T]liveEntry
+	entries []delayEntry
+	slots   []delaySlot[T]
+	free    []int32 // slots not in use
+	index   map[T]int32
 	nextSeq uint64
 }
 
-type delayEntry[T comparable] struct {
+type delayEntry struct {
 	readyAt int64  // nanoseconds since the delaying queue's epoch
-	seq     uint64 // insertion order, to break ties and to tell stale entries
-	item    T
+	seq     uint64 // order of the adds that set the ready time, to break ties
+	slot    int32
 }
 
-// liveEntry identifies the current entry of a waiting item.
-type liveEntry struct {
-	readyAt int64
-	seq     uint64
+type delaySlot[T comparable] struct {
+	item T
+	pos  int32 // position of the item's entry in the heap
 }
 
-func (e *delayEntry[T]) before(other *delayEntry[T]) bool {
+func (e *delayEntry) before(other *delayEntry) bool {
 	if e.readyAt != other.readyAt {
 		return e.readyAt < other.readyAt
 	}
@@ -39,111 +42,113 @@ func (e *delayEntry[T]) before(other *delayEntry[T]) bool {
 }
 
 func newDelayHeap[T comparable]() *delayHeap[T] {
-	return &delayHeap[T]{live: make(map[T]liveEntry)}
+	return &delayHeap[T]{index: make(map[T]int32)}
 }
 
 // len returns the number of waiting items.
-func (h *delayHeap[T]) len() int { return len(h.live) }
+func (h *delayHeap[T]) len() int { return len(h.entries) }
 
-func (h *delayHeap[T]) isStale(e *delayEntry[T]) bool {
-	current, ok := h.live[e.item]
-	return !ok || current.seq != e.seq
-}
-
-// first returns the entry with the earliest ready time; the heap must not be
-// empty.
-func (h *delayHeap[T]) first() *delayEntry[T] {
-	for h.isStale(&h.entries[0]) {
-		h.removeTop()
-	}
-	return &h.entries[0]
-}
+// firstReadyAt returns the earliest ready time; the heap must not be empty.
+func (h *delayHeap[T]) firstReadyAt() int64 { return h.entries[0].readyAt }
 
 // add inserts item with the given ready time, or, if item is already waiting,
 // moves its ready time earlier when the new one is earlier: the earliest
 // ready time wins. It reports whether item is now first.
 func (h *delayHeap[T]) add(item T, readyAt int64) (isFirst bool) {
-	if current, ok := h.live[item]; ok && readyAt >= current.readyAt {
-		return false
-	}
 	seq := h.nextSeq
+	if slot, ok := h.index[item]; ok {
+		pos := h.slots[slot].pos
+		if readyAt >= h.entries[pos].readyAt {
+			return false
+		}
+		h.nextSeq++
+		h.entries[pos].readyAt = readyAt
+		h.entries[pos].seq = seq
+		return h.up(int(pos)) == 0
+	}
 	h.nextSeq++
-	h.live[item] = liveEntry{readyAt: readyAt, seq: seq}
-	h.entries = append(h.entries, delayEntry[T]{readyAt: readyAt, seq: seq, item: item})
-	h.up(len(h.entries) - 1)
-	h.sweepIfMostlyStale()
-	// Compare with the first current entry, not the root: a stale entry at
-	// the root must not hide that item is now the earliest.
-	return h.first().seq == seq
+	slot := h.allocSlot(item)
+	h.index[item] = slot
+	h.entries = append(h.entries, delayEntry{readyAt: readyAt, seq: seq, slot: slot})
+	return h.up(len(h.entries)-1) == 0
 }
 
 // popFirst removes the item with the earliest ready time and returns it; the
 // heap must not be empty.
 func (h *delayHeap[T]) popFirst() T {
-	item := h.first().item
-	delete(h.live, item)
-	h.removeTop()
-	h.sweepIfMostlyStale()
+	slot := h.entries[0].slot
+	item := h.slots[slot].item
+	delete(h.index, item)
+	h.freeSlot(slot)
+	last := len(h.entries) - 1
+	if last > 0 {
+		h.put(0, h.entries[last])
+	}
+	h.entries = h.entries[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	h.shrinkIfSparse()
 	return item
 }
 
 // removeAll empties the heap and returns how many items it held.
 func (h *delayHeap[T]) removeAll() int {
-	n := len(h.live)
-	h.entries = nil
-	clear(h.live)
+	n := len(h.entries)
+	h.entries, h.slots, h.free = nil, nil, nil
+	clear(h.index)
 	return n
 }
 
-func (h *delayHeap[T]) removeTop() {
-	last := len(h.entries) - 1
-	h.entries[0] = h.entries[last]
-	h.entries[last] = delayEntry[T]{} // drop the reference for the garbage collector
-	h.entries = h.entries[:last]
-	if last > 0 {
-		h.down(0)
+func (h *delayHeap[T]) allocSlot(item T) int32 {
+	if n := len(h.free); n > 0 {
+		slot := h.free[n-1]
+		h.free = h.free[:n-1]
+		h.slots[slot].item = item
+		return slot
 	}
-	if cap(h.entries) > 64 && len(h.entries) < cap(h.entries)/4 {
-		h.entries = append([]delayEntry[T](nil), h.entries...)
-	}
+	h.slots = append(h.slots, delaySlot[T]{item: item})
+	return int32(len(h.slots) - 1)
 }
 
-// sweepIfMostlyStale sweeps once stale entries outnumber the current ones
-// (plus some slack), which bounds the entries to about twice the items. Each
-// stale entry is swept once, so the cost per add stays O(1) amortized.
-func (h *delayHeap[T]) sweepIfMostlyStale() {
-	if len(h.entries) > 2*len(h.live)+64 {
-		h.sweep()
-	}
+func (h *delayHeap[T]) freeSlot(slot int32) {
+	h.slots[slot] = delaySlot[T]{} // let the garbage collector have the item
+	h.free = append(h.free, slot)
 }
 
-// sweep drops every stale entry and restores the invariant in O(n).
-func (h *delayHeap[T]) sweep() {
-	kept := h.entries[:0]
+// shrinkIfSparse rebuilds the slots and the heap array once they are four
+// times larger than needed, so a burst of delayed items does not pin its
+// memory. Each rebuild follows at least len/2 pops, so it is O(1) amortized.
+func (h *delayHeap[T]) shrinkIfSparse() {
+	if len(h.slots) <= 1024 || len(h.entries) > len(h.slots)/4 {
+		return
+	}
+	slots := make([]delaySlot[T], len(h.entries))
 	for i := range h.entries {
-		if !h.isStale(&h.entries[i]) {
-			kept = append(kept, h.entries[i])
-		}
+		old := h.entries[i].slot
+		slots[i] = delaySlot[T]{item: h.slots[old].item, pos: int32(i)}
+		h.entries[i].slot = int32(i)
+		h.index[slots[i].item] = int32(i)
 	}
-	clear(h.entries[len(kept):])
-	h.entries = kept
-	for i := len(h.entries)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
+	h.slots = slots
+	h.free = nil
+	h.entries = append([]delayEntry(nil), h.entries...)
 }
 
-// up moves the entry at i towards the root until the invariant holds.
-func (h *delayHeap[T]) up(i int) {
+// up moves the entry at i towards the root until the invariant holds and
+// returns its final position.
+func (h *delayHeap[T]) up(i int) int {
 	e := h.entries[i]
 	for i > 0 {
 		parent := (i - 1) / 2
 		if !e.before(&h.entries[parent]) {
 			break
 		}
-		h.entries[i] = h.entries[parent]
+		h.put(i, h.entries[parent])
 		i = parent
 	}
-	h.entries[i] = e
+	h.put(i, e)
+	return i
 }
 
 // down moves the entry at i towards the leaves until the invariant holds.
@@ -161,8 +166,13 @@ func (h *delayHeap[T]) down(i int) {
 		if !h.entries[child].before(&e) {
 			break
 		}
-		h.entries[i] = h.entries[child]
+		h.put(i, h.entries[child])
 		i = child
 	}
+	h.put(i, e)
+}
+
+func (h *delayHeap[T]) put(i int, e delayEntry) {
 	h.entries[i] = e
+	h.slots[e.slot].pos = int32(i)
 }

@@ -8,30 +8,34 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// verifyHeap checks the heap invariant, and that every waiting item has
-// exactly one entry that is not stale. It avoids testify in its loops, which
-// run millions of times.
+// verifyHeap checks the heap invariant, the positions and the index, and
+// that free slots hold no item. It avoids testify in its loops, which run
+// millions of times.
 func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
 	t.Helper()
-	current := make(map[T]int)
+	if len(h.index) != len(h.entries) {
+		t.Fatalf("index has %d items, heap %d", len(h.index), len(h.entries))
+	}
 	for i := range h.entries {
 		if parent := (i - 1) / 2; i > 0 && h.entries[i].before(&h.entries[parent]) {
 			t.Fatalf("entry %d is before its parent %d", i, parent)
 		}
-		if !h.isStale(&h.entries[i]) {
-			current[h.entries[i].item]++
-			if got, want := h.entries[i].readyAt, h.live[h.entries[i].item].readyAt; got != want {
-				t.Fatalf("entry %d: ready at %d, live record says %d", i, got, want)
-			}
+		slot := h.entries[i].slot
+		if got := h.slots[slot].pos; int(got) != i {
+			t.Fatalf("entry %d: slot %d says position %d", i, slot, got)
+		}
+		if got := h.index[h.slots[slot].item]; got != slot {
+			t.Fatalf("entry %d: index says slot %d, entry says %d", i, got, slot)
 		}
 	}
-	if len(current) != len(h.live) {
-		t.Fatalf("%d items have a current entry, %d are waiting", len(current), len(h.live))
-	}
-	for item, n := range current {
-		if n != 1 {
-			t.Fatalf("item %v has %d current entries", item, n)
+	var zero delaySlot[T]
+	for _, slot := range h.free {
+		if h.slots[slot] != zero {
+			t.Fatalf("free slot %d still holds %v", slot, h.slots[slot])
 		}
+	}
+	if len(h.free)+len(h.entries) != len(h.slots) {
+		t.Fatalf("%d free and %d used slots, %d in all", len(h.free), len(h.entries), len(h.slots))
 	}
 }
 
@@ -53,18 +57,14 @@ func TestDelayHeapRandomOperations(t *testing.T) {
 				if h.len() == 0 {
 					continue
 				}
-				first := h.first()
 				wantReady := slices.Min(valuesOf(model))
-				require.Equal(t, wantReady, first.readyAt, "first ready time")
+				require.Equal(t, wantReady, h.firstReadyAt(), "first ready time")
 				item := h.popFirst()
 				require.Equal(t, model[item], wantReady)
 				delete(model, item)
 			}
 			verifyHeap(t, h)
 			require.Equal(t, len(model), h.len())
-			if len(h.entries) > 2*h.len()+64 {
-				t.Fatalf("%d entries for %d items: stale entries were not swept", len(h.entries), h.len())
-			}
 		}
 	}
 }
@@ -103,27 +103,26 @@ func TestDelayHeapAddReportsFirst(t *testing.T) {
 	require.False(t, h.add("b", 15), "moved earlier but not first")
 	require.True(t, h.add("b", 5), "moved to the front")
 	require.False(t, h.add("b", 30), "a later time is ignored")
-	require.Equal(t, int64(5), h.first().readyAt)
+	require.Equal(t, int64(5), h.firstReadyAt())
 	require.Equal(t, 2, h.removeAll())
 	require.Zero(t, h.len())
 	verifyHeap(t, h)
 }
 
-func TestDelayHeapSweepsEntriesLeftByMovingItemsEarlier(t *testing.T) {
+func TestDelayHeapMovingEarlierKeepsOneEntry(t *testing.T) {
 	h := newDelayHeap[int]()
 	h.add(-1, 1<<40)
 	for i := range 10000 {
 		h.add(i%3, int64(1<<30-i))
-		verifyHeap(t, h)
-		require.LessOrEqual(t, len(h.entries), 2*h.len()+64)
 	}
-	require.Equal(t, 4, h.len())
+	verifyHeap(t, h)
+	require.Len(t, h.entries, 4)
 	require.Equal(t, []int{0, 2, 1, -1}, []int{h.popFirst(), h.popFirst(), h.popFirst(), h.popFirst()})
 }
 
-// A stale entry at the root must not hide that a new item is the earliest:
-// the waiting goroutine would sleep until the heartbeat.
-func TestDelayHeapAddReportsFirstBehindStaleRoot(t *testing.T) {
+// An item moved earlier and then popped must leave nothing behind that
+// hides a later item from being first.
+func TestDelayHeapAddReportsFirstAfterMovedItemLeft(t *testing.T) {
 	h := newDelayHeap[string]()
 	h.add("a", 5)
 	h.add("a", 3) // leaves a stale entry at 5
@@ -141,5 +140,6 @@ func TestDelayHeapShrinksAfterDrain(t *testing.T) {
 		h.popFirst()
 	}
 	verifyHeap(t, h)
-	require.LessOrEqual(t, cap(h.entries), 4*64)
+	require.LessOrEqual(t, len(h.slots), 1024)
+	require.LessOrEqual(t, cap(h.entries), 1024)
 }
