@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Runs every check and test of every Go module in the repository, with the
-# race detector. Extra arguments go to `go test`, e.g. ./test.sh -count=5.
+# Runs every check and test of every Go module in the repository with the
+# race detector, then each fuzz target for a short time. Extra arguments go
+# to `go test`, e.g. ./test.sh -short.
+#
+# FUZZTIME sets how long each fuzz target runs (default 10s); to fuzz
+# longer: FUZZTIME=30m ./test.sh, or in the module of the target:
+#   go test -run '^$' -fuzz '^FuzzModel$' -fuzztime 30m .
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -10,8 +15,24 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
+# Verbose output, without the lines every passing test prints, so that the
+# figures the tests log (operations checked, rounds, divergences) show.
+quiet() { grep -vE '^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP)|PASS$)' || true; }
+
 for mod in $(find . -name go.mod -not -path './.git/*' | sort); do
   dir=$(dirname "$mod")
   echo "== $dir"
-  (cd "$dir" && go vet ./... && go test -race -count=1 "$@" ./...)
+  (cd "$dir" && go vet ./... && go test -race -count=1 -v "$@" ./... | quiet)
+done
+
+for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do
+  dir=$(dirname "$target")
+  for fuzz in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$target" | cut -d' ' -f2); do
+    echo "== fuzz $fuzz in $dir for ${FUZZTIME:-10s}"
+    if ! out=$(cd "$dir" && go test -run '^$' -fuzz "^$fuzz\$" -fuzztime "${FUZZTIME:-10s}" . 2>&1); then
+      echo "$out"
+      exit 1
+    fi
+    echo "$out" | grep -E '^fuzz: elapsed' | tail -1
+  done
 done

@@ -1,0 +1,407 @@
+package workqueue
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// This file checks the rate-limiting queue against a small reference model
+// that is obviously correct: a FIFO slice, a dirty set, a processing set, a
+// map of waiting items with their ready times, and failure counts. Seeded
+// random walks and the fuzz target drive both with the same operations and
+// compare everything observable after every step.
+
+type opKind uint8
+
+const (
+	opAdd opKind = iota
+	opGet
+	opDone
+	opAddAfter
+	opAddRateLimited
+	opForget
+	opNumRequeues
+	opLen
+	opStep
+	opShutDown
+	opShutDownWithDrain
+	opKinds
+)
+
+var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain"}
+
+type modelOp struct {
+	kind opKind
+	item int
+	dur  time.Duration
+}
+
+func (o modelOp) String() string {
+	return fmt.Sprintf("%s(k%d, %v)", opNames[o.kind], o.item, o.dur)
+}
+
+const (
+	modelItems     = 12
+	modelBase      = time.Millisecond
+	modelMax       = 10 * time.Second
+	modelFast      = 2 * time.Millisecond
+	modelSlow      = time.Second
+	modelFastTries = 3
+)
+
+// delays are the durations walks use: negative, zero, tiny, and up to an
+// hour, many of them equal so that ready times tie.
+var delays = []time.Duration{-time.Second, 0, 1, time.Millisecond, 5 * time.Millisecond, 100 * time.Millisecond,
+	time.Second, time.Second, 10 * time.Second, time.Minute, time.Hour}
+
+// queueModel is the reference: what the queue should do, written for
+// clarity, not speed.
+type queueModel struct {
+	now          time.Duration
+	fifo         []int
+	dirty        map[int]bool // queued, or added again while processing
+	processing   map[int]bool
+	waiting      map[int]modelWait
+	nextSeq      uint64
+	failures     map[int]int
+	shuttingDown bool
+	draining     bool
+}
+
+type modelWait struct {
+	readyAt time.Duration
+	seq     uint64
+}
+
+func newQueueModel() *queueModel {
+	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{}}
+}
+
+func (m *queueModel) add(item int) {
+	if m.shuttingDown || m.dirty[item] {
+		return
+	}
+	m.dirty[item] = true
+	if !m.processing[item] {
+		m.fifo = append(m.fifo, item)
+	}
+}
+
+func (m *queueModel) get() int {
+	item := m.fifo[0]
+	m.fifo = m.fifo[1:]
+	m.processing[item] = true
+	delete(m.dirty, item)
+	return item
+}
+
+func (m *queueModel) done(item int) {
+	if !m.processing[item] {
+		return
+	}
+	delete(m.processing, item)
+	if m.dirty[item] {
+		m.fifo = append(m.fifo, item)
+	}
+}
+
+func (m *queueModel) addAfter(item int, d time.Duration) {
+	if m.shuttingDown {
+		return
+	}
+	if d <= 0 {
+		m.add(item)
+		return
+	}
+	readyAt := m.now + d
+	if w, ok := m.waiting[item]; ok && readyAt >= w.readyAt {
+		return
+	}
+	m.waiting[item] = modelWait{readyAt: readyAt, seq: m.nextSeq}
+	m.nextSeq++
+}
+
+// when is the max of an exponential backoff and a fast-slow limiter.
+func (m *queueModel) when(item int) time.Duration {
+	n := m.failures[item]
+	m.failures[item] = n + 1
+	exp := modelBase
+	for i := 0; i < n && exp < modelMax; i++ {
+		exp *= 2
+	}
+	exp = min(exp, modelMax)
+	fastSlow := modelSlow
+	if n < modelFastTries {
+		fastSlow = modelFast
+	}
+	return max(exp, fastSlow)
+}
+
+// step moves time on and adds the items whose delay ended, in order of
+// ready time and then of their add.
+func (m *queueModel) step(d time.Duration) {
+	m.now += d
+	var ready []int
+	for item, w := range m.waiting {
+		if w.readyAt <= m.now {
+			ready = append(ready, item)
+		}
+	}
+	slices.SortFunc(ready, func(a, b int) int {
+		wa, wb := m.waiting[a], m.waiting[b]
+		if wa.readyAt != wb.readyAt {
+			return int(wa.readyAt - wb.readyAt)
+		}
+		return int(wa.seq) - int(wb.seq)
+	})
+	for _, item := range ready {
+		delete(m.waiting, item)
+		m.add(item)
+	}
+}
+
+func (m *queueModel) shutDown() {
+	m.shuttingDown = true
+	clear(m.waiting)
+}
+
+func (m *queueModel) idle() bool { return len(m.fifo) == 0 && len(m.processing) == 0 }
+
+// recordingLimiter remembers the last delay its limiter returned.
+type recordingLimiter struct {
+	TypedRateLimiter[string]
+	last time.Duration
+}
+
+func (r *recordingLimiter) When(item string) time.Duration {
+	r.last = r.TypedRateLimiter.When(item)
+	return r.last
+}
+
+var modelKeys = func() []string {
+	keys := make([]string, modelItems)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	return keys
+}()
+
+// runModelWalk applies ops to a new rate-limiting queue and to the model,
+// comparing after every step. It must run in a synctest bubble, whose clock
+// the Step operation moves. It returns how many operations it applied
+// (those that cannot apply, such as a Get from an empty queue, are passed
+// over) and a description of the first divergence, or "".
+func runModelWalk(ops []modelOp) (executed int, divergence string) {
+	limiter := &recordingLimiter{TypedRateLimiter: NewTypedMaxOfRateLimiter(
+		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
+		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
+	)}
+	q := NewTypedRateLimitingQueue[string](limiter)
+	m := newQueueModel()
+	var drained atomic.Bool
+	defer func() {
+		q.ShutDown() // releases a drain still waiting
+		synctest.Wait()
+	}()
+
+	diverged := func(i int, op modelOp, format string, args ...any) (int, string) {
+		return executed + 1, fmt.Sprintf("step %d %v: %s", i, op, fmt.Sprintf(format, args...))
+	}
+	for i, op := range ops {
+		key := modelKeys[op.item]
+		if m.draining && op.kind != opGet && op.kind != opDone && op.kind != opLen {
+			continue // while a drain waits, only workers act
+		}
+		switch op.kind {
+		case opAdd:
+			q.Add(key)
+			m.add(op.item)
+		case opGet:
+			if len(m.fifo) == 0 {
+				continue // Get would block; the model knows it
+			}
+			if got := q.Len(); got != len(m.fifo) {
+				return diverged(i, op, "Len before Get = %d, model %d", got, len(m.fifo))
+			}
+			got, shutdown := q.Get()
+			want := m.get()
+			if shutdown || got != modelKeys[want] {
+				return diverged(i, op, "Get = %q, %v; model k%d", got, shutdown, want)
+			}
+		case opDone:
+			q.Done(key)
+			m.done(op.item)
+		case opAddAfter:
+			q.AddAfter(key, op.dur)
+			m.addAfter(op.item, op.dur)
+		case opAddRateLimited:
+			limiter.last = -1
+			q.AddRateLimited(key)
+			if !m.shuttingDown {
+				want := m.when(op.item)
+				if limiter.last != want {
+					return diverged(i, op, "limiter delay = %v, model %v", limiter.last, want)
+				}
+				m.addAfter(op.item, want)
+			} else if limiter.last != -1 {
+				return diverged(i, op, "limiter consulted after shutdown")
+			}
+		case opForget:
+			q.Forget(key)
+			delete(m.failures, op.item)
+		case opNumRequeues:
+			if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
+				return diverged(i, op, "NumRequeues = %d, model %d", got, want)
+			}
+		case opLen:
+		case opStep:
+			d := max(op.dur, 0) // time does not go back
+			time.Sleep(d)
+			m.step(d)
+		case opShutDown:
+			q.ShutDown()
+			m.shutDown()
+			m.draining = false
+		case opShutDownWithDrain:
+			if m.shuttingDown {
+				continue
+			}
+			go func() {
+				q.ShutDownWithDrain()
+				drained.Store(true)
+			}()
+			m.shutDown()
+			m.draining = true
+		}
+		executed++
+		synctest.Wait()
+		if got := q.Len(); got != len(m.fifo) {
+			return diverged(i, op, "Len = %d, model %d (fifo %v)", got, len(m.fifo), m.fifo)
+		}
+		if got := q.ShuttingDown(); got != m.shuttingDown {
+			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.shuttingDown)
+		}
+		if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
+			return diverged(i, op, "NumRequeues = %d, model %d", got, want)
+		}
+		if m.draining {
+			if drained.Load() != m.idle() {
+				return diverged(i, op, "drain returned = %v, model idle = %v", drained.Load(), m.idle())
+			}
+			m.draining = !m.idle()
+		}
+	}
+	return executed, ""
+}
+
+// randomOps returns a walk of n operations; shutdowns are rare, so most of
+// a walk exercises a live queue.
+func randomOps(rng *rand.Rand, n int) []modelOp {
+	ops := make([]modelOp, n)
+	for i := range ops {
+		var kind opKind
+		switch r := rng.IntN(1000); {
+		case r < 250:
+			kind = opAdd
+		case r < 450:
+			kind = opGet
+		case r < 620:
+			kind = opDone
+		case r < 720:
+			kind = opAddAfter
+		case r < 820:
+			kind = opAddRateLimited
+		case r < 870:
+			kind = opForget
+		case r < 910:
+			kind = opNumRequeues
+		case r < 930:
+			kind = opLen
+		case r < 998:
+			kind = opStep
+		case r < 999:
+			kind = opShutDown
+		default:
+			kind = opShutDownWithDrain
+		}
+		ops[i] = modelOp{kind: kind, item: rng.IntN(modelItems), dur: delays[rng.IntN(len(delays))]}
+	}
+	return ops
+}
+
+// decodeOps turns fuzz input into operations, three bytes each.
+func decodeOps(data []byte) []modelOp {
+	ops := make([]modelOp, 0, len(data)/3)
+	for len(data) >= 3 {
+		ops = append(ops, modelOp{
+			kind: opKind(data[0] % byte(opKinds)),
+			item: int(data[1]) % modelItems,
+			dur:  delays[int(data[2])%len(delays)],
+		})
+		data = data[3:]
+	}
+	return ops
+}
+
+var (
+	modelOps  = flag.Int64("modelops", 10_000_000, "operations TestModelRandomWalks checks")
+	modelSeed = flag.Uint64("modelseed", 0, "first seed of TestModelRandomWalks; change it to soak with new walks")
+)
+
+func TestModelRandomWalks(t *testing.T) {
+	const walkLength = 2000
+	target := *modelOps
+	if testing.Short() {
+		target /= 100
+	}
+	// Walks of two interleaved series run in parallel, one per core, until
+	// the operations applied reach the target.
+	var total, walks, divergences atomic.Int64
+	var firstDivergence atomic.Value
+	t.Run("group", func(t *testing.T) {
+		for half := range 2 {
+			t.Run(fmt.Sprint(half), func(t *testing.T) {
+				t.Parallel()
+				for walk := half; total.Load() < target; walk += 2 {
+					rng := rand.New(rand.NewPCG(*modelSeed+uint64(walk), 0x5eed))
+					ops := randomOps(rng, walkLength)
+					synctest.Test(t, func(t *testing.T) {
+						n, divergence := runModelWalk(ops)
+						total.Add(int64(n))
+						walks.Add(1)
+						if divergence != "" {
+							divergences.Add(1)
+							firstDivergence.CompareAndSwap(nil, fmt.Sprintf("walk %d: %s", walk, divergence))
+						}
+					})
+				}
+			})
+		}
+	})
+	summary := fmt.Sprintf("model check: %d operations in %d walks, %d divergences", total.Load(), walks.Load(), divergences.Load())
+	t.Log(summary)
+	if d := firstDivergence.Load(); d != nil {
+		t.Fatalf("the queue diverged from the model: %v", d)
+	}
+}
+
+func FuzzModel(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 1, 0, 0, 2, 1, 0})
+	f.Add([]byte{3, 2, 6, 3, 2, 5, 8, 0, 6, 1, 0, 0, 2, 2, 0})
+	f.Add([]byte{4, 3, 0, 4, 3, 0, 8, 0, 9, 1, 0, 0, 6, 3, 0})
+	f.Add([]byte{0, 1, 0, 0, 2, 0, 1, 0, 0, 10, 0, 0, 2, 1, 0, 1, 0, 0, 2, 2, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ops := decodeOps(data)
+		synctest.Test(t, func(t *testing.T) {
+			if _, divergence := runModelWalk(ops); divergence != "" {
+				t.Fatal(divergence)
+			}
+		})
+	})
+}
