@@ -19,6 +19,9 @@ fi
 # figures the tests log (operations checked, rounds, divergences) show.
 quiet() { grep -vE '^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP)|PASS$)' || true; }
 
+# Each module on its own, with its own go.mod's versions, as its users get
+# it: go.work joins the modules only for `go run ./bench/cmd/compare`.
+export GOWORK=off
 for mod in $(find . -name go.mod -not -path './.git/*' | sort); do
   dir=$(dirname "$mod")
   echo "== $dir"
