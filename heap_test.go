@@ -13,29 +13,31 @@ import (
 // millions of times.
 func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
 	t.Helper()
-	if len(h.index) != len(h.entries) {
-		t.Fatalf("index has %d items, heap %d", len(h.index), len(h.entries))
+	n := h.entries.len()
+	if len(h.index) != n {
+		t.Fatalf("index has %d items, heap %d", len(h.index), n)
 	}
-	for i := range h.entries {
-		if parent := (i - 1) / 2; i > 0 && h.entries[i].before(&h.entries[parent]) {
+	for i := range n {
+		e := h.entries.at(i)
+		if parent := (i - 1) / 2; i > 0 && e.before(h.entries.at(parent)) {
 			t.Fatalf("entry %d is before its parent %d", i, parent)
 		}
-		slot := h.entries[i].slot
-		if got := h.slots[slot].pos; int(got) != i {
-			t.Fatalf("entry %d: slot %d says position %d", i, slot, got)
+		slot := h.slots.at(int(e.slot))
+		if int(slot.pos) != i {
+			t.Fatalf("entry %d: slot %d says position %d", i, e.slot, slot.pos)
 		}
-		if got := h.index[h.slots[slot].item]; got != slot {
-			t.Fatalf("entry %d: index says slot %d, entry says %d", i, got, slot)
+		if got := h.index[slot.item]; got != e.slot {
+			t.Fatalf("entry %d: index says slot %d, entry says %d", i, got, e.slot)
 		}
 	}
 	var zero delaySlot[T]
-	for _, slot := range h.free {
-		if h.slots[slot] != zero {
-			t.Fatalf("free slot %d still holds %v", slot, h.slots[slot])
+	for i := range h.free.len() {
+		if slot := *h.slots.at(int(*h.free.at(i))); slot != zero {
+			t.Fatalf("free slot %d still holds %v", *h.free.at(i), slot)
 		}
 	}
-	if len(h.free)+len(h.entries) != len(h.slots) {
-		t.Fatalf("%d free and %d used slots, %d in all", len(h.free), len(h.entries), len(h.slots))
+	if h.free.len()+n != h.slots.len() {
+		t.Fatalf("%d free and %d used slots, %d in all", h.free.len(), n, h.slots.len())
 	}
 }
 
@@ -116,7 +118,7 @@ func TestDelayHeapMovingEarlierKeepsOneEntry(t *testing.T) {
 		h.add(i%3, int64(1<<30-i))
 	}
 	verifyHeap(t, h)
-	require.Len(t, h.entries, 4)
+	require.Equal(t, 4, h.entries.len())
 	require.Equal(t, []int{0, 2, 1, -1}, []int{h.popFirst(), h.popFirst(), h.popFirst(), h.popFirst()})
 }
 
@@ -131,7 +133,7 @@ func TestDelayHeapAddReportsFirstAfterMovedItemLeft(t *testing.T) {
 	verifyHeap(t, h)
 }
 
-func TestDelayHeapShrinksAfterDrain(t *testing.T) {
+func TestDelayHeapReleasesMemory(t *testing.T) {
 	h := newDelayHeap[int]()
 	for i := range 10000 {
 		h.add(i, int64(i))
@@ -140,6 +142,10 @@ func TestDelayHeapShrinksAfterDrain(t *testing.T) {
 		h.popFirst()
 	}
 	verifyHeap(t, h)
-	require.LessOrEqual(t, len(h.slots), 1024)
-	require.LessOrEqual(t, cap(h.entries), 1024)
+	require.LessOrEqual(t, len(h.entries.chunks), 2, "heap array chunks kept after the drain")
+	for range 10 {
+		h.popFirst()
+	}
+	require.Zero(t, h.slots.len(), "slots kept after the heap emptied")
+	require.Nil(t, h.slots.chunks)
 }
