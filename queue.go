@@ -93,10 +93,13 @@ const (
 type Typed[T comparable] struct {
 	mu sync.Mutex
 	// itemReady wakes Get callers: storage gained an item or shutdown began.
-	// waitingGets counts the callers waiting on it, so that a push with no
-	// one waiting skips the signal.
-	itemReady   sync.Cond
-	waitingGets int
+	// sleepingGets counts the Get callers waiting on it, and wakeups the
+	// signals sent to them that no woken caller has taken up yet. One
+	// wakeup at a time is enough: a woken caller that takes an item passes
+	// the signal on if more items wait, and callers already awake take
+	// items without sleeping, so a burst does not wake every worker.
+	itemReady             sync.Cond
+	sleepingGets, wakeups int
 	// drained wakes ShutDownWithDrain callers: the queue may have become
 	// idle, or ShutDown released them.
 	drained sync.Cond
@@ -161,19 +164,27 @@ func (q *Typed[T]) isProcessing(rec itemRecord) bool {
 	return uint64(rec>>recordTicketShift) < q.popped
 }
 
-// push stores item, wakes one Get caller and returns the item's new record.
-func (q *Typed[T]) push(item T) itemRecord {
-	if q.waitingGets > 0 {
-		q.itemReady.Signal()
-	}
+// push stores item, makes sure a Get caller will take it, and returns the
+// item's new record.
+func (q *Typed[T]) push(item T) (rec itemRecord) {
 	if q.custom != nil {
 		q.custom.Push(item)
-		return 0
+	} else {
+		q.fifo.Push(item)
+		rec = itemRecord(q.pushed << recordTicketShift)
+		q.pushed++
 	}
-	q.fifo.Push(item)
-	rec := itemRecord(q.pushed << recordTicketShift)
-	q.pushed++
+	q.wakeOne()
 	return rec
+}
+
+// wakeOne wakes a sleeping Get caller if items wait and no wakeup is under
+// way already.
+func (q *Typed[T]) wakeOne() {
+	if q.wakeups == 0 && q.sleepingGets > 0 && q.queued() > 0 {
+		q.wakeups++
+		q.itemReady.Signal()
+	}
 }
 
 func (q *Typed[T]) queued() int {
@@ -232,9 +243,12 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		if q.shuttingDown {
 			return item, true
 		}
-		q.waitingGets++
+		q.sleepingGets++
 		q.itemReady.Wait()
-		q.waitingGets--
+		q.sleepingGets--
+		if q.wakeups > 0 {
+			q.wakeups--
+		}
 	}
 	if q.custom != nil {
 		item = q.custom.Pop()
@@ -244,6 +258,7 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		q.popped++
 	}
 	q.processing++
+	q.wakeOne() // pass the wakeup on if more items wait
 	if q.metrics != nil {
 		q.metrics.get(item)
 	}
@@ -282,6 +297,7 @@ func (q *Typed[T]) ShutDown() {
 	q.mu.Lock()
 	q.shuttingDown = true
 	q.drainReleased = true
+	q.wakeups = 0 // every sleeper wakes
 	q.itemReady.Broadcast()
 	q.drained.Broadcast()
 	q.mu.Unlock()
@@ -297,6 +313,7 @@ func (q *Typed[T]) ShutDown() {
 func (q *Typed[T]) ShutDownWithDrain() {
 	q.mu.Lock()
 	q.shuttingDown = true
+	q.wakeups = 0 // every sleeper wakes
 	q.itemReady.Broadcast()
 	q.drainWaiters++
 	for !q.drainReleased && (q.processing > 0 || q.queued() > 0) {

@@ -406,3 +406,28 @@ func TestRingClearsPoppedSlots(t *testing.T) {
 		assert.Nilf(t, p, "slot %d still references a popped item", i)
 	}
 }
+
+// A burst of adds wakes one sleeping Get caller, which passes the wakeup
+// on: every sleeper must still get an item.
+func TestBurstReachesEverySleepingGet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTyped[int]()
+		got := make(chan int, 10)
+		for range 10 {
+			go func() {
+				item, _ := q.Get() // holds its item: no caller takes two
+				got <- item
+			}()
+		}
+		synctest.Wait()
+		for i := range 10 {
+			q.Add(i)
+		}
+		seen := map[int]bool{}
+		for range 10 {
+			seen[<-got] = true
+		}
+		assert.Len(t, seen, 10)
+		q.ShutDown()
+	})
+}
