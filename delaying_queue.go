@@ -179,11 +179,7 @@ func (q *delayingQueue[T]) ShutDownWithDrain() {
 }
 
 func (q *delayingQueue[T]) stopWaiting() {
-	q.mu.Lock()
-	q.shuttingDown = true
-	dropped := q.waiting.removeAll()
-	q.setDelayedGauge()
-	q.mu.Unlock()
+	dropped := q.dropWaiting()
 	q.stopOnce.Do(func() { close(q.stopCh) })
 	<-q.loopDone
 	if dropped > 0 {
@@ -230,7 +226,7 @@ func (q *delayingQueue[T]) waitingLoop() {
 		if q.queue.ShuttingDown() {
 			// The underlying queue was shut down on its own: nothing we add
 			// would be accepted any more.
-			q.stopWaitingFromLoop()
+			q.dropWaiting()
 			return
 		}
 		if !timer.Stop() {
@@ -280,14 +276,15 @@ func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
 	return next, false
 }
 
-// stopWaitingFromLoop marks the queue as shut down from inside the waiting
-// goroutine, so later AddAfter calls do not grow a heap nobody empties.
-func (q *delayingQueue[T]) stopWaitingFromLoop() {
+// dropWaiting marks the queue as shutting down, so later AddAfter calls do
+// nothing, and drops the waiting items; it returns how many there were.
+func (q *delayingQueue[T]) dropWaiting() int {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.shuttingDown = true
-	q.waiting.removeAll()
+	dropped := q.waiting.removeAll()
 	q.setDelayedGauge()
-	q.mu.Unlock()
+	return dropped
 }
 
 // setDelayedGauge publishes the number of waiting items; the caller holds
