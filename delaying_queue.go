@@ -215,11 +215,10 @@ func (q *delayingQueue[T]) waitingLoop() {
 	ready := make([]T, 0, waitingBatch)
 	for {
 		next, more := q.takeReady(&ready)
-		for i, item := range ready {
+		for _, item := range ready {
 			q.queue.Add(item)
-			var zero T
-			ready[i] = zero
 		}
+		clear(ready) // let the garbage collector have the items
 		if more {
 			continue
 		}
@@ -253,21 +252,20 @@ func (q *delayingQueue[T]) waitingLoop() {
 
 // takeReady moves up to waitingBatch ready items from the heap into ready.
 // It returns when the goroutine should next look (at most a heartbeat from
-// now) and whether more items were ready than fit in the batch.
+// now) and whether the batch was full, so that more may be ready.
 func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	*ready = (*ready)[:0]
 	now := q.sinceEpoch()
-	for q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now {
-		if len(*ready) == waitingBatch {
-			q.setDelayedGauge()
-			return now, true
-		}
+	for len(*ready) < waitingBatch && q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now {
 		*ready = append(*ready, q.waiting.popFirst())
 	}
 	if len(*ready) > 0 {
 		q.setDelayedGauge()
+	}
+	if len(*ready) == waitingBatch {
+		return now, true // more may be ready: look again at once
 	}
 	next = now + int64(heartbeatPeriod)
 	if q.waiting.len() > 0 {

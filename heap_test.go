@@ -127,7 +127,7 @@ func TestDelayHeapMovingEarlierKeepsOneEntry(t *testing.T) {
 func TestDelayHeapAddReportsFirstAfterMovedItemLeft(t *testing.T) {
 	h := newDelayHeap[string]()
 	h.add("a", 5)
-	h.add("a", 3) // leaves a stale entry at 5
+	h.add("a", 3) // moved earlier, in place
 	require.Equal(t, "a", h.popFirst())
 	require.True(t, h.add("b", 7), "b is the only waiting item")
 	verifyHeap(t, h)

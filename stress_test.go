@@ -75,8 +75,21 @@ func TestStressRateLimitingQueue(t *testing.T) {
 	producersWG.Wait()
 	// Retries may still wait for their delays (at most 1 ms); poll on real
 	// time until every item's last add has been processed, then drain.
+	// Settled: nothing queued, and every item's last processing started
+	// after its last add.
+	settled := func() bool {
+		if q.Len() > 0 {
+			return false
+		}
+		for item := range keys {
+			if adds[item].Load() > 0 && lastStartSeq[item].Load() < lastAddSeq[item].Load() {
+				return false
+			}
+		}
+		return true
+	}
 	deadline := time.Now().Add(time.Minute)
-	for !stressSettled(q, &adds, &lastAddSeq, &lastStartSeq) {
+	for !settled() {
 		require.True(t, time.Now().Before(deadline), "the queue did not settle within a minute")
 		time.Sleep(time.Millisecond)
 	}
@@ -91,20 +104,6 @@ func TestStressRateLimitingQueue(t *testing.T) {
 	t.Logf("stress: %d adds, %d processings by %d workers", totalAdds, totalProcessings, workers)
 	assert.Zero(t, doubleHeld.Load(), "items held by two workers at once")
 	assert.Zero(t, overProcessed.Load(), "items processed more often than added")
-}
-
-// stressSettled reports whether every item's last processing started after
-// its last add, and nothing is queued.
-func stressSettled(q TypedRateLimitingInterface[int], adds, lastAdd, lastStart *[500]atomic.Int64) bool {
-	if q.Len() > 0 {
-		return false
-	}
-	for item := range adds {
-		if adds[item].Load() > 0 && lastStart[item].Load() < lastAdd[item].Load() {
-			return false
-		}
-	}
-	return true
 }
 
 // TestDrainCompleteness checks that ShutDownWithDrain returns only after
