@@ -25,6 +25,11 @@
 // [TypedDelayingInterface] adds AddAfter, and [TypedRateLimitingInterface]
 // adds AddRateLimited, Forget and NumRequeues on top of a [TypedRateLimiter].
 //
+// [Runner] runs the worker loop over a rate-limiting queue: it reconciles
+// each item, retries failures with backoff up to a limit, gives up on
+// terminal errors, recovers panics, bounds each reconcile with a timeout and
+// drains the queue when its context is cancelled.
+//
 // Where client-go has known bugs, this package differs; the README lists each
 // difference.
 package workqueue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -139,4 +140,60 @@ func Example_workers() {
 	workers.Wait()
 	fmt.Println("all keys reconciled; flaky retried", 2-failures["default/flaky"], "times")
 	// Output: all keys reconciled; flaky retried 2 times
+}
+
+// ExampleRunner lets a Runner own the worker loop: failures are retried with
+// backoff up to a limit, then handed to a dead-letter callback; a result can
+// ask for a later recheck. Cancelling the context drains the queue.
+func ExampleRunner() {
+	queue := workqueue.NewTypedRateLimitingQueue(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, 10*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	settled := make(chan struct{}, 1)
+	reconcile := func(ctx context.Context, key string) (workqueue.Result, error) {
+		mu.Lock()
+		attempts[key]++
+		n := attempts[key]
+		mu.Unlock()
+		switch {
+		case key == "default/flaky" && n < 3:
+			return workqueue.Result{}, errors.New("connection refused")
+		case key == "default/broken":
+			return workqueue.Result{}, errors.New("image not found")
+		case key == "default/job" && n == 1:
+			return workqueue.Result{RequeueAfter: 5 * time.Millisecond}, nil // check again soon
+		}
+		fmt.Printf("%s reconciled on attempt %d\n", key, n)
+		settled <- struct{}{}
+		return workqueue.Result{}, nil
+	}
+	runner := workqueue.NewRunner(queue, reconcile,
+		workqueue.WithMaxRetries(3),
+		workqueue.WithItemTimeout(time.Minute),
+		workqueue.WithLogger(slog.New(slog.DiscardHandler)),
+		workqueue.WithDeadLetter(func(key string, err error) {
+			fmt.Printf("%s given up after %d attempts: %v\n", key, attempts[key], err)
+			settled <- struct{}{}
+		}))
+
+	done := make(chan struct{})
+	go func() {
+		runner.Run(ctx, 1)
+		close(done)
+	}()
+	queue.Add("default/flaky")
+	<-settled
+	queue.Add("default/broken")
+	<-settled
+	queue.Add("default/job")
+	<-settled
+	cancel()
+	<-done
+	// Output:
+	// default/flaky reconciled on attempt 3
+	// default/broken given up after 4 attempts: image not found
+	// default/job reconciled on attempt 2
 }

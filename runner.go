@@ -1,0 +1,288 @@
+package workqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Result tells a [Runner] what to do with an item whose reconcile succeeded.
+// The zero value means the item is finished: its failure history is
+// forgotten and it is not queued again until someone adds it.
+type Result struct {
+	// RequeueAfter, when positive, forgets the item's failures and adds it
+	// again after this long (AddAfter): a scheduled recheck, not a retry.
+	// Zero or negative means no timed requeue.
+	RequeueAfter time.Duration
+
+	// Requeue adds the item again through the rate limiter (AddRateLimited),
+	// for "not ready yet" polling with backoff. It does not count towards
+	// the maximum number of retries. RequeueAfter wins over Requeue.
+	Requeue bool
+}
+
+// ReconcileFunc brings the state named by item to where it should be. It
+// returns an error to have the item retried with backoff, a
+// [TerminalError] to give up on it at once, or a [Result] asking for a
+// requeue. The context carries the Runner's values and is cancelled when the
+// item's timeout (see [WithItemTimeout]) expires.
+type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
+
+// Runner runs the worker loop every controller writes: Get an item,
+// reconcile it, then Forget it, retry it with backoff or requeue it as the
+// reconcile asked, and mark it Done. A reconcile that panics is recovered,
+// logged and counted as a failure. A Runner is safe for concurrent use; its
+// Run may be called more than once, and each call shares the queue.
+type Runner[T comparable] struct {
+	queue      TypedRateLimitingInterface[T]
+	reconcile  ReconcileFunc[T]
+	maxRetries int
+	timeout    time.Duration
+	deadLetter func(item T, err error)
+	logger     *slog.Logger
+
+	// failures counts consecutive failed reconciles per item. It is kept
+	// here rather than read from NumRequeues because Result.Requeue also
+	// goes through the rate limiter and must not use up retries.
+	mu       sync.Mutex
+	failures map[T]int
+}
+
+// RunnerOption configures a [Runner] made by [NewRunner].
+type RunnerOption func(*runnerOptions)
+
+type runnerOptions struct {
+	maxRetries int
+	timeout    time.Duration
+	deadLetter any // func(T, error), checked against the queue's T in NewRunner
+	logger     *slog.Logger
+}
+
+// UnlimitedRetries passed to [WithMaxRetries] retries a failing item for as
+// long as the Runner runs.
+const UnlimitedRetries = -1
+
+// WithMaxRetries sets how many times a failing item is retried before the
+// Runner gives up on it, forgets it and hands it to the dead-letter callback
+// (see [WithDeadLetter]): an item is reconciled at most n+1 times in a row
+// without success. 0 means never retry; [UnlimitedRetries] (-1), the
+// default, means retry for as long as the Runner runs. NewRunner panics if n
+// is below -1.
+func WithMaxRetries(n int) RunnerOption {
+	return func(o *runnerOptions) { o.maxRetries = n }
+}
+
+// WithItemTimeout bounds each reconcile: its context is cancelled with
+// context.DeadlineExceeded after d. The Runner still waits for the reconcile
+// to return; a reconcile that ignores its context is not stopped. 0, the
+// default, means no timeout. NewRunner panics if d is negative.
+func WithItemTimeout(d time.Duration) RunnerOption {
+	return func(o *runnerOptions) { o.timeout = d }
+}
+
+// WithDeadLetter sets a callback for items the Runner gives up on: after the
+// maximum number of retries, or at once for a [TerminalError]. It receives
+// the item and the last error, runs on the worker before the item is marked
+// Done (so an Add from the callback queues the item again after Done), and
+// must be safe for concurrent use when there are several workers. A panic in
+// the callback is not recovered. NewRunner panics if fn's item type is not
+// the queue's.
+func WithDeadLetter[T comparable](fn func(item T, err error)) RunnerOption {
+	return func(o *runnerOptions) { o.deadLetter = fn }
+}
+
+// WithLogger sets where the Runner logs failed reconciles, recovered panics
+// and retries dropped at shutdown. Nil or unset means slog.Default().
+func WithLogger(logger *slog.Logger) RunnerOption {
+	return func(o *runnerOptions) { o.logger = logger }
+}
+
+// NewRunner returns a Runner that reconciles the items of queue with
+// reconcile, configured by opts. It panics with a "workqueue:" message if
+// queue or reconcile is nil or an option is invalid.
+func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], opts ...RunnerOption) *Runner[T] {
+	if queue == nil {
+		panic("workqueue: NewRunner needs a queue, got nil")
+	}
+	if reconcile == nil {
+		panic("workqueue: NewRunner needs a reconcile function, got nil")
+	}
+	o := runnerOptions{maxRetries: UnlimitedRetries}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.maxRetries < UnlimitedRetries {
+		panic(fmt.Sprintf("workqueue: WithMaxRetries(%d): want -1 (unlimited) or more", o.maxRetries))
+	}
+	if o.timeout < 0 {
+		panic(fmt.Sprintf("workqueue: WithItemTimeout(%v): negative timeout", o.timeout))
+	}
+	r := &Runner[T]{
+		queue:      queue,
+		reconcile:  reconcile,
+		maxRetries: o.maxRetries,
+		timeout:    o.timeout,
+		logger:     o.logger,
+		failures:   make(map[T]int),
+	}
+	if r.logger == nil {
+		r.logger = slog.Default()
+	}
+	if o.deadLetter != nil {
+		fn, ok := o.deadLetter.(func(T, error))
+		if !ok {
+			var item T
+			panic(fmt.Sprintf("workqueue: WithDeadLetter callback is %T, the queue holds %T", o.deadLetter, item))
+		}
+		r.deadLetter = fn
+	}
+	return r
+}
+
+// Run starts workers goroutines that reconcile items until ctx is cancelled
+// or the queue is shut down. Then it shuts the queue down with drain, so
+// items already queued and in flight are still reconciled, and returns when
+// every worker has exited. Cancelling ctx stops intake, not the work in
+// progress: reconciles get a context that keeps ctx's values but is not
+// cancelled with it; use [WithItemTimeout] to bound them. A retry that falls
+// due during the drain is dropped and logged, as the queue no longer takes
+// items. Run panics if workers is less than 1.
+func (r *Runner[T]) Run(ctx context.Context, workers int) {
+	if workers < 1 {
+		panic(fmt.Sprintf("workqueue: Run needs at least one worker, got %d", workers))
+	}
+	workCtx := context.WithoutCancel(ctx)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for r.processNext(workCtx) {
+			}
+		})
+	}
+	allExited := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(allExited)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-allExited: // the queue was shut down by someone else
+	}
+	r.queue.ShutDownWithDrain()
+	<-allExited
+}
+
+// processNext reconciles one item and reports whether the queue still hands
+// out items.
+func (r *Runner[T]) processNext(ctx context.Context) bool {
+	item, shutdown := r.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer r.queue.Done(item)
+	result, err := r.reconcileRecovered(ctx, item)
+	if err != nil {
+		r.handleFailure(item, err)
+		return true
+	}
+	r.clearFailures(item)
+	switch {
+	case result.RequeueAfter > 0:
+		r.queue.Forget(item)
+		r.queue.AddAfter(item, result.RequeueAfter)
+	case result.Requeue:
+		r.queue.AddRateLimited(item)
+	default:
+		r.queue.Forget(item)
+	}
+	return true
+}
+
+func (r *Runner[T]) reconcileRecovered(ctx context.Context, item T) (result Result, err error) {
+	if r.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.timeout)
+		defer cancel()
+	}
+	defer func() {
+		if value := recover(); value != nil {
+			panicErr := &PanicError{Value: value, Stack: debug.Stack()}
+			r.logger.Error("workqueue: reconcile panicked", "item", item, "panic", value, "stack", string(panicErr.Stack))
+			result, err = Result{}, panicErr
+		}
+	}()
+	return r.reconcile(ctx, item)
+}
+
+func (r *Runner[T]) handleFailure(item T, err error) {
+	terminal := IsTerminal(err)
+	failures := r.addFailure(item)
+	if !terminal && (r.maxRetries == UnlimitedRetries || failures <= r.maxRetries) {
+		if r.queue.ShuttingDown() {
+			r.logger.Warn("workqueue: reconcile failed during shutdown, retry dropped", "item", item, "error", err, "failures", failures)
+			r.clearFailures(item)
+			return
+		}
+		r.logger.Error("workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
+		r.queue.AddRateLimited(item)
+		return
+	}
+	r.logger.Error("workqueue: reconcile failed, giving up", "item", item, "error", err, "failures", failures, "terminal", terminal)
+	r.clearFailures(item)
+	r.queue.Forget(item)
+	if r.deadLetter != nil {
+		r.deadLetter(item, err)
+	}
+}
+
+func (r *Runner[T]) addFailure(item T) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures[item]++
+	return r.failures[item]
+}
+
+func (r *Runner[T]) clearFailures(item T) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.failures, item)
+}
+
+// terminalError marks an error that retrying cannot fix.
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// TerminalError marks err as one that retrying cannot fix: a [Runner] that
+// gets it from a reconcile gives up on the item at once, without retries.
+// errors.Is and errors.As see through the mark. TerminalError(nil) returns
+// nil. It is safe for concurrent use.
+func TerminalError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &terminalError{err: err}
+}
+
+// IsTerminal reports whether err, or any error it wraps, was marked with
+// [TerminalError]. It is safe for concurrent use.
+func IsTerminal(err error) bool {
+	var terminal *terminalError
+	return errors.As(err, &terminal)
+}
+
+// PanicError is the failure a [Runner] records when a reconcile panics: the
+// value passed to panic and the stack of the panicking goroutine. It counts
+// as an ordinary failure, so the item is retried.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error returns the panic value as text.
+func (e *PanicError) Error() string { return fmt.Sprintf("reconcile panicked: %v", e.Value) }

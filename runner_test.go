@@ -1,0 +1,442 @@
+package workqueue
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runnerRun is what a Runner did with one item on the bubble's clock.
+type runnerRun struct {
+	attempts    []time.Duration // start of each reconcile, since the item was added
+	deadLetters []error
+	numRequeues int // after everything settled
+	log         string
+}
+
+// runOneItem runs a Runner with one worker over a single item "a" in a
+// synctest bubble, on a queue whose limiter waits 1 s, 2 s, 4 s, ... (at most
+// a minute) between failures, until nothing has happened for an hour. It
+// must be called inside synctest.Test.
+func runOneItem(t *testing.T, reconcile func(ctx context.Context, attempt int) (Result, error), opts ...RunnerOption) runnerRun {
+	var out runnerRun
+	var logs bytes.Buffer
+	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+	start := time.Now()
+	opts = append(opts,
+		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		WithDeadLetter(func(item string, err error) {
+			assert.Equal(t, "a", item)
+			out.deadLetters = append(out.deadLetters, err)
+		}))
+	runner := NewRunner(q, func(ctx context.Context, item string) (Result, error) {
+		out.attempts = append(out.attempts, time.Since(start))
+		return reconcile(ctx, len(out.attempts))
+	}, opts...)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	exited := make(chan struct{})
+	go func() {
+		runner.Run(ctx, 1)
+		close(exited)
+	}()
+	q.Add("a")
+	time.Sleep(time.Hour)
+	synctest.Wait()
+	out.numRequeues = q.NumRequeues("a")
+	cancel()
+	<-exited
+	out.log = logs.String()
+	return out
+}
+
+func seconds(s ...float64) []time.Duration {
+	d := make([]time.Duration, len(s))
+	for i, v := range s {
+		d[i] = time.Duration(v * float64(time.Second))
+	}
+	return d
+}
+
+func TestRunnerOutcomes(t *testing.T) {
+	errBoom := errors.New("boom")
+	failFirst := func(n int, err error) func(context.Context, int) (Result, error) {
+		return func(_ context.Context, attempt int) (Result, error) {
+			if attempt <= n {
+				return Result{}, err
+			}
+			return Result{}, nil
+		}
+	}
+	tests := []struct {
+		name            string
+		reconcile       func(ctx context.Context, attempt int) (Result, error)
+		opts            []RunnerOption
+		wantAttempts    []time.Duration
+		wantDeadLetters []error // matched with errors.Is
+		wantLog         string
+	}{
+		{
+			name:         "success forgets the item",
+			reconcile:    failFirst(0, nil),
+			wantAttempts: seconds(0),
+		},
+		{
+			name:         "errors are retried with backoff until success",
+			reconcile:    failFirst(2, errBoom),
+			wantAttempts: seconds(0, 1, 3),
+			wantLog:      "will retry",
+		},
+		{
+			name:            "max retries 0 never retries",
+			reconcile:       failFirst(100, errBoom),
+			opts:            []RunnerOption{WithMaxRetries(0)},
+			wantAttempts:    seconds(0),
+			wantDeadLetters: []error{errBoom},
+			wantLog:         "giving up",
+		},
+		{
+			name:            "max retries 2 reconciles three times, then gives up",
+			reconcile:       failFirst(100, errBoom),
+			opts:            []RunnerOption{WithMaxRetries(2)},
+			wantAttempts:    seconds(0, 1, 3),
+			wantDeadLetters: []error{errBoom},
+		},
+		{
+			name:         "max retries 2 is enough when the third try succeeds",
+			reconcile:    failFirst(2, errBoom),
+			opts:         []RunnerOption{WithMaxRetries(2)},
+			wantAttempts: seconds(0, 1, 3),
+		},
+		{
+			name:         "unlimited retries keep going, backoff capped",
+			reconcile:    failFirst(9, errBoom),
+			opts:         []RunnerOption{WithMaxRetries(UnlimitedRetries)},
+			wantAttempts: seconds(0, 1, 3, 7, 15, 31, 63, 123, 183, 243),
+		},
+		{
+			name:            "terminal error is never retried",
+			reconcile:       failFirst(100, TerminalError(fmt.Errorf("bad spec: %w", errBoom))),
+			wantAttempts:    seconds(0),
+			wantDeadLetters: []error{errBoom},
+			wantLog:         "terminal=true",
+		},
+		{
+			name: "panic is recovered and retried",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				if attempt == 1 {
+					panic("nil map")
+				}
+				return Result{}, nil
+			},
+			wantAttempts: seconds(0, 1),
+			wantLog:      "reconcile panicked",
+		},
+		{
+			name: "panic counts towards max retries",
+			reconcile: func(context.Context, int) (Result, error) {
+				panic("always")
+			},
+			opts:         []RunnerOption{WithMaxRetries(1)},
+			wantAttempts: seconds(0, 1),
+			// The dead letter carries a *PanicError; checked in its own test.
+			wantDeadLetters: []error{nil},
+		},
+		{
+			name: "RequeueAfter rechecks later without counting a failure",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				if attempt <= 2 {
+					return Result{RequeueAfter: 10 * time.Second}, nil
+				}
+				return Result{}, nil
+			},
+			opts:         []RunnerOption{WithMaxRetries(0)},
+			wantAttempts: seconds(0, 10, 20),
+		},
+		{
+			name: "RequeueAfter wins over Requeue",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				if attempt == 1 {
+					return Result{RequeueAfter: 30 * time.Second, Requeue: true}, nil
+				}
+				return Result{}, nil
+			},
+			wantAttempts: seconds(0, 30),
+		},
+		{
+			name: "negative RequeueAfter is no requeue",
+			reconcile: func(context.Context, int) (Result, error) {
+				return Result{RequeueAfter: -time.Second}, nil
+			},
+			wantAttempts: seconds(0),
+		},
+		{
+			name: "Requeue backs off without using up retries",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				if attempt <= 3 {
+					return Result{Requeue: true}, nil
+				}
+				return Result{}, nil
+			},
+			opts:         []RunnerOption{WithMaxRetries(0)},
+			wantAttempts: seconds(0, 1, 3, 7),
+		},
+		{
+			name: "an error after a successful poll starts its retry count afresh",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				switch attempt {
+				case 1:
+					return Result{}, errBoom
+				case 2:
+					return Result{Requeue: true}, nil
+				case 3:
+					return Result{}, errBoom
+				}
+				return Result{}, nil
+			},
+			opts: []RunnerOption{WithMaxRetries(1)},
+			// The limiter's backoff is shared, the Runner's retry count is not.
+			wantAttempts: seconds(0, 1, 3, 7),
+		},
+		{
+			name: "item timeout cancels the reconcile's context",
+			reconcile: func(ctx context.Context, attempt int) (Result, error) {
+				if attempt == 1 {
+					<-ctx.Done()
+					return Result{}, ctx.Err()
+				}
+				_, hasDeadline := ctx.Deadline()
+				if !hasDeadline {
+					return Result{}, errors.New("no deadline")
+				}
+				return Result{}, nil
+			},
+			opts: []RunnerOption{WithItemTimeout(5 * time.Second)},
+			// The first try ends at 5 s, and its retry comes 1 s later.
+			wantAttempts: seconds(0, 6),
+		},
+		{
+			name: "item timeout failure reaches the dead letter",
+			reconcile: func(ctx context.Context, _ int) (Result, error) {
+				<-ctx.Done()
+				return Result{}, ctx.Err()
+			},
+			opts:            []RunnerOption{WithItemTimeout(time.Second), WithMaxRetries(0)},
+			wantAttempts:    seconds(0),
+			wantDeadLetters: []error{context.DeadlineExceeded},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				got := runOneItem(t, tt.reconcile, tt.opts...)
+				assert.Equal(t, tt.wantAttempts, got.attempts)
+				require.Len(t, got.deadLetters, len(tt.wantDeadLetters))
+				for i, want := range tt.wantDeadLetters {
+					if want != nil {
+						assert.ErrorIs(t, got.deadLetters[i], want)
+					} else {
+						assert.Error(t, got.deadLetters[i])
+					}
+				}
+				assert.Zero(t, got.numRequeues, "the item's backoff is forgotten when it settles")
+				assert.Contains(t, got.log, tt.wantLog)
+			})
+		})
+	}
+}
+
+func TestRunnerPanicErrorCarriesValueAndStack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		got := runOneItem(t, func(context.Context, int) (Result, error) {
+			panic("index out of range")
+		}, WithMaxRetries(0))
+		require.Len(t, got.deadLetters, 1)
+		var panicErr *PanicError
+		require.ErrorAs(t, got.deadLetters[0], &panicErr)
+		assert.Equal(t, "index out of range", panicErr.Value)
+		assert.Contains(t, string(panicErr.Stack), "runner_test.go")
+		assert.Equal(t, "reconcile panicked: index out of range", panicErr.Error())
+		assert.Contains(t, got.log, "level=ERROR msg=\"workqueue: reconcile panicked\" item=a panic=\"index out of range\"")
+	})
+}
+
+func TestTerminalError(t *testing.T) {
+	cause := errors.New("cause")
+	tests := []struct {
+		name         string
+		err          error
+		wantTerminal bool
+	}{
+		{"nil", nil, false},
+		{"plain", cause, false},
+		{"marked", TerminalError(cause), true},
+		{"marked, then wrapped", fmt.Errorf("sync: %w", TerminalError(cause)), true},
+		{"joined", errors.Join(cause, TerminalError(cause)), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.wantTerminal, IsTerminal(tt.err))
+			if tt.err != nil {
+				assert.ErrorIs(t, tt.err, cause)
+			}
+		})
+	}
+	assert.NoError(t, TerminalError(nil))
+	assert.Equal(t, "cause", TerminalError(cause).Error())
+}
+
+// startRunner runs runner in a goroutine and returns a channel closed when
+// Run returns.
+func startRunner[T comparable](ctx context.Context, runner *Runner[T], workers int) <-chan struct{} {
+	exited := make(chan struct{})
+	go func() {
+		runner.Run(ctx, workers)
+		close(exited)
+	}()
+	return exited
+}
+
+func TestRunnerDrainsQueuedItemsOnCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
+		var reconciled atomic.Int32
+		var cancelledSeen atomic.Bool
+		runner := NewRunner(q, func(ctx context.Context, item int) (Result, error) {
+			time.Sleep(time.Second)
+			if ctx.Err() != nil {
+				cancelledSeen.Store(true)
+			}
+			reconciled.Add(1)
+			return Result{}, nil
+		})
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 4)
+		for i := range 100 {
+			q.Add(i)
+		}
+		start := time.Now()
+		cancel()
+		<-exited
+		assert.Equal(t, int32(100), reconciled.Load(), "every queued item is reconciled before Run returns")
+		assert.Equal(t, 25*time.Second, time.Since(start), "4 workers, 100 items of 1 s")
+		assert.False(t, cancelledSeen.Load(), "cancelling Run does not cancel the work in progress")
+		assert.True(t, q.ShuttingDown())
+	})
+}
+
+func TestRunnerReturnsWhenQueueShutsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		runner := NewRunner(q, func(context.Context, string) (Result, error) { return Result{}, nil })
+		exited := startRunner(t.Context(), runner, 3)
+		q.ShutDown()
+		<-exited
+	})
+}
+
+func TestRunnerDropsRetriesDuringDrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+		var attempts atomic.Int32
+		deadLetters := 0
+		runner := NewRunner(q, func(context.Context, string) (Result, error) {
+			attempts.Add(1)
+			time.Sleep(time.Second)
+			return Result{}, errors.New("boom")
+		}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+			WithDeadLetter(func(string, error) { deadLetters++ }))
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 1)
+		q.Add("a")
+		synctest.Wait() // "a" is being reconciled
+		cancel()
+		<-exited
+		assert.Equal(t, int32(1), attempts.Load())
+		assert.Zero(t, deadLetters, "a dropped retry is not a dead letter")
+		assert.Contains(t, logs.String(), "retry dropped")
+		assert.Empty(t, runner.failures, "the Runner forgets the dropped item")
+	})
+}
+
+func TestRunnerNeverReconcilesAnItemTwiceAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Millisecond, time.Second))
+		var mu sync.Mutex
+		inFlight := map[int]bool{}
+		reconciles := map[int]int{}
+		runner := NewRunner(q, func(_ context.Context, item int) (Result, error) {
+			mu.Lock()
+			assert.False(t, inFlight[item], "item %d reconciled by two workers at once", item)
+			inFlight[item] = true
+			reconciles[item]++
+			n := reconciles[item]
+			mu.Unlock()
+			time.Sleep(time.Duration(item%7) * time.Millisecond)
+			mu.Lock()
+			inFlight[item] = false
+			mu.Unlock()
+			if n%3 == 0 {
+				return Result{}, errors.New("every third try fails")
+			}
+			return Result{}, nil
+		}, WithLogger(slog.New(slog.DiscardHandler)))
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 8)
+		var producers sync.WaitGroup
+		for p := range 4 {
+			producers.Go(func() {
+				for i := range 1000 {
+					q.Add((p*1000 + i) % 50)
+					if i%10 == 0 {
+						time.Sleep(time.Millisecond)
+					}
+				}
+			})
+		}
+		producers.Wait()
+		time.Sleep(time.Minute)
+		cancel()
+		<-exited
+		for item := range 50 {
+			assert.Positive(t, reconciles[item], "item %d", item)
+			assert.NotZero(t, reconciles[item]%3, "item %d ended on a failure that was never retried", item)
+		}
+	})
+}
+
+func TestRunnerMisuse(t *testing.T) {
+	q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	ok := func(context.Context, string) (Result, error) { return Result{}, nil }
+	tests := []struct {
+		name      string
+		construct func()
+		want      string
+	}{
+		{"nil queue", func() { NewRunner(nil, ok) }, "workqueue: NewRunner needs a queue, got nil"},
+		{"nil reconcile", func() { NewRunner(q, nil) }, "workqueue: NewRunner needs a reconcile function, got nil"},
+		{"max retries -2", func() { NewRunner(q, ok, WithMaxRetries(-2)) }, "workqueue: WithMaxRetries(-2): want -1 (unlimited) or more"},
+		{"negative timeout", func() { NewRunner(q, ok, WithItemTimeout(-time.Second)) }, "workqueue: WithItemTimeout(-1s): negative timeout"},
+		{"dead letter of another type", func() { NewRunner(q, ok, WithDeadLetter(func(int, error) {})) },
+			"workqueue: WithDeadLetter callback is func(int, error), the queue holds string"},
+		{"zero workers", func() { NewRunner(q, ok).Run(context.Background(), 0) }, "workqueue: Run needs at least one worker, got 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.PanicsWithValue(t, tt.want, tt.construct)
+		})
+	}
+	assert.NotPanics(t, func() { NewRunner(q, ok, WithLogger(nil), WithMaxRetries(0), WithItemTimeout(0)) })
+}
