@@ -1,0 +1,257 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/go-workqueue/workqueue"
+	wqprometheus "github.com/go-workqueue/workqueue/prometheus"
+)
+
+// request asks the controller to perform an action on a queue. It is a
+// value, so the work queue collapses equal requests.
+type request struct {
+	QueueName string
+	Action    Action
+}
+
+func (r request) String() string { return r.QueueName + "/" + string(r.Action) }
+
+// controllerConfig holds what the command line chooses.
+type controllerConfig struct {
+	workers       int
+	maxRequeueNum int // -1: retry for ever
+	failureRate   float64
+	seed          uint64
+	registry      *prometheus.Registry
+	timeline      *timeline
+	logger        *slog.Logger // the runners' log of failures and panics
+}
+
+// controller keeps each Queue's status in line with its PodGroups and
+// carries out open and close requests, through the state machine.
+type controller struct {
+	store  *Store
+	client *faultyClient
+
+	queue        workqueue.TypedRateLimitingInterface[request]
+	commandQueue workqueue.TypedRateLimitingInterface[Command]
+
+	pgMutex   sync.RWMutex
+	podGroups map[string]map[string]struct{} // queue name -> PodGroup keys
+	queues    map[string]bool                // queues that exist: their gauges may be set
+
+	metrics  *queueMetrics
+	timeline *timeline
+	config   controllerConfig
+
+	// busy counts reconciles in progress, for idle().
+	busy atomic.Int32
+}
+
+func newController(store *Store, config controllerConfig) *controller {
+	provider := wqprometheus.NewProvider(config.registry)
+	newQueue := func(name string) workqueue.TypedRateLimitingQueueConfig[request] {
+		return workqueue.TypedRateLimitingQueueConfig[request]{Name: name, MetricsProvider: provider}
+	}
+	c := &controller{
+		store:     store,
+		client:    newFaultyClient(store, config.failureRate, config.seed),
+		podGroups: make(map[string]map[string]struct{}),
+		queues:    make(map[string]bool),
+		metrics:   newQueueMetrics(config.registry),
+		timeline:  config.timeline,
+		config:    config,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[request](), newQueue("queue")),
+		commandQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[Command](),
+			workqueue.TypedRateLimitingQueueConfig[Command]{Name: "command", MetricsProvider: provider}),
+	}
+	store.Queues.watch(EventHandler[Queue]{OnAdd: c.addQueue, OnUpdate: c.updateQueue, OnDelete: c.deleteQueue})
+	store.PodGroups.watch(EventHandler[PodGroup]{OnAdd: c.addPodGroup, OnUpdate: c.updatePodGroup, OnDelete: c.deletePodGroup})
+	store.Commands.watch(EventHandler[Command]{OnAdd: c.addCommand}) // commands are one-shot: adds only
+	return c
+}
+
+// run reconciles requests and commands, each queue with its own workers,
+// until ctx is cancelled; then both queues drain and run returns.
+func (c *controller) run(ctx context.Context) {
+	requests := workqueue.NewRunner(c.queue, c.reconcileRequest,
+		workqueue.WithMaxRetries(c.config.maxRequeueNum),
+		workqueue.WithDeadLetter(c.requestGivenUp),
+		workqueue.WithLogger(c.config.logger))
+	commands := workqueue.NewRunner(c.commandQueue, c.reconcileCommand,
+		workqueue.WithMaxRetries(c.config.maxRequeueNum),
+		workqueue.WithDeadLetter(c.commandGivenUp),
+		workqueue.WithLogger(c.config.logger))
+	var wg sync.WaitGroup
+	wg.Go(func() { requests.Run(ctx, c.config.workers) })
+	wg.Go(func() { commands.Run(ctx, c.config.workers) })
+	wg.Wait()
+}
+
+func (c *controller) reconcileRequest(_ context.Context, req request) (workqueue.Result, error) {
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
+	err := c.handleQueue(req)
+	if err != nil {
+		c.timeline.failure(req.String(), err)
+	}
+	return workqueue.Result{}, err
+}
+
+func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue.Result, error) {
+	c.busy.Add(1)
+	defer c.busy.Add(-1)
+	err := c.handleCommand(cmd)
+	if err != nil {
+		c.timeline.failure("command "+cmd.Key(), err)
+	}
+	return workqueue.Result{}, err
+}
+
+// requestGivenUp records the warning the seed's controller records when a
+// request has failed more than maxRequeueNum times.
+func (c *controller) requestGivenUp(req request, err error) {
+	c.timeline.event(req.QueueName, eventWarning, string(req.Action),
+		fmt.Sprintf("gave up after %d retries: %v", c.config.maxRequeueNum, err))
+}
+
+// commandGivenUp drops the command; as in the seed, no event is recorded.
+func (c *controller) commandGivenUp(cmd Command, err error) {
+	c.config.logger.Warn("dropping command", "command", cmd.Key(), "error", err)
+}
+
+// handleQueue performs req's action in the state the queue is in. A queue
+// that no longer exists needs nothing.
+func (c *controller) handleQueue(req request) error {
+	queue, err := c.store.Queues.get(req.QueueName)
+	if errors.Is(err, errNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	state, err := newState(queue, queueActions{sync: c.syncQueue, open: c.openQueue, close: c.closeQueue})
+	if err != nil {
+		return err
+	}
+	return state.execute(req.Action)
+}
+
+// handleCommand deletes the command first, so that it is consumed once,
+// then queues the request it carries. A command already deleted was
+// consumed by an earlier attempt.
+func (c *controller) handleCommand(cmd Command) error {
+	if err := c.client.deleteCommand(cmd.Key()); err != nil {
+		if errors.Is(err, errNotFound) {
+			return nil
+		}
+		return err
+	}
+	c.timeline.event(cmd.TargetName, eventNormal, "Command", fmt.Sprintf("%s consumed: %s", cmd.Key(), cmd.Action))
+	c.enqueue(request{QueueName: cmd.TargetName, Action: cmd.Action})
+	return nil
+}
+
+func (c *controller) enqueue(req request) { c.queue.Add(req) }
+
+// Event handlers. They run while the store delivers a watch event, so they
+// only record what they need and queue work.
+
+func (c *controller) addQueue(queue Queue) {
+	c.pgMutex.Lock()
+	c.queues[queue.Name] = true
+	c.pgMutex.Unlock()
+	c.enqueue(request{QueueName: queue.Name, Action: SyncQueueAction})
+}
+
+// updateQueue resyncs only when the parent changed: the controller's own
+// status writes also arrive here and must not start a loop.
+func (c *controller) updateQueue(oldQueue, newQueue Queue) {
+	if oldQueue.Parent == newQueue.Parent {
+		return
+	}
+	c.enqueue(request{QueueName: newQueue.Name, Action: SyncQueueAction})
+}
+
+func (c *controller) deleteQueue(queue Queue) {
+	c.pgMutex.Lock()
+	defer c.pgMutex.Unlock()
+	c.metrics.delete(queue.Name)
+	delete(c.podGroups, queue.Name)
+	delete(c.queues, queue.Name)
+}
+
+// updateMetrics sets a queue's gauges unless the queue has been deleted: a
+// sync that read the queue just before its deletion must not bring back the
+// gauges the deletion removed.
+func (c *controller) updateMetrics(queueName string, status QueueStatus) {
+	c.pgMutex.Lock()
+	defer c.pgMutex.Unlock()
+	if c.queues[queueName] {
+		c.metrics.update(queueName, status)
+	}
+}
+
+func (c *controller) addPodGroup(pg PodGroup) {
+	c.pgMutex.Lock()
+	if c.podGroups[pg.Queue] == nil {
+		c.podGroups[pg.Queue] = make(map[string]struct{})
+	}
+	c.podGroups[pg.Queue][pg.Key()] = struct{}{}
+	c.pgMutex.Unlock()
+	c.enqueue(request{QueueName: pg.Queue, Action: SyncQueueAction})
+}
+
+// updatePodGroup counts only phase changes.
+func (c *controller) updatePodGroup(oldPG, newPG PodGroup) {
+	if oldPG.Phase == newPG.Phase {
+		return
+	}
+	c.addPodGroup(newPG)
+}
+
+func (c *controller) deletePodGroup(pg PodGroup) {
+	c.untrackPodGroup(pg.Queue, pg.Key())
+	c.enqueue(request{QueueName: pg.Queue, Action: SyncQueueAction})
+}
+
+// addCommand takes the commands aimed at queues; the seed's informer
+// filters the others out before they reach a handler.
+func (c *controller) addCommand(cmd Command) {
+	if cmd.TargetKind != "Queue" {
+		return
+	}
+	c.commandQueue.Add(cmd)
+}
+
+// trackedPodGroups returns the keys of the PodGroups tracked for a queue,
+// sorted.
+func (c *controller) trackedPodGroups(queueName string) []string {
+	c.pgMutex.RLock()
+	defer c.pgMutex.RUnlock()
+	return slices.Sorted(maps.Keys(c.podGroups[queueName]))
+}
+
+func (c *controller) untrackPodGroup(queueName, key string) {
+	c.pgMutex.Lock()
+	defer c.pgMutex.Unlock()
+	delete(c.podGroups[queueName], key)
+}
+
+// idle reports whether the controller has nothing to do: no request or
+// command queued, waiting for a retry, or being reconciled.
+func (c *controller) idle() bool {
+	return c.queue.Len() == 0 && c.commandQueue.Len() == 0 && c.busy.Load() == 0 &&
+		c.metrics.delayedItems("queue") == 0 && c.metrics.delayedItems("command") == 0
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+type eventType string
+
+const (
+	eventNormal  eventType = "Normal"
+	eventWarning eventType = "Warning"
+)
+
+// recordedEvent is an event the controller recorded on a queue, like a
+// Kubernetes Event.
+type recordedEvent struct {
+	Object  string
+	Type    eventType
+	Reason  string
+	Message string
+}
+
+// timeline prints what happens, as it happens: the scenario's steps, the
+// controller's events and its retries. It also keeps the events and counts
+// the retries for the summary. Safe for concurrent use.
+type timeline struct {
+	mu      sync.Mutex
+	out     io.Writer
+	start   time.Time
+	events   []recordedEvent
+	failures []string // "what: error" of each failed reconcile
+}
+
+func newTimeline(out io.Writer) *timeline {
+	return &timeline{out: out, start: time.Now()}
+}
+
+func (t *timeline) printf(format string, args ...any) {
+	fmt.Fprintf(t.out, "%8s  ", "+"+time.Since(t.start).Round(time.Millisecond).String())
+	fmt.Fprintf(t.out, format, args...)
+	fmt.Fprintln(t.out)
+}
+
+func (t *timeline) step(title string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintln(t.out)
+	t.printf("== %s", title)
+}
+
+func (t *timeline) event(object string, typ eventType, reason, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.events = append(t.events, recordedEvent{object, typ, reason, message})
+	t.printf("%-8s %-7s %-10s %s", object, typ, reason, message)
+}
+
+// failure records a failed reconcile; the work queue retries it unless the
+// retry limit is reached.
+func (t *timeline) failure(what string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failures = append(t.failures, what+": "+err.Error())
+	t.printf("%-8s failed  %s: %v", "", what, err)
+}
+
+func (t *timeline) failureCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.failures)
+}
+
+// failedWith reports whether a reconcile of what has failed with an error
+// containing text.
+func (t *timeline) failedWith(what, text string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, f := range t.failures {
+		if strings.HasPrefix(f, what+": ") && strings.Contains(f, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// recorded returns the events so far.
+func (t *timeline) recorded() []recordedEvent {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]recordedEvent(nil), t.events...)
+}
