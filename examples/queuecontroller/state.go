@@ -28,15 +28,21 @@ type queueState interface {
 func newState(queue Queue, actions queueActions) (queueState, error) {
 	switch queue.Status.State {
 	case "", QueueStateOpen:
-		return openState{queue, actions}, nil
+		return openState{stateOf{queue, actions}}, nil
 	case QueueStateClosed:
-		return closedState{queue, actions}, nil
+		return closedState{stateOf{queue, actions}}, nil
 	case QueueStateClosing:
-		return closingState{queue, actions}, nil
+		return closingState{stateOf{queue, actions}}, nil
 	case QueueStateUnknown:
-		return unknownState{queue, actions}, nil
+		return unknownState{stateOf{queue, actions}}, nil
 	}
 	return nil, fmt.Errorf("queue %q has invalid state %q", queue.Name, queue.Status.State)
+}
+
+// stateOf is what every state holds: the queue and the actions to call.
+type stateOf struct {
+	queue   Queue
+	actions queueActions
 }
 
 func setState(state QueueState) updateStatusFn {
@@ -53,10 +59,7 @@ func closedUnlessPodGroups(status *QueueStatus, podGroups []string) {
 	}
 }
 
-type openState struct {
-	queue   Queue
-	actions queueActions
-}
+type openState struct{ stateOf }
 
 func (s openState) execute(action Action) error {
 	switch action {
@@ -67,10 +70,7 @@ func (s openState) execute(action Action) error {
 	}
 }
 
-type closedState struct {
-	queue   Queue
-	actions queueActions
-}
+type closedState struct{ stateOf }
 
 func (s closedState) execute(action Action) error {
 	switch action {
@@ -81,10 +81,7 @@ func (s closedState) execute(action Action) error {
 	}
 }
 
-type closingState struct {
-	queue   Queue
-	actions queueActions
-}
+type closingState struct{ stateOf }
 
 func (s closingState) execute(action Action) error {
 	switch action {
@@ -95,10 +92,7 @@ func (s closingState) execute(action Action) error {
 	}
 }
 
-type unknownState struct {
-	queue   Queue
-	actions queueActions
-}
+type unknownState struct{ stateOf }
 
 func (s unknownState) execute(action Action) error {
 	switch action {

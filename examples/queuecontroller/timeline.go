@@ -28,9 +28,9 @@ type recordedEvent struct {
 // controller's events and its retries. It also keeps the events and counts
 // the retries for the summary. Safe for concurrent use.
 type timeline struct {
-	mu      sync.Mutex
-	out     io.Writer
-	start   time.Time
+	mu       sync.Mutex
+	out      io.Writer
+	start    time.Time
 	events   []recordedEvent
 	failures []string // "what: error" of each failed reconcile
 }
