@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -50,6 +51,11 @@ type Runner[T comparable] struct {
 	// goes through the rate limiter and must not use up retries.
 	mu       sync.Mutex
 	failures map[T]int
+	// failing is len(failures), read without the lock so that a success
+	// with no failures on record, the common case, skips it. The queue
+	// orders an item's reconciles, so a worker sees the count its item's
+	// previous worker left.
+	failing atomic.Int64
 }
 
 // RunnerOption configures a [Runner] made by [NewRunner].
@@ -242,14 +248,24 @@ func (r *Runner[T]) handleFailure(item T, err error) {
 func (r *Runner[T]) addFailure(item T) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.failures[item]++
-	return r.failures[item]
+	n := r.failures[item] + 1
+	r.failures[item] = n
+	if n == 1 {
+		r.failing.Add(1)
+	}
+	return n
 }
 
 func (r *Runner[T]) clearFailures(item T) {
+	if r.failing.Load() == 0 {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.failures, item)
+	if _, ok := r.failures[item]; ok {
+		delete(r.failures, item)
+		r.failing.Add(-1)
+	}
 }
 
 // terminalError marks an error that retrying cannot fix.
