@@ -29,7 +29,8 @@ type Result struct {
 // ReconcileFunc brings the state named by item to where it should be. It
 // returns an error to have the item retried with backoff, a
 // [TerminalError] to give up on it at once, or a [Result] asking for a
-// requeue. The context carries the Runner's values and is cancelled when the
+// requeue; with an error the Result is ignored. The context carries the
+// values of the context given to [Runner.Run] and is cancelled when the
 // item's timeout (see [WithItemTimeout]) expires.
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
