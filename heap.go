@@ -1,5 +1,7 @@
 package workqueue
 
+import "hash/maphash"
+
 // delayHeap holds the items that wait for their delay, each once, ordered by
 // ready time; items with equal ready times leave in the order they were last
 // moved in.
@@ -7,21 +9,24 @@ package workqueue
 // The heap array holds small entries (ready time, sequence number, slot);
 // the item itself lives in a slot of slots, which also records the entry's
 // position in the heap, so moving an entry updates an array element instead
-// of a map. index maps each waiting item to its slot. Freed slots are
-// cleared at once, so the heap never keeps an item alive after it leaves;
-// the slots themselves are reused, and released when the heap empties. The
-// arrays are chunked, so no add ever copies them.
+// of a map. index finds each waiting item's slot by the item's hash, which
+// the slot keeps so that removing an item does not hash it again. Freed
+// slots are cleared at once, so the heap never keeps an item alive after it
+// leaves; the slots themselves are reused, and released when the heap
+// empties. The arrays are chunked and the index grows a table of at most
+// 1024 entries at a time, so no add ever copies or rehashes much.
 //
 // Invariant: for every 0 < i < entries.len(), writing e(i) for
 // *entries.at(i): !e(i).before(e((i-1)/2)); slots.at(e(i).slot).pos == i;
-// index[slots.at(e(i).slot).item] == e(i).slot. Ready times are
+// index files e(i).slot under the hash of slots.at(e(i).slot).item. Ready times are
 // durations since an epoch the delaying queue chose, so the comparison is
 // one integer compare.
 type delayHeap[T comparable] struct {
 	entries chunked[delayEntry]
 	slots   chunked[delaySlot[T]]
 	free    chunked[int32] // slots not in use
-	index   map[T]int32
+	index   slotIndex
+	seed    maphash.Seed
 	nextSeq uint64
 }
 
@@ -33,7 +38,8 @@ type delayEntry struct {
 
 type delaySlot[T comparable] struct {
 	item T
-	pos  int32 // position of the item's entry in the heap
+	pos  int32  // position of the item's entry in the heap
+	hash uint32 // the item's hash, under which index files the slot
 }
 
 func (e *delayEntry) before(other *delayEntry) bool {
@@ -44,7 +50,12 @@ func (e *delayEntry) before(other *delayEntry) bool {
 }
 
 func newDelayHeap[T comparable]() *delayHeap[T] {
-	return &delayHeap[T]{index: make(map[T]int32)}
+	return &delayHeap[T]{seed: maphash.MakeSeed()}
+}
+
+func (h *delayHeap[T]) hash(item T) uint32 {
+	sum := maphash.Comparable(h.seed, item)
+	return uint32(sum ^ sum>>32)
 }
 
 // len returns the number of waiting items.
@@ -58,7 +69,9 @@ func (h *delayHeap[T]) firstReadyAt() int64 { return h.entries.at(0).readyAt }
 // ready time wins. It reports whether item is now first.
 func (h *delayHeap[T]) add(item T, readyAt int64) (isFirst bool) {
 	seq := h.nextSeq
-	if slot, ok := h.index[item]; ok {
+	hash := h.hash(item)
+	slot, ok := h.index.find(hash, func(slot int32) bool { return h.slots.at(int(slot)).item == item })
+	if ok {
 		pos := int(h.slots.at(int(slot)).pos)
 		e := h.entries.at(pos)
 		if readyAt >= e.readyAt {
@@ -69,8 +82,8 @@ func (h *delayHeap[T]) add(item T, readyAt int64) (isFirst bool) {
 		return h.up(pos) == 0
 	}
 	h.nextSeq++
-	slot := h.allocSlot(item)
-	h.index[item] = slot
+	slot = h.allocSlot(item, hash)
+	h.index.insert(hash, slot)
 	h.entries.push(delayEntry{readyAt: readyAt, seq: seq, slot: slot})
 	return h.up(h.entries.len()-1) == 0
 }
@@ -80,7 +93,7 @@ func (h *delayHeap[T]) add(item T, readyAt int64) (isFirst bool) {
 func (h *delayHeap[T]) popFirst() T {
 	slot := h.entries.at(0).slot
 	item := h.slots.at(int(slot)).item
-	delete(h.index, item)
+	h.index.remove(h.slots.at(int(slot)).hash, slot)
 	h.freeSlot(slot)
 	last := h.entries.len() - 1
 	if last > 0 {
@@ -92,6 +105,7 @@ func (h *delayHeap[T]) popFirst() T {
 	} else {
 		h.slots.reset()
 		h.free.reset()
+		h.index.reset()
 	}
 	return item
 }
@@ -102,18 +116,18 @@ func (h *delayHeap[T]) removeAll() int {
 	h.entries.reset()
 	h.slots.reset()
 	h.free.reset()
-	clear(h.index)
+	h.index.reset()
 	return n
 }
 
-func (h *delayHeap[T]) allocSlot(item T) int32 {
+func (h *delayHeap[T]) allocSlot(item T, hash uint32) int32 {
 	if n := h.free.len(); n > 0 {
 		slot := *h.free.at(n - 1)
 		h.free.truncate()
-		h.slots.at(int(slot)).item = item
+		*h.slots.at(int(slot)) = delaySlot[T]{item: item, hash: hash}
 		return slot
 	}
-	h.slots.push(delaySlot[T]{item: item})
+	h.slots.push(delaySlot[T]{item: item, hash: hash})
 	return int32(h.slots.len() - 1)
 }
 

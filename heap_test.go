@@ -14,8 +14,8 @@ import (
 func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
 	t.Helper()
 	n := h.entries.len()
-	if len(h.index) != n {
-		t.Fatalf("index has %d items, heap %d", len(h.index), n)
+	if h.index.count != n {
+		t.Fatalf("index has %d items, heap %d", h.index.count, n)
 	}
 	for i := range n {
 		e := h.entries.at(i)
@@ -26,8 +26,12 @@ func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
 		if int(slot.pos) != i {
 			t.Fatalf("entry %d: slot %d says position %d", i, e.slot, slot.pos)
 		}
-		if got := h.index[slot.item]; got != e.slot {
-			t.Fatalf("entry %d: index says slot %d, entry says %d", i, got, e.slot)
+		if slot.hash != h.hash(slot.item) {
+			t.Fatalf("entry %d: slot %d has hash %x, its item %x", i, e.slot, slot.hash, h.hash(slot.item))
+		}
+		got, found := h.index.find(slot.hash, func(s int32) bool { return h.slots.at(int(s)).item == slot.item })
+		if !found || got != e.slot {
+			t.Fatalf("entry %d: index says slot %d (found %t), entry says %d", i, got, found, e.slot)
 		}
 	}
 	var zero delaySlot[T]

@@ -1,0 +1,212 @@
+package workqueue
+
+// slotIndex finds the slot of an item by the item's 32-bit hash. It is an
+// extendible hash table: a directory, indexed by the top bits of the hash,
+// points to tables of at most maxIndexTable entries probed linearly from
+// the low bits. Each entry keeps the hash it was filed under, so growing or
+// splitting a table never reads or rehashes an item; the stored hash also
+// filters out almost every non-matching entry before the caller compares
+// items. A table that fills up is split in two, so an insert moves at most
+// maxIndexTable entries: no caller stalls behind a rehash of the whole
+// index, which is what a flat table would do when it doubles.
+//
+// Compared with a Go map keyed by the item, an insert after a failed lookup
+// hashes the item once instead of twice, and growth hashes nothing.
+//
+// The zero value is an empty index. It is not safe for concurrent use.
+type slotIndex struct {
+	dir   []*indexTable // 1 << depth entries; several may share a table
+	depth uint8         // bits of the hash that pick a directory entry
+	count int
+}
+
+const (
+	minIndexTable = 8
+	maxIndexTable = 1024
+)
+
+// indexTable holds the entries whose hashes share their top depth bits.
+type indexTable struct {
+	depth   uint8 // bits of the hash that all entries share
+	used    int
+	entries []indexEntry // power-of-two length
+}
+
+// indexEntry files slot+1 (0 marks an empty entry) under hash.
+type indexEntry struct {
+	hash      uint32
+	slotPlus1 int32
+}
+
+// table returns the table that holds hash.
+func (x *slotIndex) table(hash uint32) *indexTable {
+	return x.dir[x.dirIndex(hash)]
+}
+
+func (x *slotIndex) dirIndex(hash uint32) uint32 {
+	if x.depth == 0 {
+		return 0
+	}
+	return hash >> (32 - x.depth)
+}
+
+// find returns the slot filed under hash for which matches is true.
+func (x *slotIndex) find(hash uint32, matches func(slot int32) bool) (slot int32, found bool) {
+	if x.count == 0 {
+		return 0, false
+	}
+	t := x.table(hash)
+	mask := uint32(len(t.entries) - 1)
+	for i := hash & mask; ; i = (i + 1) & mask {
+		e := t.entries[i]
+		if e.slotPlus1 == 0 {
+			return 0, false
+		}
+		if e.hash == hash && matches(e.slotPlus1-1) {
+			return e.slotPlus1 - 1, true
+		}
+	}
+}
+
+// insert files slot under hash. The caller makes sure that slot is not
+// filed already.
+func (x *slotIndex) insert(hash uint32, slot int32) {
+	if x.dir == nil {
+		x.dir = []*indexTable{newIndexTable(0, minIndexTable)}
+	}
+	t := x.table(hash)
+	for (t.used+1)*8 > len(t.entries)*7 { // keep tables at most 7/8 full
+		// A split may leave every entry on one side: try again.
+		x.grow(t)
+		t = x.table(hash)
+	}
+	t.put(indexEntry{hash: hash, slotPlus1: slot + 1})
+	x.count++
+}
+
+// remove takes slot, filed under hash, out of the index. It does nothing if
+// the slot is not filed.
+func (x *slotIndex) remove(hash uint32, slot int32) {
+	if x.count == 0 {
+		return
+	}
+	t := x.table(hash)
+	mask := uint32(len(t.entries) - 1)
+	i := hash & mask
+	for {
+		e := t.entries[i]
+		if e.slotPlus1 == 0 {
+			return
+		}
+		if e.slotPlus1 == slot+1 {
+			break
+		}
+		i = (i + 1) & mask
+	}
+	// Backward-shift deletion: move later entries of the probe run into the
+	// hole when the hole lies between their home and where they are, so
+	// that no lookup stops early at it.
+	for j := (i + 1) & mask; ; j = (j + 1) & mask {
+		e := t.entries[j]
+		if e.slotPlus1 == 0 {
+			break
+		}
+		home := e.hash & mask
+		if (j-home)&mask >= (j-i)&mask {
+			t.entries[i] = e
+			i = j
+		}
+	}
+	t.entries[i] = indexEntry{}
+	t.used--
+	x.count--
+}
+
+// reset empties the index and lets go of its memory.
+func (x *slotIndex) reset() {
+	*x = slotIndex{}
+}
+
+// grow makes room in t: it doubles a small table
+// and splits a full-sized one in two by the next bit of the hash.
+func (x *slotIndex) grow(t *indexTable) {
+	if len(t.entries) < maxIndexTable {
+		bigger := newIndexTable(t.depth, 2*len(t.entries))
+		bigger.moveFrom(t)
+		x.replace(t, bigger, bigger)
+		return
+	}
+	if t.depth == x.depth {
+		if x.depth == 32-10 { // the directory bits would reach the probe bits
+			bigger := newIndexTable(t.depth, 2*len(t.entries))
+			bigger.moveFrom(t)
+			x.replace(t, bigger, bigger)
+			return
+		}
+		doubled := make([]*indexTable, 2*len(x.dir))
+		for i, table := range x.dir {
+			doubled[2*i], doubled[2*i+1] = table, table
+		}
+		x.dir = doubled
+		x.depth++
+	}
+	low, high := newIndexTable(t.depth+1, maxIndexTable), newIndexTable(t.depth+1, maxIndexTable)
+	bit := uint32(1) << (31 - t.depth)
+	for _, e := range t.entries {
+		if e.slotPlus1 == 0 {
+			continue
+		}
+		if e.hash&bit == 0 {
+			low.put(e)
+		} else {
+			high.put(e)
+		}
+	}
+	x.replace(t, low, high)
+}
+
+// replace points the directory entries of old at low and high: the first
+// half of them at low, the second at high.
+func (x *slotIndex) replace(old, low, high *indexTable) {
+	span := uint32(1) << (x.depth - old.depth)
+	first := x.dirIndex(old.anyHash()) &^ (span - 1)
+	for i := range span {
+		if i < span/2 || low == high {
+			x.dir[first+i] = low
+		} else {
+			x.dir[first+i] = high
+		}
+	}
+}
+
+func newIndexTable(depth uint8, size int) *indexTable {
+	return &indexTable{depth: depth, entries: make([]indexEntry, size)}
+}
+
+// anyHash returns the hash of some entry; only its top depth bits matter.
+func (t *indexTable) anyHash() uint32 {
+	for _, e := range t.entries {
+		if e.slotPlus1 != 0 {
+			return e.hash
+		}
+	}
+	panic("workqueue: internal error: growing an empty index table")
+}
+
+func (t *indexTable) moveFrom(old *indexTable) {
+	for _, e := range old.entries {
+		if e.slotPlus1 != 0 {
+			t.put(e)
+		}
+	}
+}
+
+func (t *indexTable) put(e indexEntry) {
+	mask := uint32(len(t.entries) - 1)
+	i := e.hash & mask
+	for t.entries[i].slotPlus1 != 0 {
+		i = (i + 1) & mask
+	}
+	t.entries[i] = e
+	t.used++
+}
