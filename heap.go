@@ -53,10 +53,7 @@ func newDelayHeap[T comparable]() *delayHeap[T] {
 	return &delayHeap[T]{seed: maphash.MakeSeed()}
 }
 
-func (h *delayHeap[T]) hash(item T) uint32 {
-	sum := maphash.Comparable(h.seed, item)
-	return uint32(sum ^ sum>>32)
-}
+func (h *delayHeap[T]) hash(item T) uint32 { return hashItem(h.seed, item) }
 
 // len returns the number of waiting items.
 func (h *delayHeap[T]) len() int { return h.entries.len() }

@@ -1,5 +1,7 @@
 package workqueue
 
+import "hash/maphash"
+
 // slotIndex finds the slot of an item by the item's 32-bit hash. It is an
 // extendible hash table: a directory, indexed by the top bits of the hash,
 // points to tables of at most maxIndexTable entries probed linearly from
@@ -52,20 +54,30 @@ func (x *slotIndex) dirIndex(hash uint32) uint32 {
 
 // find returns the slot filed under hash for which matches is true.
 func (x *slotIndex) find(hash uint32, matches func(slot int32) bool) (slot int32, found bool) {
-	if x.count == 0 {
-		return 0, false
-	}
-	t := x.table(hash)
-	mask := uint32(len(t.entries) - 1)
-	for i := hash & mask; ; i = (i + 1) & mask {
-		e := t.entries[i]
+	entries, start := x.run(hash)
+	mask := uint32(len(entries) - 1)
+	for i := start; entries != nil; i = (i + 1) & mask {
+		e := entries[i]
 		if e.slotPlus1 == 0 {
-			return 0, false
+			break
 		}
 		if e.hash == hash && matches(e.slotPlus1-1) {
 			return e.slotPlus1 - 1, true
 		}
 	}
+	return 0, false
+}
+
+// run returns the entries of the table that holds hash and the position
+// where hash's probe run starts, or nil if the index is empty. Callers that
+// compare items themselves walk the run: entries from start on, wrapping
+// around, up to the first empty one (slotPlus1 0).
+func (x *slotIndex) run(hash uint32) (entries []indexEntry, start uint32) {
+	if x.count == 0 {
+		return nil, 0
+	}
+	entries = x.table(hash).entries
+	return entries, hash & uint32(len(entries)-1)
 }
 
 // insert files slot under hash. The caller makes sure that slot is not
@@ -209,4 +221,10 @@ func (t *indexTable) put(e indexEntry) {
 	}
 	t.entries[i] = e
 	t.used++
+}
+
+// hashItem returns the 32-bit hash under which a slotIndex files item.
+func hashItem[T comparable](seed maphash.Seed, item T) uint32 {
+	sum := maphash.Comparable(seed, item)
+	return uint32(sum ^ sum>>32)
 }

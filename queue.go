@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"hash/maphash"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -104,10 +105,16 @@ type Typed[T comparable] struct {
 	// idle, or ShutDown released them.
 	drained sync.Cond
 
-	// items holds a record for every item that is queued or being processed.
+	// slots hold a record for every item that is queued or being processed,
+	// and index finds an item's slot by the item's hash: one hash per Add or
+	// Done where a Go map would hash twice (lookup, then insert or delete).
+	// Freed slots are cleared, so no item is kept alive, and reused.
 	// Invariant: an item is in storage if and only if it has a record and
 	// is not processing; the number of processing records equals processing.
-	items map[T]itemRecord
+	slots chunked[queueSlot[T]]
+	free  chunked[int32]
+	index slotIndex
+	seed  maphash.Seed
 	// fifo is the storage unless custom is set.
 	fifo *ring[T]
 	// custom is storage given in the config, or nil.
@@ -140,7 +147,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
-	q := &Typed[T]{items: make(map[T]itemRecord)}
+	q := &Typed[T]{seed: maphash.MakeSeed()}
 	switch storage := config.Queue.(type) {
 	case nil:
 		q.fifo = new(ring[T])
@@ -153,6 +160,56 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	q.drained.L = &q.mu
 	q.metrics = newQueueMetrics[T](config.MetricsProvider, config.Name, config.Clock, &q.mu)
 	return q
+}
+
+// queueSlot is where the queue keeps an item and its record.
+type queueSlot[T comparable] struct {
+	item T
+	rec  itemRecord
+}
+
+// lookup returns the slot of item, whose hash is hash, if the queue holds
+// item.
+func (q *Typed[T]) lookup(item T, hash uint32) (slot *queueSlot[T], id int32) {
+	// The walk of index.find, with the item comparison inline: this is the
+	// hottest loop of the queue, and a callback per entry costs.
+	entries, start := q.index.run(hash)
+	mask := uint32(len(entries) - 1)
+	for i := start; entries != nil; i = (i + 1) & mask {
+		e := entries[i]
+		if e.slotPlus1 == 0 {
+			break
+		}
+		if e.hash == hash {
+			if slot := q.slots.at(int(e.slotPlus1 - 1)); slot.item == item {
+				return slot, e.slotPlus1 - 1
+			}
+		}
+	}
+	return nil, -1
+}
+
+// addSlot files a new slot for item and returns it.
+func (q *Typed[T]) addSlot(item T, hash uint32) *queueSlot[T] {
+	var id int32
+	if n := q.free.len(); n > 0 {
+		id = *q.free.at(n - 1)
+		q.free.truncate()
+	} else {
+		q.slots.push(queueSlot[T]{})
+		id = int32(q.slots.len() - 1)
+	}
+	q.index.insert(hash, id)
+	slot := q.slots.at(int(id))
+	slot.item = item
+	return slot
+}
+
+// removeSlot forgets the item in slot id, filed under hash.
+func (q *Typed[T]) removeSlot(hash uint32, id int32) {
+	q.index.remove(hash, id)
+	*q.slots.at(int(id)) = queueSlot[T]{} // let the garbage collector have the item
+	q.free.push(id)
 }
 
 // isProcessing reports whether the item with record rec has been handed out
@@ -199,22 +256,24 @@ func (q *Typed[T]) queued() int {
 // being processed is queued again when it is marked done. After a shutdown
 // has begun, Add does nothing.
 func (q *Typed[T]) Add(item T) {
+	hash := hashItem(q.seed, item) // outside the lock: the seed never changes
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown {
 		return
 	}
-	rec, known := q.items[item]
+	slot, _ := q.lookup(item, hash)
 	switch {
-	case !known:
-		q.items[item] = q.push(item)
-	case !q.isProcessing(rec):
+	case slot == nil:
+		slot = q.addSlot(item, hash)
+		slot.rec = q.push(item)
+	case !q.isProcessing(slot.rec):
 		if q.custom != nil {
 			q.custom.Touch(item)
 		}
 		return
-	case rec&recordDirty == 0:
-		q.items[item] = rec | recordDirty
+	case slot.rec&recordDirty == 0:
+		slot.rec |= recordDirty
 	default:
 		return
 	}
@@ -252,7 +311,8 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 	}
 	if q.custom != nil {
 		item = q.custom.Pop()
-		q.items[item] |= recordProcessing
+		slot, _ := q.lookup(item, hashItem(q.seed, item))
+		slot.rec |= recordProcessing
 	} else {
 		item = q.fifo.Pop()
 		q.popped++
@@ -269,16 +329,17 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 // it is queued again. Done for an item that is not being processed does
 // nothing; client-go would queue such an item a second time.
 func (q *Typed[T]) Done(item T) {
+	hash := hashItem(q.seed, item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	rec, known := q.items[item]
-	if !known || !q.isProcessing(rec) {
+	slot, id := q.lookup(item, hash)
+	if slot == nil || !q.isProcessing(slot.rec) {
 		return
 	}
-	if rec&recordDirty != 0 {
-		q.items[item] = q.push(item)
+	if slot.rec&recordDirty != 0 {
+		slot.rec = q.push(item)
 	} else {
-		delete(q.items, item)
+		q.removeSlot(hash, id)
 	}
 	q.processing--
 	if q.metrics != nil {
