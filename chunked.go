@@ -43,16 +43,15 @@ func (c *chunked[E]) push(e E) {
 // truncate removes the last element, clearing it for the garbage
 // collector, and lets go of chunks that are no longer needed, keeping one
 // spare so that a length going up and down across a boundary does not
-// allocate each time.
+// allocate each time. The first chunk keeps its capacity (at most
+// chunkSize elements), so a length going up and down within it, as a
+// queue's does batch after batch, allocates nothing; reset lets go of it.
 func (c *chunked[E]) truncate() {
 	c.n--
 	var zero E
 	*c.at(c.n) = zero
 	if c.n < chunkSize {
 		c.chunks[0] = c.chunks[0][:c.n]
-		if cap(c.chunks[0]) > 64 && c.n < cap(c.chunks[0])/4 {
-			c.chunks[0] = append([]E(nil), c.chunks[0]...)
-		}
 	}
 	if last := len(c.chunks) - 1; last >= 2 && c.n <= (last-1)*chunkSize {
 		c.chunks[last] = nil
