@@ -106,6 +106,7 @@ type delayingQueue[T comparable] struct {
 
 	mu           sync.Mutex
 	waiting      *delayHeap[T]
+	handingOver  int // items taken from the heap, not yet added to the queue
 	shuttingDown bool
 
 	// wake tells the waiting goroutine that the first ready time moved
@@ -218,6 +219,12 @@ func (q *delayingQueue[T]) waitingLoop() {
 		for _, item := range ready {
 			q.queue.Add(item)
 		}
+		if len(ready) > 0 && q.delayed != nil {
+			q.mu.Lock()
+			q.handingOver = 0
+			q.setDelayedGauge()
+			q.mu.Unlock()
+		}
 		clear(ready) // let the garbage collector have the items
 		if more {
 			continue
@@ -261,9 +268,7 @@ func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
 	for len(*ready) < waitingBatch && q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now {
 		*ready = append(*ready, q.waiting.popFirst())
 	}
-	if len(*ready) > 0 {
-		q.setDelayedGauge()
-	}
+	q.handingOver = len(*ready)
 	if len(*ready) == waitingBatch {
 		return now, true // more may be ready: look again at once
 	}
@@ -285,10 +290,12 @@ func (q *delayingQueue[T]) dropWaiting() int {
 	return dropped
 }
 
-// setDelayedGauge publishes the number of waiting items; the caller holds
-// q.mu, so updates reach the gauge in the order the heap changed.
+// setDelayedGauge publishes the number of items waiting or on their way to
+// the underlying queue, so that an item is never missing from both this
+// gauge and the queue's depth; the caller holds q.mu, so updates reach the
+// gauge in the order the heap changed.
 func (q *delayingQueue[T]) setDelayedGauge() {
 	if q.delayed != nil {
-		q.delayed.Set(float64(q.waiting.len()))
+		q.delayed.Set(float64(q.waiting.len() + q.handingOver))
 	}
 }

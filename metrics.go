@@ -72,8 +72,10 @@ type MetricsProvider interface {
 // provider written for client-go's interface keeps working unchanged.
 type DelayedItemsMetricsProvider interface {
 	MetricsProvider
-	// NewDelayedItemsMetric: items waiting for their delay; set after every
-	// change, so it follows the delaying queue exactly.
+	// NewDelayedItemsMetric: items waiting for their delay, counting those
+	// whose delay has passed until they are in the queue, so that an item is
+	// always in this gauge or the queue's depth; set after every change, so
+	// it follows the delaying queue exactly.
 	NewDelayedItemsMetric(name string) SettableGaugeMetric
 }
 

@@ -261,3 +261,38 @@ func TestUnfinishedWorkUpdatePeriodFromProvider(t *testing.T) {
 		assert.Equal(t, 2.0, provider.value("p", "unfinished"))
 	})
 }
+
+// addObserver is a queue that, on every Add, records how many items the
+// delaying queue's gauge still counts as delayed.
+type addObserver struct {
+	TypedInterface[string]
+	delayed      func() float64
+	delayedAtAdd []float64
+}
+
+func (q *addObserver) Add(item string) {
+	q.delayedAtAdd = append(q.delayedAtAdd, q.delayed())
+	q.TypedInterface.Add(item)
+}
+
+// TestDelayedItemsGaugeCoversTheHandOver checks that an item whose delay has
+// passed stays in the delayed gauge until it is in the queue, so that a
+// reader of the gauges never finds it in neither.
+func TestDelayedItemsGaugeCoversTheHandOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		provider := &recordingProvider{}
+		delayed := func() float64 { return provider.value("d", "delayed") }
+		inner := &addObserver{TypedInterface: NewTyped[string](), delayed: delayed}
+		q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "d", MetricsProvider: provider, Queue: inner})
+		defer q.ShutDown()
+
+		q.AddAfter("a", time.Second)
+		q.AddAfter("b", time.Second)
+		q.AddAfter("c", time.Hour)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, []float64{3, 3}, inner.delayedAtAdd, "delayed gauge when each ready item reached the queue")
+		assert.Equal(t, 1.0, delayed(), "after the hand-over only c waits")
+		assert.Equal(t, 2, q.Len())
+	})
+}
