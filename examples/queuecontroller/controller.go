@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,9 +51,6 @@ type controller struct {
 	metrics  *queueMetrics
 	timeline *timeline
 	config   controllerConfig
-
-	// busy counts reconciles in progress, for idle().
-	busy atomic.Int32
 }
 
 func newController(store *Store, config controllerConfig) *controller {
@@ -100,8 +96,6 @@ func (c *controller) run(ctx context.Context) {
 }
 
 func (c *controller) reconcileRequest(_ context.Context, req request) (workqueue.Result, error) {
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
 	err := c.handleQueue(req)
 	if err != nil {
 		c.timeline.failure(req.String(), err)
@@ -110,8 +104,6 @@ func (c *controller) reconcileRequest(_ context.Context, req request) (workqueue
 }
 
 func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue.Result, error) {
-	c.busy.Add(1)
-	defer c.busy.Add(-1)
 	err := c.handleCommand(cmd)
 	if err != nil {
 		c.timeline.failure("command "+cmd.Key(), err)
@@ -249,9 +241,9 @@ func (c *controller) untrackPodGroup(queueName, key string) {
 	delete(c.podGroups[queueName], key)
 }
 
-// idle reports whether the controller has nothing to do: no request or
-// command queued, waiting for a retry, or being reconciled.
-func (c *controller) idle() bool {
-	return c.queue.Len() == 0 && c.commandQueue.Len() == 0 && c.busy.Load() == 0 &&
-		c.metrics.delayedItems("queue") == 0 && c.metrics.delayedItems("command") == 0
+// activity reports whether the controller has work (a request or command
+// queued, waiting for a retry, or being reconciled) and how many items its
+// work queues have handed out so far.
+func (c *controller) activity() (busy bool, gets uint64, err error) {
+	return c.metrics.workqueueActivity("queue", "command")
 }

@@ -237,7 +237,7 @@ func playScenario(out io.Writer, store *Store, ctrl *controller, tl *timeline) e
 		if err := step.do(store); err != nil {
 			return fmt.Errorf("%s: %w", step.title, err)
 		}
-		done := func() bool { return step.wait(tl) }
+		done := func() (bool, error) { return step.wait(tl), nil }
 		if step.wait == nil {
 			done = settled(store, ctrl)
 		}
@@ -252,34 +252,51 @@ func playScenario(out io.Writer, store *Store, ctrl *controller, tl *timeline) e
 	return nil
 }
 
-// settled returns a check that holds once the controller has been idle, with
-// the store unchanged, on two checks in a row: a worker between taking an
-// item and starting on it looks idle for an instant, but not twice.
-func settled(store *Store, ctrl *controller) func() bool {
-	idleAt := int64(-1)
-	return func() bool {
-		if !ctrl.idle() {
-			idleAt = -1
-			return false
+// settled returns a check that holds once the controller has had nothing to
+// do on quietChecks checks in a row, with nothing written to the store and
+// nothing handed out by its work queues in between.
+func settled(store *Store, ctrl *controller) func() (bool, error) {
+	type snapshot struct {
+		revision int64
+		gets     uint64
+	}
+	var last snapshot
+	quiet := 0
+	return func() (bool, error) {
+		busy, gets, err := ctrl.activity()
+		if err != nil {
+			return false, err
 		}
-		revision := store.Revision()
-		if idleAt == revision {
-			return true
+		now := snapshot{store.Revision(), gets}
+		switch {
+		case busy:
+			quiet = 0
+		case quiet > 0 && now == last:
+			quiet++
+		default:
+			quiet = 1
 		}
-		idleAt = revision
-		return false
+		last = now
+		return quiet >= quietChecks, nil
 	}
 }
 
-func waitFor(done func() bool) error {
+// quietChecks is how many idle checks in a row, 5 ms apart, make the
+// controller settled.
+const quietChecks = 3
+
+func waitFor(done func() (bool, error)) error {
 	deadline := time.Now().Add(settleTimeout)
-	for !done() {
+	for {
+		ok, err := done()
+		if ok || err != nil {
+			return err
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("controller did not settle within %v", settleTimeout)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return nil
 }
 
 // printStatus prints every queue, in tree order, with its state,

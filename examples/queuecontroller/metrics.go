@@ -1,7 +1,10 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // queueMetrics are the per-queue gauges of PodGroups by phase, labelled by
@@ -47,24 +50,34 @@ func (m *queueMetrics) delete(queueName string) {
 	}
 }
 
-// delayedItems reads the work queue's workqueue_delayed_items gauge: the
-// requests waiting for a retry or a requeue.
-func (m *queueMetrics) delayedItems(workqueueName string) float64 {
+// workqueueActivity reads, in one gather, the workqueue metrics of the
+// named work queues: whether any of them has an item queued, waiting for a
+// retry or being processed, and how many items they have handed out so far.
+// Every one of these figures changes under the work queue's own lock as an
+// item moves, so no item is ever missing from all of them; gets, which only
+// grows, tells two readings with no hand-out between them apart.
+func (m *queueMetrics) workqueueActivity(names ...string) (busy bool, gets uint64, err error) {
 	families, err := m.registry.Gather()
 	if err != nil {
-		return 0
+		return false, 0, err
 	}
+	var dones uint64
 	for _, family := range families {
-		if family.GetName() != "workqueue_delayed_items" {
-			continue
-		}
 		for _, metric := range family.GetMetric() {
-			for _, label := range metric.GetLabel() {
-				if label.GetName() == "name" && label.GetValue() == workqueueName {
-					return metric.GetGauge().GetValue()
-				}
+			if !slices.ContainsFunc(metric.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == "name" && slices.Contains(names, l.GetValue())
+			}) {
+				continue
+			}
+			switch family.GetName() {
+			case "workqueue_depth", "workqueue_delayed_items":
+				busy = busy || metric.GetGauge().GetValue() != 0
+			case "workqueue_queue_duration_seconds": // observed by every Get
+				gets += metric.GetHistogram().GetSampleCount()
+			case "workqueue_work_duration_seconds": // observed by every Done
+				dones += metric.GetHistogram().GetSampleCount()
 			}
 		}
 	}
-	return 0
+	return busy || gets != dones, gets, nil
 }
