@@ -17,7 +17,7 @@ import "hash/maphash"
 // 1024 entries at a time, so no add ever copies or rehashes much.
 //
 // Invariant: for every 0 < i < entries.len(), writing e(i) for
-// *entries.at(i): !e(i).before(e((i-1)/2)); slots.at(e(i).slot).pos == i;
+// *entries.at(i): !e(i).before(e((i-1)/heapArity)); slots.at(e(i).slot).pos == i;
 // index files e(i).slot under the hash of slots.at(e(i).slot).item. Ready times are
 // durations since an epoch the delaying queue chose, so the comparison is
 // one integer compare.
@@ -41,6 +41,12 @@ type delaySlot[T comparable] struct {
 	pos  int32  // position of the item's entry in the heap
 	hash uint32 // the item's hash, under which index files the slot
 }
+
+// heapArity is the number of children per node: four halves the depth of
+// a binary heap, so an insert, which mostly compares with parents far
+// apart in memory, misses the cache less often; the four children a pop
+// compares sit next to each other.
+const heapArity = 4
 
 func (e *delayEntry) before(other *delayEntry) bool {
 	if e.readyAt != other.readyAt {
@@ -138,7 +144,7 @@ func (h *delayHeap[T]) freeSlot(slot int32) {
 func (h *delayHeap[T]) up(i int) int {
 	e := *h.entries.at(i)
 	for i > 0 {
-		parent := (i - 1) / 2
+		parent := (i - 1) / heapArity
 		p := h.entries.at(parent)
 		if !e.before(p) {
 			break
@@ -155,14 +161,14 @@ func (h *delayHeap[T]) down(i int) {
 	e := *h.entries.at(i)
 	n := h.entries.len()
 	for {
-		child := 2*i + 1
-		if child >= n {
+		first := heapArity*i + 1
+		if first >= n {
 			break
 		}
-		c := h.entries.at(child)
-		if right := child + 1; right < n {
-			if r := h.entries.at(right); r.before(c) {
-				child, c = right, r
+		child, c := first, h.entries.at(first)
+		for sibling := first + 1; sibling < min(first+heapArity, n); sibling++ {
+			if s := h.entries.at(sibling); s.before(c) {
+				child, c = sibling, s
 			}
 		}
 		if !c.before(&e) {

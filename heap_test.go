@@ -19,7 +19,7 @@ func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
 	}
 	for i := range n {
 		e := h.entries.at(i)
-		if parent := (i - 1) / 2; i > 0 && e.before(h.entries.at(parent)) {
+		if parent := (i - 1) / heapArity; i > 0 && e.before(h.entries.at(parent)) {
 			t.Fatalf("entry %d is before its parent %d", i, parent)
 		}
 		slot := h.slots.at(int(e.slot))
