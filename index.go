@@ -25,6 +25,9 @@ type slotIndex struct {
 const (
 	minIndexTable = 8
 	maxIndexTable = 1024
+	// maxIndexDepth is the most hash bits a directory uses: the rest pick
+	// the position in a full-sized table.
+	maxIndexDepth = 32 - 10
 )
 
 // indexTable holds the entries whose hashes share their top depth bits.
@@ -89,7 +92,7 @@ func (x *slotIndex) insert(hash uint32, slot int32) {
 	t := x.table(hash)
 	for (t.used+1)*8 > len(t.entries)*7 { // keep tables at most 7/8 full
 		// A split may leave every entry on one side: try again.
-		x.grow(t)
+		x.grow(t, hash)
 		t = x.table(hash)
 	}
 	t.put(indexEntry{hash: hash, slotPlus1: slot + 1})
@@ -139,22 +142,18 @@ func (x *slotIndex) reset() {
 	*x = slotIndex{}
 }
 
-// grow makes room in t: it doubles a small table
-// and splits a full-sized one in two by the next bit of the hash.
-func (x *slotIndex) grow(t *indexTable) {
-	if len(t.entries) < maxIndexTable {
+// grow makes room in t, the table that holds hash: it doubles a table
+// below the full size and splits a full-sized one in two by the next bit of
+// the hash. Once a table's depth uses every hash bit above a full table's
+// probe bits, it can only double.
+func (x *slotIndex) grow(t *indexTable, hash uint32) {
+	if len(t.entries) < maxIndexTable || t.depth == maxIndexDepth {
 		bigger := newIndexTable(t.depth, 2*len(t.entries))
 		bigger.moveFrom(t)
-		x.replace(t, bigger, bigger)
+		x.replace(t, hash, bigger, bigger)
 		return
 	}
 	if t.depth == x.depth {
-		if x.depth == 32-10 { // the directory bits would reach the probe bits
-			bigger := newIndexTable(t.depth, 2*len(t.entries))
-			bigger.moveFrom(t)
-			x.replace(t, bigger, bigger)
-			return
-		}
 		doubled := make([]*indexTable, 2*len(x.dir))
 		for i, table := range x.dir {
 			doubled[2*i], doubled[2*i+1] = table, table
@@ -174,14 +173,14 @@ func (x *slotIndex) grow(t *indexTable) {
 			high.put(e)
 		}
 	}
-	x.replace(t, low, high)
+	x.replace(t, hash, low, high)
 }
 
-// replace points the directory entries of old at low and high: the first
-// half of them at low, the second at high.
-func (x *slotIndex) replace(old, low, high *indexTable) {
+// replace points the directory entries of old, the table that held hash,
+// at low and high: the first half of them at low, the second at high.
+func (x *slotIndex) replace(old *indexTable, hash uint32, low, high *indexTable) {
 	span := uint32(1) << (x.depth - old.depth)
-	first := x.dirIndex(old.anyHash()) &^ (span - 1)
+	first := x.dirIndex(hash) &^ (span - 1)
 	for i := range span {
 		if i < span/2 || low == high {
 			x.dir[first+i] = low
@@ -193,16 +192,6 @@ func (x *slotIndex) replace(old, low, high *indexTable) {
 
 func newIndexTable(depth uint8, size int) *indexTable {
 	return &indexTable{depth: depth, entries: make([]indexEntry, size)}
-}
-
-// anyHash returns the hash of some entry; only its top depth bits matter.
-func (t *indexTable) anyHash() uint32 {
-	for _, e := range t.entries {
-		if e.slotPlus1 != 0 {
-			return e.hash
-		}
-	}
-	panic("workqueue: internal error: growing an empty index table")
 }
 
 func (t *indexTable) moveFrom(old *indexTable) {
