@@ -89,13 +89,18 @@ func startWorkers(queue workqueue.TypedRateLimitingInterface[string]) *sync.Wait
 					return
 				}
 				time.Sleep(2 * time.Millisecond) // the work
-				if reconcileFails(key) {
+				failed := reconcileFails(key)
+				if failed {
 					queue.AddRateLimited(key)
 				} else {
 					queue.Forget(key)
-					demo.pending.Done()
 				}
 				queue.Done(key)
+				// Counted after Done, so that the scrape sees every work
+				// duration.
+				if !failed {
+					demo.pending.Done()
+				}
 			}
 		})
 	}
