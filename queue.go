@@ -2,7 +2,10 @@ package workqueue
 
 import (
 	"hash/maphash"
+	"math/bits"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/utils/clock"
 )
@@ -75,9 +78,9 @@ type TypedQueueConfig[T comparable] struct {
 
 // itemRecord is what the queue knows about an item it holds. Bits 2 and up
 // hold the ticket of the item's latest push into the default FIFO; an item
-// whose ticket is below Typed.popped has been handed out, so Get needs no map
-// operation to mark it. With custom storage there are no tickets and Get sets
-// recordProcessing instead.
+// whose ticket is below Typed.handedOut has been handed out, so Get needs
+// neither the item's record nor its shard's lock to mark it. With custom
+// storage there are no tickets and Get sets recordProcessing instead.
 type itemRecord uint64
 
 const (
@@ -91,7 +94,17 @@ const (
 // Typed is a work queue; see the package documentation for its guarantees.
 // Create one with [NewTyped] or [NewTypedWithConfig]; the zero value is not
 // usable. All methods are safe for concurrent use.
+//
+// The records of the items are spread over shards by hash, each under its
+// own lock, and the storage has a lock of its own that is held only to push,
+// pop and count: the lookups, which miss the processor's caches when many
+// items are queued, run outside the lock that every Add, Get and Done
+// shares, and two callers collide on a shard only when their items hash to
+// it. A caller holding a shard's lock may take mu; never the other way
+// round.
 type Typed[T comparable] struct {
+	// mu guards the storage, pushed, the wakeup and drain fields, the
+	// metrics, and the writes to handedOut and shuttingDown.
 	mu sync.Mutex
 	// itemReady wakes Get callers: storage gained an item or shutdown began.
 	// sleepingGets counts the Get callers waiting on it, and wakeups the
@@ -105,32 +118,71 @@ type Typed[T comparable] struct {
 	// idle, or ShutDown released them.
 	drained sync.Cond
 
-	// slots hold a record for every item that is queued or being processed,
-	// and index finds an item's slot by the item's hash: one hash per Add or
-	// Done where a Go map would hash twice (lookup, then insert or delete).
-	// Freed slots are cleared, so no item is kept alive, and reused.
-	// Invariant: an item is in storage if and only if it has a record and
-	// is not processing; the number of processing records equals processing.
-	slots chunked[queueSlot[T]]
-	free  chunked[int32]
-	index slotIndex
-	seed  maphash.Seed
 	// fifo is the storage unless custom is set.
 	fifo *ring[T]
 	// custom is storage given in the config, or nil.
 	custom Queue[T]
-	// pushed and popped count the pushes into and pops from fifo: the next
-	// ticket, and the first ticket not yet handed out.
-	pushed, popped uint64
-	processing     int
+	// pushed counts the pushes into fifo: the next ticket.
+	pushed uint64
+	// handedOut counts the items Get has handed out, and finished the ones
+	// Done has marked done; the difference is the number being processed.
+	// With the default storage handedOut is also the first ticket not yet
+	// handed out. Both are read under a shard's lock, without mu. Done
+	// counts without mu, then wakes drain waiters if there are any: both
+	// sides use atomics, so one of them sees the other.
+	handedOut, finished atomic.Uint64
+	drainWaiters        atomic.Int32
 
-	shuttingDown bool
+	shuttingDown atomic.Bool
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
 	drainReleased bool
-	drainWaiters  int
+
+	// shards hold a record for every item that is queued or being
+	// processed. Invariant: an item is in storage if and only if it has a
+	// record and is not processing; the number of processing records is
+	// handedOut - finished, except between a Done's removal of a record and
+	// its count.
+	shards []queueShard[T]
+	// shardShift turns a 64-bit hash into a shard number: its top bits.
+	shardShift uint8
+	seed       maphash.Seed
 
 	// metrics is nil when the queue records no metrics.
 	metrics *queueMetrics[T]
+}
+
+// queueShard holds the records of the items whose hashes pick it. Each
+// slot holds an item and its record, and index finds an item's slot by the
+// item's hash: one hash per Add or Done where a Go map would hash twice
+// (lookup, then insert or delete). Freed slots are cleared, so no item is
+// kept alive, and reused.
+type queueShard[T comparable] struct {
+	mu    sync.Mutex
+	slots chunked[queueSlot[T]]
+	free  chunked[int32]
+	index slotIndex
+	// Keeps two shards' locks off one cache line, so that callers on
+	// different shards do not slow each other down.
+	_ [128 - 112]byte
+}
+
+// queueSlot is where a shard keeps an item and its record.
+type queueSlot[T comparable] struct {
+	item T
+	rec  itemRecord
+}
+
+// maxQueueShards bounds the shards of a queue: 128 bytes each.
+const maxQueueShards = 64
+
+// queueShardCount returns how many shards a queue with default storage gets:
+// enough that two of the running goroutines seldom pick the same one.
+func queueShardCount() int {
+	n := 1
+	for n < 16*runtime.GOMAXPROCS(0) && n < maxQueueShards {
+		n *= 2
+	}
+	return n
 }
 
 // NewTyped returns a new FIFO work queue with no name and no metrics. It is
@@ -156,24 +208,44 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	default:
 		q.custom = storage
 	}
+	shards := 1 // Get with custom storage marks records: it holds the shard
+	if q.custom == nil {
+		shards = queueShardCount()
+	}
+	q.shards = make([]queueShard[T], shards)
+	q.shardShift = uint8(64 - bits.TrailingZeros(uint(shards)))
+	// The lock Get sleeps with is the one it holds: mu, and with custom
+	// storage also the one shard, whose record of the item Get marks.
 	q.itemReady.L = &q.mu
+	if q.custom != nil {
+		q.itemReady.L = lockPair{&q.shards[0].mu, &q.mu}
+	}
 	q.drained.L = &q.mu
 	q.metrics = newQueueMetrics[T](config.MetricsProvider, config.Name, config.Clock, &q.mu)
 	return q
 }
 
-// queueSlot is where the queue keeps an item and its record.
-type queueSlot[T comparable] struct {
-	item T
-	rec  itemRecord
+// lockPair locks first, then second.
+type lockPair struct{ first, second *sync.Mutex }
+
+func (l lockPair) Lock()   { l.first.Lock(); l.second.Lock() }
+func (l lockPair) Unlock() { l.second.Unlock(); l.first.Unlock() }
+
+// shard returns the shard of item and the hash it is filed under there.
+// It reads nothing that changes, so callers hash before they lock.
+func (q *Typed[T]) shard(item T) (*queueShard[T], uint32) {
+	sum := maphash.Comparable(q.seed, item)
+	// The index uses the low 32 bits; the shard number comes from the
+	// others, so each shard's index still sees evenly spread hashes.
+	return &q.shards[sum>>q.shardShift], uint32(sum)
 }
 
-// lookup returns the slot of item, whose hash is hash, if the queue holds
+// lookup returns the slot of item, whose hash is hash, if the shard holds
 // item.
-func (q *Typed[T]) lookup(item T, hash uint32) (slot *queueSlot[T], id int32) {
+func (s *queueShard[T]) lookup(item T, hash uint32) (slot *queueSlot[T], id int32) {
 	// The walk of index.find, with the item comparison inline: this is the
 	// hottest loop of the queue, and a callback per entry costs.
-	entries, start := q.index.run(hash)
+	entries, start := s.index.run(hash)
 	mask := uint32(len(entries) - 1)
 	for i := start; entries != nil; i = (i + 1) & mask {
 		e := entries[i]
@@ -181,7 +253,7 @@ func (q *Typed[T]) lookup(item T, hash uint32) (slot *queueSlot[T], id int32) {
 			break
 		}
 		if e.hash == hash {
-			if slot := q.slots.at(int(e.slotPlus1 - 1)); slot.item == item {
+			if slot := s.slots.at(int(e.slotPlus1 - 1)); slot.item == item {
 				return slot, e.slotPlus1 - 1
 			}
 		}
@@ -190,39 +262,39 @@ func (q *Typed[T]) lookup(item T, hash uint32) (slot *queueSlot[T], id int32) {
 }
 
 // addSlot files a new slot for item and returns it.
-func (q *Typed[T]) addSlot(item T, hash uint32) *queueSlot[T] {
+func (s *queueShard[T]) addSlot(item T, hash uint32) *queueSlot[T] {
 	var id int32
-	if n := q.free.len(); n > 0 {
-		id = *q.free.at(n - 1)
-		q.free.truncate()
+	if n := s.free.len(); n > 0 {
+		id = *s.free.at(n - 1)
+		s.free.truncate()
 	} else {
-		q.slots.push(queueSlot[T]{})
-		id = int32(q.slots.len() - 1)
+		s.slots.push(queueSlot[T]{})
+		id = int32(s.slots.len() - 1)
 	}
-	q.index.insert(hash, id)
-	slot := q.slots.at(int(id))
+	s.index.insert(hash, id)
+	slot := s.slots.at(int(id))
 	slot.item = item
 	return slot
 }
 
 // removeSlot forgets the item in slot id, filed under hash.
-func (q *Typed[T]) removeSlot(hash uint32, id int32) {
-	q.index.remove(hash, id)
-	*q.slots.at(int(id)) = queueSlot[T]{} // let the garbage collector have the item
-	q.free.push(id)
+func (s *queueShard[T]) removeSlot(hash uint32, id int32) {
+	s.index.remove(hash, id)
+	*s.slots.at(int(id)) = queueSlot[T]{} // let the garbage collector have the item
+	s.free.push(id)
 }
 
 // isProcessing reports whether the item with record rec has been handed out
-// and not yet marked done.
+// and not yet marked done. The caller holds the lock of the item's shard.
 func (q *Typed[T]) isProcessing(rec itemRecord) bool {
 	if q.custom != nil {
 		return rec&recordProcessing != 0
 	}
-	return uint64(rec>>recordTicketShift) < q.popped
+	return uint64(rec>>recordTicketShift) < q.handedOut.Load()
 }
 
 // push stores item, makes sure a Get caller will take it, and returns the
-// item's new record.
+// item's new record. The caller holds mu.
 func (q *Typed[T]) push(item T) (rec itemRecord) {
 	if q.custom != nil {
 		q.custom.Push(item)
@@ -244,6 +316,12 @@ func (q *Typed[T]) wakeOne() {
 	}
 }
 
+// idle reports whether no item is queued or being processed. The caller
+// holds mu.
+func (q *Typed[T]) idle() bool {
+	return q.queued() == 0 && q.handedOut.Load() == q.finished.Load()
+}
+
 func (q *Typed[T]) queued() int {
 	if q.custom != nil {
 		return q.custom.Len()
@@ -256,29 +334,43 @@ func (q *Typed[T]) queued() int {
 // being processed is queued again when it is marked done. After a shutdown
 // has begun, Add does nothing.
 func (q *Typed[T]) Add(item T) {
-	hash := hashItem(q.seed, item) // outside the lock: the seed never changes
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.shuttingDown {
+	if q.shuttingDown.Load() {
 		return
 	}
-	slot, _ := q.lookup(item, hash)
+	s, hash := q.shard(item)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, _ := s.lookup(item, hash)
 	switch {
 	case slot == nil:
-		slot = q.addSlot(item, hash)
-		slot.rec = q.push(item)
+		q.mu.Lock()
+		// Checked again under mu: once ShutDownWithDrain has seen the
+		// queue idle, nothing may be queued.
+		if q.shuttingDown.Load() {
+			q.mu.Unlock()
+			return
+		}
+		rec := q.push(item)
+		if q.metrics != nil {
+			q.metrics.add(item)
+		}
+		q.mu.Unlock()
+		// Get may hand the item out before its slot exists, but Done,
+		// and Get with custom storage, wait for this shard's lock.
+		s.addSlot(item, hash).rec = rec
 	case !q.isProcessing(slot.rec):
 		if q.custom != nil {
+			q.mu.Lock()
 			q.custom.Touch(item)
+			q.mu.Unlock()
 		}
-		return
 	case slot.rec&recordDirty == 0:
 		slot.rec |= recordDirty
-	default:
-		return
-	}
-	if q.metrics != nil {
-		q.metrics.add(item)
+		if q.metrics != nil {
+			q.mu.Lock()
+			q.metrics.add(item)
+			q.mu.Unlock()
+		}
 	}
 }
 
@@ -296,10 +388,14 @@ func (q *Typed[T]) Len() int {
 // with it. After a shutdown has begun, Get keeps handing out queued items;
 // once none is left it returns the zero value and shutdown true at once.
 func (q *Typed[T]) Get() (item T, shutdown bool) {
+	if q.custom != nil {
+		q.shards[0].mu.Lock()
+		defer q.shards[0].mu.Unlock()
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.queued() == 0 {
-		if q.shuttingDown {
+		if q.shuttingDown.Load() {
 			return item, true
 		}
 		q.sleepingGets++
@@ -311,13 +407,12 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 	}
 	if q.custom != nil {
 		item = q.custom.Pop()
-		slot, _ := q.lookup(item, hashItem(q.seed, item))
+		slot, _ := q.shards[0].lookup(item, uint32(maphash.Comparable(q.seed, item)))
 		slot.rec |= recordProcessing
 	} else {
 		item = q.fifo.Pop()
-		q.popped++
 	}
-	q.processing++
+	q.handedOut.Add(1)
 	q.wakeOne() // pass the wakeup on if more items wait
 	if q.metrics != nil {
 		q.metrics.get(item)
@@ -329,24 +424,35 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 // it is queued again. Done for an item that is not being processed does
 // nothing; client-go would queue such an item a second time.
 func (q *Typed[T]) Done(item T) {
-	hash := hashItem(q.seed, item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	slot, id := q.lookup(item, hash)
+	s, hash := q.shard(item)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, id := s.lookup(item, hash)
 	if slot == nil || !q.isProcessing(slot.rec) {
 		return
 	}
 	if slot.rec&recordDirty != 0 {
+		q.mu.Lock()
 		slot.rec = q.push(item)
-	} else {
-		q.removeSlot(hash, id)
+		q.finished.Add(1)
+		if q.metrics != nil {
+			q.metrics.done(item)
+		}
+		q.mu.Unlock()
+		return
 	}
-	q.processing--
+	s.removeSlot(hash, id)
 	if q.metrics != nil {
+		q.mu.Lock()
 		q.metrics.done(item)
+		q.mu.Unlock()
 	}
-	if q.drainWaiters > 0 && q.processing == 0 && q.queued() == 0 {
-		q.drained.Broadcast()
+	if q.finished.Add(1) == q.handedOut.Load() && q.drainWaiters.Load() > 0 {
+		q.mu.Lock()
+		if q.idle() {
+			q.drained.Broadcast()
+		}
+		q.mu.Unlock()
 	}
 }
 
@@ -356,7 +462,7 @@ func (q *Typed[T]) Done(item T) {
 // that goroutine has exited. Calling it again does nothing.
 func (q *Typed[T]) ShutDown() {
 	q.mu.Lock()
-	q.shuttingDown = true
+	q.shuttingDown.Store(true)
 	q.drainReleased = true
 	q.wakeups = 0 // every sleeper wakes
 	q.itemReady.Broadcast()
@@ -373,14 +479,14 @@ func (q *Typed[T]) ShutDown() {
 // goroutine before it returns.
 func (q *Typed[T]) ShutDownWithDrain() {
 	q.mu.Lock()
-	q.shuttingDown = true
+	q.shuttingDown.Store(true)
 	q.wakeups = 0 // every sleeper wakes
 	q.itemReady.Broadcast()
-	q.drainWaiters++
-	for !q.drainReleased && (q.processing > 0 || q.queued() > 0) {
+	q.drainWaiters.Add(1)
+	for !q.drainReleased && !q.idle() {
 		q.drained.Wait()
 	}
-	q.drainWaiters--
+	q.drainWaiters.Add(-1)
 	q.mu.Unlock()
 	q.stopMetrics()
 }
@@ -388,9 +494,7 @@ func (q *Typed[T]) ShutDownWithDrain() {
 // ShuttingDown reports whether ShutDown or ShutDownWithDrain has been
 // called.
 func (q *Typed[T]) ShuttingDown() bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.shuttingDown
+	return q.shuttingDown.Load()
 }
 
 func (q *Typed[T]) stopMetrics() {
