@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"k8s.io/utils/clock"
 )
@@ -157,13 +158,18 @@ type Typed[T comparable] struct {
 // (lookup, then insert or delete). Freed slots are cleared, so no item is
 // kept alive, and reused.
 type queueShard[T comparable] struct {
+	queueShardFields[T]
+	// Keeps two shards' locks off one cache line, so that callers on
+	// different shards do not slow each other down. The fields' size does
+	// not depend on T: they hold slices and numbers.
+	_ [128 - unsafe.Sizeof(queueShardFields[int]{})]byte
+}
+
+type queueShardFields[T comparable] struct {
 	mu    sync.Mutex
 	slots chunked[queueSlot[T]]
 	free  chunked[int32]
 	index slotIndex
-	// Keeps two shards' locks off one cache line, so that callers on
-	// different shards do not slow each other down.
-	_ [128 - 112]byte
 }
 
 // queueSlot is where a shard keeps an item and its record.
@@ -407,7 +413,8 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 	}
 	if q.custom != nil {
 		item = q.custom.Pop()
-		slot, _ := q.shards[0].lookup(item, uint32(maphash.Comparable(q.seed, item)))
+		s, hash := q.shard(item)
+		slot, _ := s.lookup(item, hash)
 		slot.rec |= recordProcessing
 	} else {
 		item = q.fifo.Pop()

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -430,4 +431,10 @@ func TestBurstReachesEverySleepingGet(t *testing.T) {
 		assert.Len(t, seen, 10)
 		q.ShutDown()
 	})
+}
+
+// Whatever the item type, a shard fills exactly two cache lines.
+func TestQueueShardSize(t *testing.T) {
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(queueShard[string]{}))
+	assert.Equal(t, uintptr(128), unsafe.Sizeof(queueShard[[64]byte]{}))
 }
