@@ -31,10 +31,13 @@ const (
 	opStep
 	opShutDown
 	opShutDownWithDrain
+	// opShard moves the queue's records under per-shard locks, as
+	// contention does: walks check both forms of the queue.
+	opShard
 	opKinds
 )
 
-var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain"}
+var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Shard"}
 
 type modelOp struct {
 	kind opKind
@@ -203,6 +206,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
 	)}
 	q := NewTypedRateLimitingQueue[string](limiter)
+	typed := q.(*rateLimitingQueue[string]).TypedDelayingInterface.(*delayingQueue[string]).queue.(*Typed[string])
 	m := newQueueModel()
 	var drained atomic.Bool
 	defer func() {
@@ -215,8 +219,8 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 	}
 	for i, op := range ops {
 		key := modelKeys[op.item]
-		if m.draining && op.kind != opGet && op.kind != opDone && op.kind != opLen {
-			continue // while a drain waits, only workers act
+		if m.draining && op.kind != opGet && op.kind != opDone && op.kind != opLen && op.kind != opShard {
+			continue // while a drain waits, only workers act, and contention may shard the queue
 		}
 		switch op.kind {
 		case opAdd:
@@ -278,6 +282,8 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			}()
 			m.shutDown()
 			m.draining = true
+		case opShard:
+			typed.shard()
 		}
 		executed++
 		synctest.Wait()
@@ -321,8 +327,10 @@ func randomOps(rng *rand.Rand, n int) []modelOp {
 			kind = opForget
 		case r < 910:
 			kind = opNumRequeues
-		case r < 930:
+		case r < 929:
 			kind = opLen
+		case r < 930:
+			kind = opShard
 		case r < 998:
 			kind = opStep
 		case r < 999:

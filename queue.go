@@ -96,13 +96,15 @@ const (
 // Create one with [NewTyped] or [NewTypedWithConfig]; the zero value is not
 // usable. All methods are safe for concurrent use.
 //
-// The records of the items are spread over shards by hash, each under its
-// own lock, and the storage has a lock of its own that is held only to push,
-// pop and count: the lookups, which miss the processor's caches when many
-// items are queued, run outside the lock that every Add, Get and Done
-// shares, and two callers collide on a shard only when their items hash to
-// it. A caller holding a shard's lock may take mu; never the other way
-// round.
+// The records of the items are spread over shards by hash. A queue starts
+// with mu guarding the shards too, so that a caller takes one lock per
+// call. Once callers have found mu held by another caller often enough,
+// the queue is sharded for good: each shard is then under its own lock, and
+// mu is held only to push, pop and count. The lookups, which miss the
+// processor's caches when many items are queued, then run outside the lock
+// that every Add, Get and Done shares, and two callers collide on a shard
+// only when their items hash to it. A caller holding a shard's lock may
+// take mu; never the other way round.
 type Typed[T comparable] struct {
 	// mu guards the storage, pushed, the wakeup and drain fields, the
 	// metrics, and the writes to handedOut and shuttingDown.
@@ -135,6 +137,11 @@ type Typed[T comparable] struct {
 	drainWaiters        atomic.Int32
 
 	shuttingDown atomic.Bool
+	// sharded is set, never cleared, when the shards' locks start to guard
+	// the records; before, mu does. contended counts the callers that found
+	// mu held while the queue was not sharded.
+	sharded   atomic.Bool
+	contended atomic.Int32
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
 	drainReleased bool
 
@@ -178,6 +185,12 @@ type queueSlot[T comparable] struct {
 	rec  itemRecord
 }
 
+// shardAfterContention is how many times callers find mu held before a
+// queue is sharded: a queue used by one goroutine at a time, or seldom by
+// two at once, keeps one lock per call; under steady contention the
+// threshold is reached within microseconds.
+const shardAfterContention = 64
+
 // maxQueueShards bounds the shards of a queue: 128 bytes each.
 const maxQueueShards = 64
 
@@ -217,6 +230,8 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	shards := 1 // Get with custom storage marks records: it holds the shard
 	if q.custom == nil {
 		shards = queueShardCount()
+	} else {
+		q.sharded.Store(true) // and only in its sharded form
 	}
 	q.shards = make([]queueShard[T], shards)
 	q.shardShift = uint8(64 - bits.TrailingZeros(uint(shards)))
@@ -237,9 +252,58 @@ type lockPair struct{ first, second *sync.Mutex }
 func (l lockPair) Lock()   { l.first.Lock(); l.second.Lock() }
 func (l lockPair) Unlock() { l.second.Unlock(); l.first.Unlock() }
 
-// shard returns the shard of item and the hash it is filed under there.
+// lockMu locks mu, counting the callers that find it held while the queue
+// is not sharded, and shards the queue when there have been enough.
+func (q *Typed[T]) lockMu() {
+	if q.mu.TryLock() {
+		return
+	}
+	if !q.sharded.Load() && q.contended.Add(1) == shardAfterContention {
+		q.shard()
+	}
+	q.mu.Lock()
+}
+
+// shard makes each shard's lock guard its records from now on. It waits
+// for every caller that holds a lock, and must not be called with one held.
+func (q *Typed[T]) shard() {
+	for i := range q.shards {
+		q.shards[i].mu.Lock()
+	}
+	q.mu.Lock()
+	q.sharded.Store(true)
+	q.mu.Unlock()
+	for i := range q.shards {
+		q.shards[i].mu.Unlock()
+	}
+}
+
+// lockRecords locks what guards the records of shard s: mu until the queue
+// is sharded, the shard's lock after. It reports whether it locked mu.
+func (q *Typed[T]) lockRecords(s *queueShard[T]) (mu bool) {
+	if !q.sharded.Load() {
+		q.lockMu()
+		if !q.sharded.Load() {
+			return true
+		}
+		q.mu.Unlock()
+	}
+	s.mu.Lock()
+	return false
+}
+
+// unlockRecords undoes lockRecords, which returned mu.
+func (q *Typed[T]) unlockRecords(s *queueShard[T], mu bool) {
+	if mu {
+		q.mu.Unlock()
+	} else {
+		s.mu.Unlock()
+	}
+}
+
+// itemShard returns the shard of item and the hash it is filed under there.
 // It reads nothing that changes, so callers hash before they lock.
-func (q *Typed[T]) shard(item T) (*queueShard[T], uint32) {
+func (q *Typed[T]) itemShard(item T) (*queueShard[T], uint32) {
 	sum := maphash.Comparable(q.seed, item)
 	// The index uses the low 32 bits; the shard number comes from the
 	// others, so each shard's index still sees evenly spread hashes.
@@ -343,29 +407,41 @@ func (q *Typed[T]) Add(item T) {
 	if q.shuttingDown.Load() {
 		return
 	}
-	s, hash := q.shard(item)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s, hash := q.itemShard(item)
+	holdsMu := q.lockRecords(s)
+	q.add(s, item, hash, holdsMu)
+	q.unlockRecords(s, holdsMu)
+}
+
+// add is Add with the records of s locked; holdsMu tells whether that lock
+// is mu.
+func (q *Typed[T]) add(s *queueShard[T], item T, hash uint32, holdsMu bool) {
 	slot, _ := s.lookup(item, hash)
 	switch {
 	case slot == nil:
-		q.mu.Lock()
+		if !holdsMu {
+			q.mu.Lock()
+		}
 		// Checked again under mu: once ShutDownWithDrain has seen the
 		// queue idle, nothing may be queued.
 		if q.shuttingDown.Load() {
-			q.mu.Unlock()
+			if !holdsMu {
+				q.mu.Unlock()
+			}
 			return
 		}
 		rec := q.push(item)
 		if q.metrics != nil {
 			q.metrics.add(item)
 		}
-		q.mu.Unlock()
+		if !holdsMu {
+			q.mu.Unlock()
+		}
 		// Get may hand the item out before its slot exists, but Done,
-		// and Get with custom storage, wait for this shard's lock.
+		// and Get with custom storage, wait for the records' lock.
 		s.addSlot(item, hash).rec = rec
 	case !q.isProcessing(slot.rec):
-		if q.custom != nil {
+		if q.custom != nil { // custom storage comes sharded: mu is free
 			q.mu.Lock()
 			q.custom.Touch(item)
 			q.mu.Unlock()
@@ -373,9 +449,13 @@ func (q *Typed[T]) Add(item T) {
 	case slot.rec&recordDirty == 0:
 		slot.rec |= recordDirty
 		if q.metrics != nil {
-			q.mu.Lock()
+			if !holdsMu {
+				q.mu.Lock()
+			}
 			q.metrics.add(item)
-			q.mu.Unlock()
+			if !holdsMu {
+				q.mu.Unlock()
+			}
 		}
 	}
 }
@@ -398,7 +478,7 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		q.shards[0].mu.Lock()
 		defer q.shards[0].mu.Unlock()
 	}
-	q.mu.Lock()
+	q.lockMu()
 	defer q.mu.Unlock()
 	for q.queued() == 0 {
 		if q.shuttingDown.Load() {
@@ -413,7 +493,7 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 	}
 	if q.custom != nil {
 		item = q.custom.Pop()
-		s, hash := q.shard(item)
+		s, hash := q.itemShard(item)
 		slot, _ := s.lookup(item, hash)
 		slot.rec |= recordProcessing
 	} else {
@@ -431,35 +511,44 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 // it is queued again. Done for an item that is not being processed does
 // nothing; client-go would queue such an item a second time.
 func (q *Typed[T]) Done(item T) {
-	s, hash := q.shard(item)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s, hash := q.itemShard(item)
+	holdsMu := q.lockRecords(s)
+	q.done(s, item, hash, holdsMu)
+	q.unlockRecords(s, holdsMu)
+}
+
+// done is Done with the records of s locked; holdsMu tells whether that
+// lock is mu.
+func (q *Typed[T]) done(s *queueShard[T], item T, hash uint32, holdsMu bool) {
 	slot, id := s.lookup(item, hash)
 	if slot == nil || !q.isProcessing(slot.rec) {
 		return
 	}
-	if slot.rec&recordDirty != 0 {
+	if !holdsMu && (slot.rec&recordDirty != 0 || q.metrics != nil) {
 		q.mu.Lock()
+		defer q.mu.Unlock()
+		holdsMu = true
+	}
+	if slot.rec&recordDirty != 0 {
 		slot.rec = q.push(item)
 		q.finished.Add(1)
 		if q.metrics != nil {
 			q.metrics.done(item)
 		}
-		q.mu.Unlock()
 		return
 	}
 	s.removeSlot(hash, id)
 	if q.metrics != nil {
-		q.mu.Lock()
 		q.metrics.done(item)
-		q.mu.Unlock()
 	}
 	if q.finished.Add(1) == q.handedOut.Load() && q.drainWaiters.Load() > 0 {
-		q.mu.Lock()
+		if !holdsMu {
+			q.mu.Lock()
+			defer q.mu.Unlock()
+		}
 		if q.idle() {
 			q.drained.Broadcast()
 		}
-		q.mu.Unlock()
 	}
 }
 

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -437,4 +438,49 @@ func TestBurstReachesEverySleepingGet(t *testing.T) {
 func TestQueueShardSize(t *testing.T) {
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(queueShard[string]{}))
 	assert.Equal(t, uintptr(128), unsafe.Sizeof(queueShard[[64]byte]{}))
+}
+
+// TestQueueShardsUnderContention checks that a queue starts with one lock
+// guarding its records, moves them under the shards' locks once callers
+// have found that lock held shardAfterContention times, and loses nothing
+// on the way: the caller that triggers the move completes its Add.
+func TestQueueShardsUnderContention(t *testing.T) {
+	q := NewTyped[string]()
+	defer q.ShutDown()
+	q.Add("queued")
+	item, _ := q.Get()
+	require.Equal(t, "queued", item)
+	q.Add("queued") // added again while processing: dirty
+	require.False(t, q.sharded.Load(), "a new queue is sharded")
+
+	q.contended.Store(shardAfterContention - 1)
+	q.mu.Lock()
+	added := make(chan struct{})
+	go func() {
+		q.Add("contender")
+		close(added)
+	}()
+	for q.contended.Load() < shardAfterContention {
+		runtime.Gosched() // until the contender has found mu held
+	}
+	q.mu.Unlock()
+	<-added
+
+	assert.True(t, q.sharded.Load(), "sharded after contention")
+	q.Done("queued")
+	assert.Equal(t, 2, q.Len())
+	for _, want := range []string{"contender", "queued"} {
+		item, _ := q.Get()
+		assert.Equal(t, want, item)
+		q.Done(item)
+	}
+	assert.Equal(t, 0, q.Len())
+}
+
+// TestQueueWithStorageIsSharded checks that custom storage, whose Get marks
+// records under the one shard's lock, starts in the sharded form.
+func TestQueueWithStorageIsSharded(t *testing.T) {
+	q := NewTypedWithConfig(TypedQueueConfig[string]{Queue: &lifoStorage{}})
+	defer q.ShutDown()
+	assert.True(t, q.sharded.Load())
 }
