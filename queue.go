@@ -130,10 +130,13 @@ type Typed[T comparable] struct {
 	// handedOut counts the items Get has handed out, and finished the ones
 	// Done has marked done; the difference is the number being processed.
 	// With the default storage handedOut is also the first ticket not yet
-	// handed out. Both are read under a shard's lock, without mu. Done
-	// counts without mu, then wakes drain waiters if there are any: both
-	// sides use atomics, so one of them sees the other.
-	handedOut, finished atomic.Uint64
+	// handed out. Until the queue is sharded they are counted under mu with
+	// plain increments: an atomic one costs as much as a lock. Once it is,
+	// both are read under a shard's lock, without mu, and counted
+	// atomically; Done counts without mu, then wakes drain waiters if there
+	// are any: both sides use atomics, so one of them sees the other. Reads
+	// are atomic in both forms.
+	handedOut, finished uint64
 	drainWaiters        atomic.Int32
 
 	shuttingDown atomic.Bool
@@ -360,7 +363,7 @@ func (q *Typed[T]) isProcessing(rec itemRecord) bool {
 	if q.custom != nil {
 		return rec&recordProcessing != 0
 	}
-	return uint64(rec>>recordTicketShift) < q.handedOut.Load()
+	return uint64(rec>>recordTicketShift) < atomic.LoadUint64(&q.handedOut)
 }
 
 // push stores item, makes sure a Get caller will take it, and returns the
@@ -389,7 +392,7 @@ func (q *Typed[T]) wakeOne() {
 // idle reports whether no item is queued or being processed. The caller
 // holds mu.
 func (q *Typed[T]) idle() bool {
-	return q.queued() == 0 && q.handedOut.Load() == q.finished.Load()
+	return q.queued() == 0 && atomic.LoadUint64(&q.handedOut) == atomic.LoadUint64(&q.finished)
 }
 
 func (q *Typed[T]) queued() int {
@@ -499,7 +502,11 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 	} else {
 		item = q.fifo.Pop()
 	}
-	q.handedOut.Add(1)
+	if q.sharded.Load() {
+		atomic.AddUint64(&q.handedOut, 1)
+	} else {
+		q.handedOut++
+	}
 	q.wakeOne() // pass the wakeup on if more items wait
 	if q.metrics != nil {
 		q.metrics.get(item)
@@ -531,7 +538,7 @@ func (q *Typed[T]) done(s *queueShard[T], item T, hash uint32, holdsMu bool) {
 	}
 	if slot.rec&recordDirty != 0 {
 		slot.rec = q.push(item)
-		q.finished.Add(1)
+		q.countFinished()
 		if q.metrics != nil {
 			q.metrics.done(item)
 		}
@@ -541,7 +548,7 @@ func (q *Typed[T]) done(s *queueShard[T], item T, hash uint32, holdsMu bool) {
 	if q.metrics != nil {
 		q.metrics.done(item)
 	}
-	if q.finished.Add(1) == q.handedOut.Load() && q.drainWaiters.Load() > 0 {
+	if q.countFinished() == atomic.LoadUint64(&q.handedOut) && q.drainWaiters.Load() > 0 {
 		if !holdsMu {
 			q.mu.Lock()
 			defer q.mu.Unlock()
@@ -550,6 +557,17 @@ func (q *Typed[T]) done(s *queueShard[T], item T, hash uint32, holdsMu bool) {
 			q.drained.Broadcast()
 		}
 	}
+}
+
+// countFinished counts an item marked done and returns the count. The
+// caller holds the records' lock of the item, and mu if the queue is not
+// sharded.
+func (q *Typed[T]) countFinished() uint64 {
+	if q.sharded.Load() {
+		return atomic.AddUint64(&q.finished, 1)
+	}
+	q.finished++
+	return q.finished
 }
 
 // ShutDown makes the queue ignore further adds, wakes every Get caller
