@@ -92,6 +92,10 @@ const (
 	recordTicketShift = iota
 )
 
+// recordPushing is the record of an item that an Add of a sharded queue has
+// filed but not yet given its ticket; see Typed.addUnnested.
+const recordPushing = ^itemRecord(0) &^ (recordDirty | recordProcessing)
+
 // Typed is a work queue; see the package documentation for its guarantees.
 // Create one with [NewTyped] or [NewTypedWithConfig]; the zero value is not
 // usable. All methods are safe for concurrent use.
@@ -145,14 +149,17 @@ type Typed[T comparable] struct {
 	// mu held while the queue was not sharded.
 	sharded   atomic.Bool
 	contended atomic.Int32
+	// pushingWaits counts the times an Add or Done found its item's record
+	// pushing and let the Add that pushes it finish; tests read it.
+	pushingWaits atomic.Int64
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
 	drainReleased bool
 
 	// shards hold a record for every item that is queued or being
 	// processed. Invariant: an item is in storage if and only if it has a
-	// record and is not processing; the number of processing records is
-	// handedOut - finished, except between a Done's removal of a record and
-	// its count.
+	// record and is not processing, except while its record is pushing (see
+	// addUnnested); the number of processing records is handedOut -
+	// finished, except between a Done's removal of a record and its count.
 	shards []queueShard[T]
 	// shardShift turns a 64-bit hash into a shard number: its top bits.
 	shardShift uint8
@@ -295,6 +302,32 @@ func (q *Typed[T]) lockRecords(s *queueShard[T]) (mu bool) {
 	return false
 }
 
+// lockSettled locks the records of shard s, as lockRecords does, and looks
+// item up. If an Add has filed item and not yet given it its ticket, it
+// unlocks and lets that Add finish first (waitPushed): until then nobody can
+// tell whether Get has handed the item out.
+func (q *Typed[T]) lockSettled(s *queueShard[T], item T, hash uint32) (holdsMu bool, slot *queueSlot[T], id int32) {
+	holdsMu = q.lockRecords(s)
+	slot, id = s.lookup(item, hash)
+	if slot != nil && slot.rec == recordPushing {
+		return q.waitPushed(s, item, hash, holdsMu)
+	}
+	return holdsMu, slot, id
+}
+
+func (q *Typed[T]) waitPushed(s *queueShard[T], item T, hash uint32, holdsMu bool) (bool, *queueSlot[T], int32) {
+	for {
+		q.unlockRecords(s, holdsMu)
+		q.pushingWaits.Add(1)
+		runtime.Gosched()
+		holdsMu = q.lockRecords(s)
+		slot, id := s.lookup(item, hash)
+		if slot == nil || slot.rec != recordPushing {
+			return holdsMu, slot, id
+		}
+	}
+}
+
 // unlockRecords undoes lockRecords, which returned mu.
 func (q *Typed[T]) unlockRecords(s *queueShard[T], mu bool) {
 	if mu {
@@ -334,8 +367,8 @@ func (s *queueShard[T]) lookup(item T, hash uint32) (slot *queueSlot[T], id int3
 	return nil, -1
 }
 
-// addSlot files a new slot for item and returns it.
-func (s *queueShard[T]) addSlot(item T, hash uint32) *queueSlot[T] {
+// addSlot files a new slot for item and returns it and its id.
+func (s *queueShard[T]) addSlot(item T, hash uint32) (*queueSlot[T], int32) {
 	var id int32
 	if n := s.free.len(); n > 0 {
 		id = *s.free.at(n - 1)
@@ -347,7 +380,7 @@ func (s *queueShard[T]) addSlot(item T, hash uint32) *queueSlot[T] {
 	s.index.insert(hash, id)
 	slot := s.slots.at(int(id))
 	slot.item = item
-	return slot
+	return slot, id
 }
 
 // removeSlot forgets the item in slot id, filed under hash.
@@ -411,15 +444,18 @@ func (q *Typed[T]) Add(item T) {
 		return
 	}
 	s, hash := q.itemShard(item)
-	holdsMu := q.lockRecords(s)
-	q.add(s, item, hash, holdsMu)
+	holdsMu, slot, _ := q.lockSettled(s, item, hash)
+	if slot == nil && !holdsMu && q.custom == nil {
+		q.addUnnested(s, item, hash)
+		return
+	}
+	q.add(s, slot, item, hash, holdsMu)
 	q.unlockRecords(s, holdsMu)
 }
 
-// add is Add with the records of s locked; holdsMu tells whether that lock
-// is mu.
-func (q *Typed[T]) add(s *queueShard[T], item T, hash uint32, holdsMu bool) {
-	slot, _ := s.lookup(item, hash)
+// add is Add with the records of s locked and slot, item's slot or nil,
+// looked up; holdsMu tells whether that lock is mu.
+func (q *Typed[T]) add(s *queueShard[T], slot *queueSlot[T], item T, hash uint32, holdsMu bool) {
 	switch {
 	case slot == nil:
 		if !holdsMu {
@@ -440,9 +476,10 @@ func (q *Typed[T]) add(s *queueShard[T], item T, hash uint32, holdsMu bool) {
 		if !holdsMu {
 			q.mu.Unlock()
 		}
-		// Get may hand the item out before its slot exists, but Done,
-		// and Get with custom storage, wait for the records' lock.
-		s.addSlot(item, hash).rec = rec
+		// Get with custom storage marks the record: it waits for the
+		// records' lock.
+		slot, _ = s.addSlot(item, hash)
+		slot.rec = rec
 	case !q.isProcessing(slot.rec):
 		if q.custom != nil { // custom storage comes sharded: mu is free
 			q.mu.Lock()
@@ -462,6 +499,49 @@ func (q *Typed[T]) add(s *queueShard[T], item T, hash uint32, holdsMu bool) {
 		}
 	}
 }
+
+// addUnnested files item, which shard s has no record of, as pushing,
+// releases the shard's lock, pushes item under mu, and gives the record its
+// ticket under the shard's lock again. Waiting for mu with the shard's lock
+// held would make every caller on the shard wait for mu too, and a worker's
+// Done of the item just pushed would wait for the Add that pushed it; with
+// default storage in a sharded queue, Add and Done instead wait out the
+// short time a record is pushing (lockSettled).
+func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
+	slot, id := s.addSlot(item, hash)
+	slot.rec = recordPushing
+	s.mu.Unlock()
+
+	q.mu.Lock()
+	// Checked again under mu: once ShutDownWithDrain has seen the queue
+	// idle, nothing may be queued.
+	dropped := q.shuttingDown.Load()
+	var rec itemRecord
+	if !dropped {
+		rec = q.push(item)
+		if q.metrics != nil {
+			q.metrics.add(item)
+		}
+	}
+	q.mu.Unlock()
+	if testHookPushed != nil {
+		testHookPushed()
+	}
+
+	s.mu.Lock()
+	if dropped {
+		s.removeSlot(hash, id)
+	} else {
+		// The chunk holding the slot may have moved while the lock was
+		// released: find it by its id.
+		s.slots.at(int(id)).rec = rec
+	}
+	s.mu.Unlock()
+}
+
+// testHookPushed, if set, runs in addUnnested between the push and the
+// ticket.
+var testHookPushed func()
 
 // Len returns the number of items waiting to be handed out by Get. Items
 // added again while being processed are not counted until they are marked
@@ -519,15 +599,14 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 // nothing; client-go would queue such an item a second time.
 func (q *Typed[T]) Done(item T) {
 	s, hash := q.itemShard(item)
-	holdsMu := q.lockRecords(s)
-	q.done(s, item, hash, holdsMu)
+	holdsMu, slot, id := q.lockSettled(s, item, hash)
+	q.done(s, slot, id, item, hash, holdsMu)
 	q.unlockRecords(s, holdsMu)
 }
 
-// done is Done with the records of s locked; holdsMu tells whether that
-// lock is mu.
-func (q *Typed[T]) done(s *queueShard[T], item T, hash uint32, holdsMu bool) {
-	slot, id := s.lookup(item, hash)
+// done is Done with the records of s locked and slot, item's slot (id) or
+// nil, looked up; holdsMu tells whether that lock is mu.
+func (q *Typed[T]) done(s *queueShard[T], slot *queueSlot[T], id int32, item T, hash uint32, holdsMu bool) {
 	if slot == nil || !q.isProcessing(slot.rec) {
 		return
 	}

@@ -484,3 +484,49 @@ func TestQueueWithStorageIsSharded(t *testing.T) {
 	defer q.ShutDown()
 	assert.True(t, q.sharded.Load())
 }
+
+// TestQueueAddWaitsForPushingRecord checks the window in which a sharded
+// queue's Add has pushed a new item but not yet given its record a ticket:
+// a worker may already have got the item, and an Add of it then must wait
+// and mark it dirty, not take it for queued and drop the change.
+func TestQueueAddWaitsForPushingRecord(t *testing.T) {
+	q := NewTyped[string]()
+	defer q.ShutDown()
+	q.shard()
+
+	addedAgain := make(chan struct{})
+	hookRuns := 0
+	testHookPushed = func() {
+		hookRuns++
+		if hookRuns > 1 {
+			return
+		}
+		go func() {
+			item, _ := q.Get() // handed out before its record has a ticket
+			assert.Equal(t, "x", item)
+			q.Add(item) // must wait, then mark it dirty
+			close(addedAgain)
+		}()
+		// Until the worker's Add has found the record pushing, or has
+		// returned without waiting.
+		for q.pushingWaits.Load() == 0 {
+			select {
+			case <-addedAgain:
+				return
+			default:
+				runtime.Gosched()
+			}
+		}
+	}
+	t.Cleanup(func() { testHookPushed = nil })
+
+	q.Add("x")
+	<-addedAgain
+	assert.Equal(t, 0, q.Len(), "x is being processed")
+	q.Done("x")
+	require.Equal(t, 1, q.Len(), "the Add during processing was lost")
+	item, _ := q.Get()
+	assert.Equal(t, "x", item)
+	q.Done(item)
+	assert.Equal(t, 0, q.Len())
+}
