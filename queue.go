@@ -173,7 +173,7 @@ type Typed[T comparable] struct {
 // slot holds an item and its record, and index finds an item's slot by the
 // item's hash: one hash per Add or Done where a Go map would hash twice
 // (lookup, then insert or delete). Freed slots are cleared, so no item is
-// kept alive, and reused.
+// kept alive, chained into a free list through their records, and reused.
 type queueShard[T comparable] struct {
 	queueShardFields[T]
 	// Keeps two shards' locks off one cache line, so that callers on
@@ -185,8 +185,11 @@ type queueShard[T comparable] struct {
 type queueShardFields[T comparable] struct {
 	mu    sync.Mutex
 	slots chunked[queueSlot[T]]
-	free  chunked[int32]
-	index slotIndex
+	// freePlus1 is the id plus one of the first free slot, 0 if none; a
+	// free slot's rec holds the next one the same way, so freeing and
+	// reusing a slot touch nothing but the slot.
+	freePlus1 int32
+	index     slotIndex
 }
 
 // queueSlot is where a shard keeps an item and its record.
@@ -370,9 +373,9 @@ func (s *queueShard[T]) lookup(item T, hash uint32) (slot *queueSlot[T], id int3
 // addSlot files a new slot for item and returns it and its id.
 func (s *queueShard[T]) addSlot(item T, hash uint32) (*queueSlot[T], int32) {
 	var id int32
-	if n := s.free.len(); n > 0 {
-		id = *s.free.at(n - 1)
-		s.free.truncate()
+	if s.freePlus1 > 0 {
+		id = s.freePlus1 - 1
+		s.freePlus1 = int32(s.slots.at(int(id)).rec)
 	} else {
 		s.slots.push(queueSlot[T]{})
 		id = int32(s.slots.len() - 1)
@@ -386,8 +389,9 @@ func (s *queueShard[T]) addSlot(item T, hash uint32) (*queueSlot[T], int32) {
 // removeSlot forgets the item in slot id, filed under hash.
 func (s *queueShard[T]) removeSlot(hash uint32, id int32) {
 	s.index.remove(hash, id)
-	*s.slots.at(int(id)) = queueSlot[T]{} // let the garbage collector have the item
-	s.free.push(id)
+	// Cleared, so that the garbage collector can have the item.
+	*s.slots.at(int(id)) = queueSlot[T]{rec: itemRecord(s.freePlus1)}
+	s.freePlus1 = id + 1
 }
 
 // isProcessing reports whether the item with record rec has been handed out
