@@ -150,8 +150,10 @@ type Typed[T comparable] struct {
 	sharded   atomic.Bool
 	contended atomic.Int32
 	// pushingWaits counts the times an Add or Done found its item's record
-	// pushing and let the Add that pushes it finish; tests read it.
+	// pushing and let the Add that pushes it finish; tests read it, and set
+	// pushedHook, which addUnnested runs between the push and the ticket.
 	pushingWaits atomic.Int64
+	pushedHook   func()
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
 	drainReleased bool
 
@@ -307,27 +309,18 @@ func (q *Typed[T]) lockRecords(s *queueShard[T]) (mu bool) {
 
 // lockSettled locks the records of shard s, as lockRecords does, and looks
 // item up. If an Add has filed item and not yet given it its ticket, it
-// unlocks and lets that Add finish first (waitPushed): until then nobody can
-// tell whether Get has handed the item out.
+// unlocks and lets that Add finish first: until then nobody can tell whether
+// Get has handed the item out.
 func (q *Typed[T]) lockSettled(s *queueShard[T], item T, hash uint32) (holdsMu bool, slot *queueSlot[T], id int32) {
-	holdsMu = q.lockRecords(s)
-	slot, id = s.lookup(item, hash)
-	if slot != nil && slot.rec == recordPushing {
-		return q.waitPushed(s, item, hash, holdsMu)
-	}
-	return holdsMu, slot, id
-}
-
-func (q *Typed[T]) waitPushed(s *queueShard[T], item T, hash uint32, holdsMu bool) (bool, *queueSlot[T], int32) {
 	for {
-		q.unlockRecords(s, holdsMu)
-		q.pushingWaits.Add(1)
-		runtime.Gosched()
 		holdsMu = q.lockRecords(s)
-		slot, id := s.lookup(item, hash)
+		slot, id = s.lookup(item, hash)
 		if slot == nil || slot.rec != recordPushing {
 			return holdsMu, slot, id
 		}
+		q.unlockRecords(s, holdsMu)
+		q.pushingWaits.Add(1)
+		runtime.Gosched()
 	}
 }
 
@@ -528,8 +521,8 @@ func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
 		}
 	}
 	q.mu.Unlock()
-	if testHookPushed != nil {
-		testHookPushed()
+	if q.pushedHook != nil {
+		q.pushedHook()
 	}
 
 	s.mu.Lock()
@@ -542,10 +535,6 @@ func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
 	}
 	s.mu.Unlock()
 }
-
-// testHookPushed, if set, runs in addUnnested between the push and the
-// ticket.
-var testHookPushed func()
 
 // Len returns the number of items waiting to be handed out by Get. Items
 // added again while being processed are not counted until they are marked

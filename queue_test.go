@@ -496,7 +496,7 @@ func TestQueueAddWaitsForPushingRecord(t *testing.T) {
 
 	addedAgain := make(chan struct{})
 	hookRuns := 0
-	testHookPushed = func() {
+	q.pushedHook = func() {
 		hookRuns++
 		if hookRuns > 1 {
 			return
@@ -518,7 +518,6 @@ func TestQueueAddWaitsForPushingRecord(t *testing.T) {
 			}
 		}
 	}
-	t.Cleanup(func() { testHookPushed = nil })
 
 	q.Add("x")
 	<-addedAgain
