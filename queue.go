@@ -51,10 +51,12 @@ type Queue[T comparable] interface {
 	Pop() (item T)
 }
 
-// DefaultQueue returns the first-in, first-out storage that [Typed] uses when
-// its config names none: a ring buffer that grows and shrinks with its
-// contents. Pop on an empty DefaultQueue returns the zero value. The result
-// is not safe for concurrent use on its own.
+// DefaultQueue returns first-in, first-out storage: a ring buffer that
+// grows and shrinks with its contents. Pop on an empty DefaultQueue returns
+// the zero value. The result is not safe for concurrent use on its own. A
+// queue whose config names an empty DefaultQueue, or none, uses its own
+// first-in, first-out storage instead, whose two ends [Typed] can lock
+// apart.
 func DefaultQueue[T comparable]() Queue[T] {
 	return new(ring[T])
 }
@@ -103,34 +105,48 @@ const recordPushing = ^itemRecord(0) &^ (recordDirty | recordProcessing)
 // The records of the items are spread over shards by hash. A queue starts
 // with mu guarding the shards too, so that a caller takes one lock per
 // call. Once callers have found mu held by another caller often enough,
-// the queue is sharded for good: each shard is then under its own lock, and
-// mu is held only to push, pop and count. The lookups, which miss the
-// processor's caches when many items are queued, then run outside the lock
-// that every Add, Get and Done shares, and two callers collide on a shard
-// only when their items hash to it. A caller holding a shard's lock may
-// take mu; never the other way round.
+// the queue is sharded for good: each shard is then under its own lock,
+// Add pushes into the default storage under tailMu, and Get pops under mu.
+// The lookups, which miss the processor's caches when many items are
+// queued, then run outside the locks that every caller shares, two callers
+// collide on a shard only when their items hash to it, and adders and
+// getters do not wait for each other. Locks are taken in this order: a
+// shard's, mu, tailMu.
 type Typed[T comparable] struct {
-	// mu guards the storage, pushed, the wakeup and drain fields, the
-	// metrics, and the writes to handedOut and shuttingDown.
+	// mu guards the wakeup and drain fields, the metrics, the writes to
+	// handedOut and, with tailMu, to shuttingDown; and the storage and
+	// pushed, except the pushes of a sharded queue with default storage.
 	mu sync.Mutex
 	// itemReady wakes Get callers: storage gained an item or shutdown began.
 	// sleepingGets counts the Get callers waiting on it, and wakeups the
 	// signals sent to them that no woken caller has taken up yet. One
 	// wakeup at a time is enough: a woken caller that takes an item passes
 	// the signal on if more items wait, and callers already awake take
-	// items without sleeping, so a burst does not wake every worker.
+	// items without sleeping, so a burst does not wake every worker. Both
+	// counts change under mu; pushes under tailMu read them without it
+	// (wakeAfterPush).
 	itemReady             sync.Cond
-	sleepingGets, wakeups int
+	sleepingGets, wakeups atomic.Int32
 	// drained wakes ShutDownWithDrain callers: the queue may have become
 	// idle, or ShutDown released them.
 	drained sync.Cond
 
 	// fifo is the storage unless custom is set.
-	fifo *ring[T]
+	fifo *fifo[T]
 	// custom is storage given in the config, or nil.
 	custom Queue[T]
-	// pushed counts the pushes into fifo: the next ticket.
+
+	// tailMu guards the pushes into fifo once the queue is sharded. It and
+	// pushed have a cache line of their own: adders write them, getters
+	// only read pushed.
+	_      [64]byte
+	tailMu sync.Mutex
+	// pushed counts the pushes into fifo: the next ticket. Once the queue
+	// is sharded it is stored atomically after each push, which publishes
+	// the pushed item to Get.
 	pushed uint64
+	_      [64]byte
+
 	// handedOut counts the items Get has handed out, and finished the ones
 	// Done has marked done; the difference is the number being processed.
 	// With the default storage handedOut is also the first ticket not yet
@@ -154,6 +170,9 @@ type Typed[T comparable] struct {
 	// pushedHook, which addUnnested runs between the push and the ticket.
 	pushingWaits atomic.Int64
 	pushedHook   func()
+	// emptyHook is for tests too: Get runs it under mu when it has found
+	// the queue empty, before it counts itself among the sleepers.
+	emptyHook func()
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
 	drainReleased bool
 
@@ -236,9 +255,13 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	q := &Typed[T]{seed: maphash.MakeSeed()}
 	switch storage := config.Queue.(type) {
 	case nil:
-		q.fifo = new(ring[T])
+		q.fifo = newFIFO[T]()
 	case *ring[T]:
-		q.fifo = storage
+		if storage.Len() == 0 {
+			q.fifo = newFIFO[T]()
+			break
+		}
+		q.custom = storage
 	default:
 		q.custom = storage
 	}
@@ -396,26 +419,43 @@ func (q *Typed[T]) isProcessing(rec itemRecord) bool {
 	return uint64(rec>>recordTicketShift) < atomic.LoadUint64(&q.handedOut)
 }
 
-// push stores item, makes sure a Get caller will take it, and returns the
-// item's new record. The caller holds mu.
+// push stores item and returns the item's new record; the caller then
+// wakes a Get caller with wakeOne or unlockTail. The caller holds mu, or
+// tailMu if the queue is sharded and has default storage.
 func (q *Typed[T]) push(item T) (rec itemRecord) {
 	if q.custom != nil {
 		q.custom.Push(item)
+		return 0
+	}
+	q.fifo.push(item)
+	rec = itemRecord(q.pushed << recordTicketShift)
+	if q.sharded.Load() {
+		atomic.StoreUint64(&q.pushed, q.pushed+1)
 	} else {
-		q.fifo.Push(item)
-		rec = itemRecord(q.pushed << recordTicketShift)
 		q.pushed++
 	}
-	q.wakeOne()
 	return rec
 }
 
 // wakeOne wakes a sleeping Get caller if items wait and no wakeup is under
-// way already.
+// way already. The caller holds mu.
 func (q *Typed[T]) wakeOne() {
-	if q.wakeups == 0 && q.sleepingGets > 0 && q.queued() > 0 {
-		q.wakeups++
+	if q.wakeups.Load() == 0 && q.sleepingGets.Load() > 0 && q.queued() > 0 {
+		q.wakeups.Add(1)
 		q.itemReady.Signal()
+	}
+}
+
+// wakeAfterPush is wakeOne for a caller that pushed under tailMu and holds
+// no lock now. It takes mu only when a Get caller sleeps and no wakeup is
+// under way. Pushes publish pushed before they read sleepingGets, and Get
+// callers count themselves in sleepingGets before they read pushed, so
+// either the caller sees the sleeper or the sleeper sees the item.
+func (q *Typed[T]) wakeAfterPush() {
+	if q.sleepingGets.Load() > 0 && q.wakeups.Load() == 0 {
+		q.mu.Lock()
+		q.wakeOne()
+		q.mu.Unlock()
 	}
 }
 
@@ -429,7 +469,9 @@ func (q *Typed[T]) queued() int {
 	if q.custom != nil {
 		return q.custom.Len()
 	}
-	return q.fifo.n
+	// handedOut first: it never passes pushed.
+	handedOut := atomic.LoadUint64(&q.handedOut)
+	return int(atomic.LoadUint64(&q.pushed) - handedOut)
 }
 
 // Add marks item as needing processing. An item that is already queued is
@@ -467,6 +509,7 @@ func (q *Typed[T]) add(s *queueShard[T], slot *queueSlot[T], item T, hash uint32
 			return
 		}
 		rec := q.push(item)
+		q.wakeOne()
 		if q.metrics != nil {
 			q.metrics.add(item)
 		}
@@ -509,9 +552,9 @@ func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
 	slot.rec = recordPushing
 	s.mu.Unlock()
 
-	q.mu.Lock()
-	// Checked again under mu: once ShutDownWithDrain has seen the queue
-	// idle, nothing may be queued.
+	q.lockTail()
+	// Checked again under tailMu: once ShutDownWithDrain has seen the
+	// queue idle, nothing may be queued.
 	dropped := q.shuttingDown.Load()
 	var rec itemRecord
 	if !dropped {
@@ -520,7 +563,7 @@ func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
 			q.metrics.add(item)
 		}
 	}
-	q.mu.Unlock()
+	q.unlockTail()
 	if q.pushedHook != nil {
 		q.pushedHook()
 	}
@@ -534,6 +577,27 @@ func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
 		s.slots.at(int(id)).rec = rec
 	}
 	s.mu.Unlock()
+}
+
+// lockTail locks what a sharded queue with default storage pushes under:
+// tailMu, and mu too if the queue records metrics, which mu guards.
+func (q *Typed[T]) lockTail() {
+	if q.metrics != nil {
+		q.mu.Lock()
+	}
+	q.tailMu.Lock()
+}
+
+// unlockTail undoes lockTail and wakes a Get caller if one should take
+// what was pushed.
+func (q *Typed[T]) unlockTail() {
+	q.tailMu.Unlock()
+	if q.metrics != nil {
+		q.wakeOne()
+		q.mu.Unlock()
+		return
+	}
+	q.wakeAfterPush()
 }
 
 // Len returns the number of items waiting to be handed out by Get. Items
@@ -560,12 +624,19 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		if q.shuttingDown.Load() {
 			return item, true
 		}
-		q.sleepingGets++
-		q.itemReady.Wait()
-		q.sleepingGets--
-		if q.wakeups > 0 {
-			q.wakeups--
+		if q.emptyHook != nil {
+			q.emptyHook()
 		}
+		q.sleepingGets.Add(1)
+		// Checked again after counting in: a push under tailMu may have
+		// come in and missed the count (see wakeAfterPush).
+		if q.queued() == 0 {
+			q.itemReady.Wait()
+			if q.wakeups.Load() > 0 {
+				q.wakeups.Add(-1)
+			}
+		}
+		q.sleepingGets.Add(-1)
 	}
 	if q.custom != nil {
 		item = q.custom.Pop()
@@ -573,7 +644,7 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		slot, _ := s.lookup(item, hash)
 		slot.rec |= recordProcessing
 	} else {
-		item = q.fifo.Pop()
+		item = q.fifo.pop()
 	}
 	if q.sharded.Load() {
 		atomic.AddUint64(&q.handedOut, 1)
@@ -603,18 +674,14 @@ func (q *Typed[T]) done(s *queueShard[T], slot *queueSlot[T], id int32, item T, 
 	if slot == nil || !q.isProcessing(slot.rec) {
 		return
 	}
-	if !holdsMu && (slot.rec&recordDirty != 0 || q.metrics != nil) {
+	if slot.rec&recordDirty != 0 {
+		q.requeue(slot, item, holdsMu)
+		return
+	}
+	if !holdsMu && q.metrics != nil {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		holdsMu = true
-	}
-	if slot.rec&recordDirty != 0 {
-		slot.rec = q.push(item)
-		q.countFinished()
-		if q.metrics != nil {
-			q.metrics.done(item)
-		}
-		return
 	}
 	s.removeSlot(hash, id)
 	if q.metrics != nil {
@@ -628,6 +695,29 @@ func (q *Typed[T]) done(s *queueShard[T], slot *queueSlot[T], id int32, item T, 
 		if q.idle() {
 			q.drained.Broadcast()
 		}
+	}
+}
+
+// requeue queues item, which was added again while being processed and
+// whose record is in slot, and counts it finished. holdsMu tells whether
+// the caller holds mu.
+func (q *Typed[T]) requeue(slot *queueSlot[T], item T, holdsMu bool) {
+	switch {
+	case holdsMu:
+	case q.custom != nil:
+		q.mu.Lock()
+		defer q.mu.Unlock()
+	default:
+		q.lockTail()
+		defer q.unlockTail()
+	}
+	slot.rec = q.push(item)
+	if holdsMu || q.custom != nil {
+		q.wakeOne()
+	}
+	q.countFinished()
+	if q.metrics != nil {
+		q.metrics.done(item)
 	}
 }
 
@@ -648,9 +738,9 @@ func (q *Typed[T]) countFinished() uint64 {
 // that goroutine has exited. Calling it again does nothing.
 func (q *Typed[T]) ShutDown() {
 	q.mu.Lock()
-	q.shuttingDown.Store(true)
+	q.stopAdds()
 	q.drainReleased = true
-	q.wakeups = 0 // every sleeper wakes
+	q.wakeups.Store(0) // every sleeper wakes
 	q.itemReady.Broadcast()
 	q.drained.Broadcast()
 	q.mu.Unlock()
@@ -665,8 +755,8 @@ func (q *Typed[T]) ShutDown() {
 // goroutine before it returns.
 func (q *Typed[T]) ShutDownWithDrain() {
 	q.mu.Lock()
-	q.shuttingDown.Store(true)
-	q.wakeups = 0 // every sleeper wakes
+	q.stopAdds()
+	q.wakeups.Store(0) // every sleeper wakes
 	q.itemReady.Broadcast()
 	q.drainWaiters.Add(1)
 	for !q.drainReleased && !q.idle() {
@@ -675,6 +765,14 @@ func (q *Typed[T]) ShutDownWithDrain() {
 	q.drainWaiters.Add(-1)
 	q.mu.Unlock()
 	q.stopMetrics()
+}
+
+// stopAdds makes Add ignore items from now on. The caller holds mu; pushes
+// check the flag under mu or tailMu, so none is under way when it returns.
+func (q *Typed[T]) stopAdds() {
+	q.tailMu.Lock()
+	q.shuttingDown.Store(true)
+	q.tailMu.Unlock()
 }
 
 // ShuttingDown reports whether ShutDown or ShutDownWithDrain has been

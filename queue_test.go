@@ -1,11 +1,13 @@
 package workqueue
 
 import (
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
@@ -412,25 +414,114 @@ func TestRingClearsPoppedSlots(t *testing.T) {
 // A burst of adds wakes one sleeping Get caller, which passes the wakeup
 // on: every sleeper must still get an item.
 func TestBurstReachesEverySleepingGet(t *testing.T) {
+	for _, sharded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := NewTyped[int]()
+				if sharded {
+					q.shard()
+				}
+				got := make(chan int, 10)
+				for range 10 {
+					go func() {
+						item, _ := q.Get() // holds its item: no caller takes two
+						got <- item
+					}()
+				}
+				synctest.Wait()
+				for i := range 10 {
+					q.Add(i)
+				}
+				seen := map[int]bool{}
+				for range 10 {
+					seen[<-got] = true
+				}
+				assert.Len(t, seen, 10)
+				q.ShutDown()
+			})
+		})
+	}
+}
+
+// TestNoWakeupLost adds one item at a time and waits for a worker to take
+// it, so that each Add races a worker that is about to sleep. In a sharded
+// queue the Add pushes without the lock the worker sleeps under; a lost
+// wakeup leaves the item queued and the test waiting.
+func TestNoWakeupLost(t *testing.T) {
+	const rounds = 20_000
+	for _, tc := range []struct {
+		sharded bool
+		workers int
+	}{
+		{false, 1}, {true, 1}, {true, 4},
+	} {
+		t.Run(fmt.Sprintf("sharded=%v/workers=%d", tc.sharded, tc.workers), func(t *testing.T) {
+			// In a bubble, so that time.After fires only once every
+			// goroutine is blocked for good: a lost wakeup fails at once.
+			synctest.Test(t, func(t *testing.T) { pingPong(t, tc.sharded, tc.workers, rounds) })
+		})
+	}
+}
+
+func pingPong(t *testing.T, sharded bool, workers, rounds int) {
+	q := NewTyped[int]()
+	if sharded {
+		q.shard()
+	}
+	taken := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				item, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				q.Done(item)
+				taken <- item
+			}
+		})
+	}
+	defer wg.Wait()
+	defer q.ShutDown()
+	for i := range rounds {
+		q.Add(i)
+		select {
+		case got := <-taken:
+			require.Equal(t, i, got)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the item was never handed out (%d queued)", i, q.Len())
+		}
+	}
+}
+
+// TestAddRacingASleepingGet runs an Add of a sharded queue at the worst
+// moment for a Get: after it found the queue empty, before it sleeps. The
+// Add pushes without mu and sees no sleeper, so the Get must see the item.
+func TestAddRacingASleepingGet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := NewTyped[int]()
-		got := make(chan int, 10)
-		for range 10 {
-			go func() {
-				item, _ := q.Get() // holds its item: no caller takes two
-				got <- item
-			}()
+		q := NewTyped[string]()
+		defer q.ShutDown()
+		q.shard()
+		hookRuns := 0
+		q.emptyHook = func() {
+			hookRuns++
+			if hookRuns == 1 {
+				q.Add("x")
+			}
 		}
-		synctest.Wait()
-		for i := range 10 {
-			q.Add(i)
+		got := make(chan string)
+		go func() {
+			item, _ := q.Get()
+			got <- item
+		}()
+		select {
+		case item := <-got:
+			assert.Equal(t, "x", item)
+		case <-time.After(time.Second):
+			t.Fatal("Get slept with an item queued")
 		}
-		seen := map[int]bool{}
-		for range 10 {
-			seen[<-got] = true
-		}
-		assert.Len(t, seen, 10)
-		q.ShutDown()
+		assert.Equal(t, 1, hookRuns)
 	})
 }
 
