@@ -541,10 +541,11 @@ func (q *Typed[T]) add(s *queueShard[T], slot *queueSlot[T], item T, hash uint32
 }
 
 // addUnnested files item, which shard s has no record of, as pushing,
-// releases the shard's lock, pushes item under mu, and gives the record its
-// ticket under the shard's lock again. Waiting for mu with the shard's lock
-// held would make every caller on the shard wait for mu too, and a worker's
-// Done of the item just pushed would wait for the Add that pushed it; with
+// releases the shard's lock, pushes item under tailMu (lockTail), and gives
+// the record its ticket under the shard's lock again. Waiting for tailMu
+// with the shard's lock held would make every caller on the shard wait for
+// the other adders too, and a worker's Done of the item just pushed would
+// wait for the Add that pushed it; with
 // default storage in a sharded queue, Add and Done instead wait out the
 // short time a record is pushing (lockSettled).
 func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
