@@ -23,12 +23,12 @@ type fifo[T any] struct {
 	// The head end, used by pop.
 	head    *fifoSegment[T]
 	headPos int
-	_       [64]byte // keeps the ends' fields off one cache line
+	_       [cacheLinePad]byte // keeps the ends' fields off each other's lines
 
 	// The tail end, used by push.
 	tail    *fifoSegment[T]
 	tailPos int
-	_       [64]byte
+	_       [cacheLinePad]byte
 
 	// spares are emptied segments, linked through next, for push to reuse;
 	// pop files them. Only every fifoSegmentSize-th push or pop takes

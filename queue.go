@@ -113,68 +113,15 @@ const recordPushing = ^itemRecord(0) &^ (recordDirty | recordProcessing)
 // getters do not wait for each other. Locks are taken in this order: a
 // shard's, mu, tailMu.
 type Typed[T comparable] struct {
-	// mu guards the wakeup and drain fields, the metrics, the writes to
-	// handedOut and, with tailMu, to shuttingDown; and the storage and
-	// pushed, except the pushes of a sharded queue with default storage.
-	mu sync.Mutex
-	// itemReady wakes Get callers: storage gained an item or shutdown began.
-	// sleepingGets counts the Get callers waiting on it, and wakeups the
-	// signals sent to them that no woken caller has taken up yet. One
-	// wakeup at a time is enough: a woken caller that takes an item passes
-	// the signal on if more items wait, and callers already awake take
-	// items without sleeping, so a burst does not wake every worker. Both
-	// counts change under mu; pushes under tailMu read them without it
-	// (wakeAfterPush).
-	itemReady             sync.Cond
-	sleepingGets, wakeups atomic.Int32
-	// drained wakes ShutDownWithDrain callers: the queue may have become
-	// idle, or ShutDown released them.
-	drained sync.Cond
+	// The fields are grouped by who writes them, each group on cache lines
+	// of its own, so that an adder on one core and a getter on another do
+	// not take the lines the other writes away for fields they only read.
+	// First the ones set at construction or written seldom.
 
 	// fifo is the storage unless custom is set.
 	fifo *fifo[T]
 	// custom is storage given in the config, or nil.
 	custom Queue[T]
-
-	// tailMu guards the pushes into fifo once the queue is sharded. It and
-	// pushed have a cache line of their own: adders write them, getters
-	// only read pushed.
-	_      [64]byte
-	tailMu sync.Mutex
-	// pushed counts the pushes into fifo: the next ticket. Once the queue
-	// is sharded it is stored atomically after each push, which publishes
-	// the pushed item to Get.
-	pushed uint64
-	_      [64]byte
-
-	// handedOut counts the items Get has handed out, and finished the ones
-	// Done has marked done; the difference is the number being processed.
-	// With the default storage handedOut is also the first ticket not yet
-	// handed out. Until the queue is sharded they are counted under mu with
-	// plain increments: an atomic one costs as much as a lock. Once it is,
-	// both are read under a shard's lock, without mu, and counted
-	// atomically; Done counts without mu, then wakes drain waiters if there
-	// are any: both sides use atomics, so one of them sees the other. Reads
-	// are atomic in both forms.
-	handedOut, finished uint64
-	drainWaiters        atomic.Int32
-
-	shuttingDown atomic.Bool
-	// sharded is set, never cleared, when the shards' locks start to guard
-	// the records; before, mu does. contended counts the callers that found
-	// mu held while the queue was not sharded.
-	sharded   atomic.Bool
-	contended atomic.Int32
-	// pushingWaits counts the times an Add or Done found its item's record
-	// pushing and let the Add that pushes it finish; tests read it, and set
-	// pushedHook, which addUnnested runs between the push and the ticket.
-	pushingWaits atomic.Int64
-	pushedHook   func()
-	// emptyHook is for tests too: Get runs it under mu when it has found
-	// the queue empty, before it counts itself among the sleepers.
-	emptyHook func()
-	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
-	drainReleased bool
 
 	// shards hold a record for every item that is queued or being
 	// processed. Invariant: an item is in storage if and only if it has a
@@ -188,7 +135,83 @@ type Typed[T comparable] struct {
 
 	// metrics is nil when the queue records no metrics.
 	metrics *queueMetrics[T]
+
+	shuttingDown atomic.Bool
+	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
+	drainReleased bool
+	drainWaiters  atomic.Int32
+	// sharded is set, never cleared, when the shards' locks start to guard
+	// the records; before, mu does. contended counts the callers that found
+	// mu held while the queue was not sharded.
+	sharded   atomic.Bool
+	contended atomic.Int32
+
+	// sleepingGets counts the Get callers waiting on itemReady, and wakeups
+	// the signals sent to them that no woken caller has taken up yet. One
+	// wakeup at a time is enough: a woken caller that takes an item passes
+	// the signal on if more items wait, and callers already awake take
+	// items without sleeping, so a burst does not wake every worker. Both
+	// counts change under mu; pushes under tailMu read them without it
+	// (wakeAfterPush).
+	sleepingGets, wakeups atomic.Int32
+
+	// pushedHook and emptyHook are for tests: addUnnested runs pushedHook
+	// between the push and the ticket, and Get runs emptyHook under mu
+	// when it has found the queue empty, before it counts itself among the
+	// sleepers.
+	pushedHook, emptyHook func()
+
+	_ [cacheLinePad]byte
+
+	// Written by Get.
+
+	// mu guards the wakeup and drain fields, the metrics, the writes to
+	// handedOut and, with tailMu, to shuttingDown; and the storage and
+	// pushed, except the pushes of a sharded queue with default storage.
+	mu sync.Mutex
+	// itemReady wakes Get callers: storage gained an item or shutdown
+	// began.
+	itemReady sync.Cond
+	// drained wakes ShutDownWithDrain callers: the queue may have become
+	// idle, or ShutDown released them.
+	drained sync.Cond
+	// handedOut counts the items Get has handed out, and finished the ones
+	// Done has marked done; the difference is the number being processed.
+	// With the default storage handedOut is also the first ticket not yet
+	// handed out. Until the queue is sharded they are counted under mu with
+	// plain increments: an atomic one costs as much as a lock. Once it is,
+	// both are read under a shard's lock, without mu, and counted
+	// atomically; Done counts without mu, then wakes drain waiters if there
+	// are any: both sides use atomics, so one of them sees the other. Reads
+	// are atomic in both forms.
+	handedOut uint64
+
+	_ [cacheLinePad]byte
+
+	// Written by Done.
+
+	finished uint64
+	// pushingWaits counts the times an Add or Done found its item's record
+	// pushing and let the Add that pushes it finish; tests read it.
+	pushingWaits atomic.Int64
+
+	_ [cacheLinePad]byte
+
+	// Written by Add.
+
+	// tailMu guards the pushes into fifo once the queue is sharded.
+	tailMu sync.Mutex
+	// pushed counts the pushes into fifo: the next ticket. Once the queue
+	// is sharded it is stored atomically after each push, which publishes
+	// the pushed item to Get.
+	pushed uint64
+
+	_ [cacheLinePad]byte
 }
+
+// cacheLinePad keeps two groups of fields apart: two cache lines, because
+// processors fetch lines in adjacent pairs.
+const cacheLinePad = 128
 
 // queueShard holds the records of the items whose hashes pick it. Each
 // slot holds an item and its record, and index finds an item's slot by the
