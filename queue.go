@@ -184,12 +184,14 @@ type Typed[T comparable] struct {
 	// atomically; Done counts without mu, then wakes drain waiters if there
 	// are any: both sides use atomics, so one of them sees the other. Reads
 	// are atomic in both forms.
+	_         alignAtomic64
 	handedOut uint64
 
 	_ [cacheLinePad]byte
 
 	// Written by Done.
 
+	_        alignAtomic64
 	finished uint64
 	// pushingWaits counts the times an Add or Done found its item's record
 	// pushing and let the Add that pushes it finish; tests read it.
@@ -204,10 +206,16 @@ type Typed[T comparable] struct {
 	// pushed counts the pushes into fifo: the next ticket. Once the queue
 	// is sharded it is stored atomically after each push, which publishes
 	// the pushed item to Get.
+	_      alignAtomic64
 	pushed uint64
 
 	_ [cacheLinePad]byte
 }
+
+// alignAtomic64 placed before a uint64 field aligns it to 8 bytes, as the
+// 64-bit functions of sync/atomic need on 32-bit platforms: the field
+// cannot be an atomic.Uint64, which has no plain increment.
+type alignAtomic64 [0]atomic.Uint64
 
 // cacheLinePad keeps two groups of fields apart: two cache lines, because
 // processors fetch lines in adjacent pairs.
