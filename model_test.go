@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -158,10 +159,10 @@ func (m *queueModel) step(d time.Duration) {
 	}
 	slices.SortFunc(ready, func(a, b int) int {
 		wa, wb := m.waiting[a], m.waiting[b]
-		if wa.readyAt != wb.readyAt {
-			return int(wa.readyAt - wb.readyAt)
+		if c := cmp.Compare(wa.readyAt, wb.readyAt); c != 0 {
+			return c // not a difference: an hour overflows a 32-bit int
 		}
-		return int(wa.seq) - int(wb.seq)
+		return cmp.Compare(wa.seq, wb.seq)
 	})
 	for _, item := range ready {
 		delete(m.waiting, item)
