@@ -186,6 +186,9 @@ type Typed[T comparable] struct {
 	// are atomic in both forms.
 	_         alignAtomic64
 	handedOut uint64
+	// seenPushed is pushed as Get last read it, for anyQueued; mu guards
+	// it.
+	seenPushed uint64
 
 	_ [cacheLinePad]byte
 
@@ -471,7 +474,7 @@ func (q *Typed[T]) push(item T) (rec itemRecord) {
 // wakeOne wakes a sleeping Get caller if items wait and no wakeup is under
 // way already. The caller holds mu.
 func (q *Typed[T]) wakeOne() {
-	if q.wakeups.Load() == 0 && q.sleepingGets.Load() > 0 && q.queued() > 0 {
+	if q.wakeups.Load() == 0 && q.sleepingGets.Load() > 0 && q.anyQueued() {
 		q.wakeups.Add(1)
 		q.itemReady.Signal()
 	}
@@ -494,6 +497,21 @@ func (q *Typed[T]) wakeAfterPush() {
 // holds mu.
 func (q *Typed[T]) idle() bool {
 	return q.queued() == 0 && atomic.LoadUint64(&q.handedOut) == atomic.LoadUint64(&q.finished)
+}
+
+// anyQueued reports whether an item is queued. With default storage it
+// reads pushed, which every push writes, only when the pushes it saw last
+// have all been handed out: while items wait, a Get does not take the line
+// the adders write. The caller holds mu.
+func (q *Typed[T]) anyQueued() bool {
+	if q.custom != nil {
+		return q.custom.Len() > 0
+	}
+	if q.handedOut < q.seenPushed {
+		return true
+	}
+	q.seenPushed = atomic.LoadUint64(&q.pushed)
+	return q.handedOut < q.seenPushed
 }
 
 func (q *Typed[T]) queued() int {
@@ -652,7 +670,7 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 	}
 	q.lockMu()
 	defer q.mu.Unlock()
-	for q.queued() == 0 {
+	for !q.anyQueued() {
 		if q.shuttingDown.Load() {
 			return item, true
 		}
@@ -662,7 +680,7 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		q.sleepingGets.Add(1)
 		// Checked again after counting in: a push under tailMu may have
 		// come in and missed the count (see wakeAfterPush).
-		if q.queued() == 0 {
+		if !q.anyQueued() {
 			q.itemReady.Wait()
 			if q.wakeups.Load() > 0 {
 				q.wakeups.Add(-1)
