@@ -95,7 +95,9 @@ const (
 )
 
 // recordPushing is the record of an item that an Add of a sharded queue has
-// filed but not yet given its ticket; see Typed.addUnnested.
+// filed but not yet pushed; see Typed.addUnnested. Its ticket is above any
+// that Get hands out, so the item counts as queued: nothing is to be done
+// for an Add of it, and a Done of it does nothing.
 const recordPushing = ^itemRecord(0) &^ (recordDirty | recordProcessing)
 
 // Typed is a work queue; see the package documentation for its guarantees.
@@ -126,8 +128,9 @@ type Typed[T comparable] struct {
 	// shards hold a record for every item that is queued or being
 	// processed. Invariant: an item is in storage if and only if it has a
 	// record and is not processing, except while its record is pushing (see
-	// addUnnested); the number of processing records is handedOut -
-	// finished, except between a Done's removal of a record and its count.
+	// addUnnested); an item that Get has handed out has its ticket in its
+	// record; the number of processing records is handedOut - finished,
+	// except between a Done's removal of a record and its count.
 	shards []queueShard[T]
 	// shardShift turns a 64-bit hash into a shard number: its top bits.
 	shardShift uint8
@@ -155,11 +158,11 @@ type Typed[T comparable] struct {
 	// (wakeAfterPush).
 	sleepingGets, wakeups atomic.Int32
 
-	// pushedHook and emptyHook are for tests: addUnnested runs pushedHook
-	// between the push and the ticket, and Get runs emptyHook under mu
-	// when it has found the queue empty, before it counts itself among the
-	// sleepers.
-	pushedHook, emptyHook func()
+	// filedHook and emptyHook are for tests: addUnnested runs filedHook
+	// between filing its record and the push, and Get runs emptyHook under
+	// mu when it has found the queue empty, before it counts itself among
+	// the sleepers.
+	filedHook, emptyHook func()
 
 	_ [cacheLinePad]byte
 
@@ -196,9 +199,6 @@ type Typed[T comparable] struct {
 
 	_        alignAtomic64
 	finished uint64
-	// pushingWaits counts the times an Add or Done found its item's record
-	// pushing and let the Add that pushes it finish; tests read it.
-	pushingWaits atomic.Int64
 
 	_ [cacheLinePad]byte
 
@@ -239,7 +239,7 @@ type queueShard[T comparable] struct {
 
 type queueShardFields[T comparable] struct {
 	mu    sync.Mutex
-	slots chunked[queueSlot[T]]
+	slots slotChunks[queueSlot[T]]
 	// freePlus1 is the id plus one of the first free slot, 0 if none; a
 	// free slot's rec holds the next one the same way, so freeing and
 	// reusing a slot touch nothing but the slot.
@@ -247,10 +247,18 @@ type queueShardFields[T comparable] struct {
 	index     slotIndex
 }
 
-// queueSlot is where a shard keeps an item and its record.
+// queueSlot is where a shard keeps an item and its record. The record is
+// written under the shard's lock, except by an Add that pushes the item
+// (see Typed.push): it is read with record().
 type queueSlot[T comparable] struct {
 	item T
+	_    alignAtomic64
 	rec  itemRecord
+}
+
+// record returns the slot's record. The caller holds the records' lock.
+func (s *queueSlot[T]) record() itemRecord {
+	return itemRecord(atomic.LoadUint64((*uint64)(&s.rec)))
 }
 
 // shardAfterContention is how many times callers find mu held before a
@@ -357,21 +365,12 @@ func (q *Typed[T]) lockRecords(s *queueShard[T]) (mu bool) {
 	return false
 }
 
-// lockSettled locks the records of shard s, as lockRecords does, and looks
-// item up. If an Add has filed item and not yet given it its ticket, it
-// unlocks and lets that Add finish first: until then nobody can tell whether
-// Get has handed the item out.
-func (q *Typed[T]) lockSettled(s *queueShard[T], item T, hash uint32) (holdsMu bool, slot *queueSlot[T], id int32) {
-	for {
-		holdsMu = q.lockRecords(s)
-		slot, id = s.lookup(item, hash)
-		if slot == nil || slot.rec != recordPushing {
-			return holdsMu, slot, id
-		}
-		q.unlockRecords(s, holdsMu)
-		q.pushingWaits.Add(1)
-		runtime.Gosched()
-	}
+// lockLookup locks the records of shard s, as lockRecords does, and looks
+// item up.
+func (q *Typed[T]) lockLookup(s *queueShard[T], item T, hash uint32) (holdsMu bool, slot *queueSlot[T], id int32) {
+	holdsMu = q.lockRecords(s)
+	slot, id = s.lookup(item, hash)
+	return holdsMu, slot, id
 }
 
 // unlockRecords undoes lockRecords, which returned mu.
@@ -420,8 +419,7 @@ func (s *queueShard[T]) addSlot(item T, hash uint32) (*queueSlot[T], int32) {
 		id = s.freePlus1 - 1
 		s.freePlus1 = int32(s.slots.at(int(id)).rec)
 	} else {
-		s.slots.push(queueSlot[T]{})
-		id = int32(s.slots.len() - 1)
+		id = int32(s.slots.grow())
 	}
 	s.index.insert(hash, id)
 	slot := s.slots.at(int(id))
@@ -446,22 +444,28 @@ func (q *Typed[T]) isProcessing(rec itemRecord) bool {
 	return uint64(rec>>recordTicketShift) < atomic.LoadUint64(&q.handedOut)
 }
 
-// push stores item and returns the item's new record; the caller then
-// wakes a Get caller (unlockPush, or wakeOne under mu). The caller holds
-// mu, or tailMu if the queue is sharded and has default storage.
-func (q *Typed[T]) push(item T) (rec itemRecord) {
+// push stores item, whose record is in slot, and gives it a new record:
+// queued, not dirty. The caller then wakes a Get caller (unlockPush, or
+// wakeOne under mu). The caller holds mu, or tailMu if the queue is
+// sharded and has default storage; it holds the records' lock of the item
+// too, except in addUnnested.
+func (q *Typed[T]) push(item T, slot *queueSlot[T]) {
 	if q.custom != nil {
 		q.custom.Push(item)
-		return 0
+		slot.rec = 0
+		return
 	}
 	q.fifo.push(item)
-	rec = itemRecord(q.pushed << recordTicketShift)
+	rec := itemRecord(q.pushed << recordTicketShift)
 	if q.sharded.Load() {
+		// The record first: a Get may take the item as soon as pushed
+		// says it is there, and a Done of it must find its ticket.
+		atomic.StoreUint64((*uint64)(&slot.rec), uint64(rec))
 		atomic.StoreUint64(&q.pushed, q.pushed+1)
 	} else {
+		slot.rec = rec
 		q.pushed++
 	}
-	return rec
 }
 
 // wakeOne wakes a sleeping Get caller if items wait and no wakeup is under
@@ -525,7 +529,7 @@ func (q *Typed[T]) Add(item T) {
 		return
 	}
 	s, hash := q.itemShard(item)
-	holdsMu, slot, _ := q.lockSettled(s, item, hash)
+	holdsMu, slot, _ := q.lockLookup(s, item, hash)
 	if slot == nil && !holdsMu && q.custom == nil {
 		q.addUnnested(s, item, hash)
 		return
@@ -553,7 +557,8 @@ func (q *Typed[T]) add(s *queueShard[T], slot *queueSlot[T], item T, hash uint32
 			}
 			return
 		}
-		rec := q.push(item)
+		slot, _ = s.addSlot(item, hash)
+		q.push(item, slot)
 		q.wakeOne()
 		if q.metrics != nil {
 			q.metrics.add(item)
@@ -561,17 +566,13 @@ func (q *Typed[T]) add(s *queueShard[T], slot *queueSlot[T], item T, hash uint32
 		if !holdsMu {
 			q.mu.Unlock()
 		}
-		// Get with custom storage marks the record: it waits for the
-		// records' lock.
-		slot, _ = s.addSlot(item, hash)
-		slot.rec = rec
-	case !q.isProcessing(slot.rec):
+	case !q.isProcessing(slot.record()):
 		if q.custom != nil { // custom storage comes sharded: mu is free
 			q.mu.Lock()
 			q.custom.Touch(item)
 			q.mu.Unlock()
 		}
-	case slot.rec&recordDirty == 0:
+	case slot.record()&recordDirty == 0:
 		slot.rec |= recordDirty
 		if q.metrics != nil {
 			if !holdsMu {
@@ -586,43 +587,37 @@ func (q *Typed[T]) add(s *queueShard[T], slot *queueSlot[T], item T, hash uint32
 }
 
 // addUnnested files item, which shard s has no record of, as pushing,
-// releases the shard's lock, pushes item under tailMu (lockPush), and
-// gives the record its ticket under the shard's lock again. Waiting for
-// tailMu with the shard's lock held would make every caller on the shard
-// wait for the other adders too, and a worker's Done of the item just
-// pushed would wait for the Add that pushed it; with default storage in a
-// sharded queue, Add and Done instead wait out the short time a record is
-// pushing (lockSettled).
+// releases the shard's lock and pushes item under tailMu (lockPush), which
+// writes the item's ticket into its record before Get can take the item.
+// Waiting for tailMu with the shard's lock held would make every caller on
+// the shard wait for the other adders too. Meanwhile the record stays
+// where it was filed (slotChunks never moves a slot), and an Add or Done of
+// the item finds it queued: nothing for either to do.
 func (q *Typed[T]) addUnnested(s *queueShard[T], item T, hash uint32) {
 	slot, id := s.addSlot(item, hash)
 	slot.rec = recordPushing
 	s.mu.Unlock()
+	if q.filedHook != nil {
+		q.filedHook()
+	}
 
 	q.lockPush(false)
 	// Checked again under tailMu: once ShutDownWithDrain has seen the
 	// queue idle, nothing may be queued.
 	dropped := q.shuttingDown.Load()
-	var rec itemRecord
 	if !dropped {
-		rec = q.push(item)
+		q.push(item, slot)
 		if q.metrics != nil {
 			q.metrics.add(item)
 		}
 	}
 	q.unlockPush(false)
-	if q.pushedHook != nil {
-		q.pushedHook()
-	}
 
-	s.mu.Lock()
 	if dropped {
+		s.mu.Lock()
 		s.removeSlot(hash, id)
-	} else {
-		// The chunk holding the slot may have moved while the lock was
-		// released: find it by its id.
-		s.slots.at(int(id)).rec = rec
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 }
 
 // lockPush locks, besides what the caller holds, what a push needs: mu,
@@ -724,7 +719,7 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 // nothing; client-go would queue such an item a second time.
 func (q *Typed[T]) Done(item T) {
 	s, hash := q.itemShard(item)
-	holdsMu, slot, id := q.lockSettled(s, item, hash)
+	holdsMu, slot, id := q.lockLookup(s, item, hash)
 	q.done(s, slot, id, item, hash, holdsMu)
 	q.unlockRecords(s, holdsMu)
 }
@@ -732,10 +727,10 @@ func (q *Typed[T]) Done(item T) {
 // done is Done with the records of s locked and slot, item's slot (id) or
 // nil, looked up; holdsMu tells whether that lock is mu.
 func (q *Typed[T]) done(s *queueShard[T], slot *queueSlot[T], id int32, item T, hash uint32, holdsMu bool) {
-	if slot == nil || !q.isProcessing(slot.rec) {
+	if slot == nil || !q.isProcessing(slot.record()) {
 		return
 	}
-	if slot.rec&recordDirty != 0 {
+	if slot.record()&recordDirty != 0 {
 		q.requeue(slot, item, holdsMu)
 		return
 	}
@@ -765,7 +760,7 @@ func (q *Typed[T]) done(s *queueShard[T], slot *queueSlot[T], id int32, item T, 
 func (q *Typed[T]) requeue(slot *queueSlot[T], item T, holdsMu bool) {
 	q.lockPush(holdsMu)
 	defer q.unlockPush(holdsMu)
-	slot.rec = q.push(item)
+	q.push(item, slot)
 	q.countFinished()
 	if q.metrics != nil {
 		q.metrics.done(item)

@@ -576,47 +576,93 @@ func TestQueueWithStorageIsSharded(t *testing.T) {
 	assert.True(t, q.sharded.Load())
 }
 
-// TestQueueAddWaitsForPushingRecord checks the window in which a sharded
-// queue's Add has pushed a new item but not yet given its record a ticket:
-// a worker may already have got the item, and an Add of it then must wait
-// and mark it dirty, not take it for queued and drop the change.
-func TestQueueAddWaitsForPushingRecord(t *testing.T) {
-	q := NewTyped[string]()
-	defer q.ShutDown()
-	q.shard()
-
-	addedAgain := make(chan struct{})
-	hookRuns := 0
-	q.pushedHook = func() {
-		hookRuns++
-		if hookRuns > 1 {
-			return
-		}
-		go func() {
-			item, _ := q.Get() // handed out before its record has a ticket
-			assert.Equal(t, "x", item)
-			q.Add(item) // must wait, then mark it dirty
-			close(addedAgain)
-		}()
-		// Until the worker's Add has found the record pushing, or has
-		// returned without waiting.
-		for q.pushingWaits.Load() == 0 {
-			select {
-			case <-addedAgain:
-				return
-			default:
-				runtime.Gosched()
-			}
-		}
+// TestQueuePushingRecord checks the window in which a sharded queue's Add
+// has filed a new item's record but not yet pushed the item: an Add or Done
+// of the item then finds it queued and does nothing, and a Get that takes
+// the item once it is pushed finds its record ticketed, so that an Add
+// during processing marks it dirty and Done queues it again.
+func TestQueuePushingRecord(t *testing.T) {
+	getAddDone := func(t *testing.T, q *Typed[string]) {
+		item, _ := q.Get()
+		q.Add(item)
+		assert.Equal(t, 0, q.Len(), "%s is being processed: the Add marks it dirty", item)
+		q.Done(item)
 	}
+	tests := []struct {
+		name string
+		// inWindow runs between the filing of x and its push.
+		inWindow func(t *testing.T, q *Typed[string]) (wait func())
+		// after runs once the Add of x has returned.
+		after func(t *testing.T, q *Typed[string])
+	}{
+		{
+			name: "add again",
+			inWindow: func(t *testing.T, q *Typed[string]) func() {
+				q.Add("x") // returns at once: x is queued
+				return func() {}
+			},
+			after: func(t *testing.T, q *Typed[string]) {
+				require.Equal(t, 1, q.Len(), "x queued once")
+				item, _ := q.Get()
+				assert.Equal(t, "x", item)
+				q.Done(item)
+				assert.Equal(t, 0, q.Len(), "the Add of a queued x made it dirty")
+			},
+		},
+		{
+			name: "done",
+			inWindow: func(t *testing.T, q *Typed[string]) func() {
+				q.Done("x") // x is not being processed: nothing to do
+				return func() {}
+			},
+			after: func(t *testing.T, q *Typed[string]) {
+				require.Equal(t, 1, q.Len())
+				getAddDone(t, q)
+				assert.Equal(t, 1, q.Len(), "x lost its record to the early Done")
+			},
+		},
+		{
+			name: "get waiting",
+			inWindow: func(t *testing.T, q *Typed[string]) func() {
+				finished := make(chan struct{})
+				go func() {
+					defer close(finished)
+					getAddDone(t, q) // Get returns once x is pushed
+				}()
+				return func() { <-finished }
+			},
+			after: func(t *testing.T, q *Typed[string]) {
+				assert.Equal(t, 1, q.Len(), "the Add during processing was lost")
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewTyped[string]()
+			defer q.ShutDown()
+			q.shard()
+			// One item through first, so that a record with ticket 0
+			// would count as handed out.
+			q.Add("warm-up")
+			getAddDone(t, q)
+			item, _ := q.Get()
+			q.Done(item)
+			wait := func() {}
+			q.filedHook = func() {
+				q.filedHook = nil // the hook's own Add must not run it again
+				wait = tt.inWindow(t, q)
+			}
+			q.Add("x")
+			wait()
+			tt.after(t, q)
 
-	q.Add("x")
-	<-addedAgain
-	assert.Equal(t, 0, q.Len(), "x is being processed")
-	q.Done("x")
-	require.Equal(t, 1, q.Len(), "the Add during processing was lost")
-	item, _ := q.Get()
-	assert.Equal(t, "x", item)
-	q.Done(item)
-	assert.Equal(t, 0, q.Len())
+			for q.Len() > 0 {
+				item, _ := q.Get()
+				q.Done(item)
+			}
+			q.mu.Lock()
+			defer q.mu.Unlock()
+			assert.True(t, q.idle(), "each item handed out must be counted done once")
+		})
+	}
 }
