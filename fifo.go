@@ -1,6 +1,9 @@
 package workqueue
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // fifoSegmentSize is how many items a segment of a fifo holds.
 const fifoSegmentSize = 128
@@ -19,9 +22,16 @@ const fifoKeepSegments = 8
 // and calls pop only when a push has not been popped yet; the count of
 // pushes, written after the push and read before the pop, orders the two
 // ends.
+//
+// The n-th item pushed, counting from 0, has ticket n. Instead of pop, the
+// owner may hand each ticket to one caller, who takes its item with take;
+// callers take items concurrently and in any order, without a lock. Once
+// take has been used, pop must not be.
 type fifo[T any] struct {
-	// The head end, used by pop.
-	head    *fifoSegment[T]
+	// The head end. head is the segment of the next item to pop, or, once
+	// take is used, a segment at or before the one of any ticket not yet
+	// handed out; headPos is the position of the next pop in head.
+	head    atomic.Pointer[fifoSegment[T]]
 	headPos int
 	_       [cacheLinePad]byte // keeps the ends' fields off each other's lines
 
@@ -41,17 +51,22 @@ type fifo[T any] struct {
 type fifoSegment[T any] struct {
 	items [fifoSegmentSize]T
 	next  *fifoSegment[T]
+	// first is the ticket of items[0].
+	first uint64
 }
 
 func newFIFO[T any]() *fifo[T] {
 	first := new(fifoSegment[T])
-	return &fifo[T]{head: first, tail: first}
+	f := &fifo[T]{tail: first}
+	f.head.Store(first)
+	return f
 }
 
 // push appends item.
 func (f *fifo[T]) push(item T) {
 	if f.tailPos == fifoSegmentSize {
 		next := f.spare()
+		next.first = f.tail.first + fifoSegmentSize
 		f.tail.next = next
 		f.tail = next
 		f.tailPos = 0
@@ -62,17 +77,51 @@ func (f *fifo[T]) push(item T) {
 
 // pop removes and returns the oldest item; the owner knows there is one.
 func (f *fifo[T]) pop() T {
+	head := f.head.Load()
 	if f.headPos == fifoSegmentSize {
-		emptied := f.head
-		f.head = emptied.next
+		emptied := head
+		head = emptied.next
+		f.head.Store(head)
 		f.headPos = 0
 		f.keep(emptied)
 	}
-	item := f.head.items[f.headPos]
+	item := head.items[f.headPos]
 	var zero T
-	f.head.items[f.headPos] = zero // let the garbage collector have what it points to
+	head.items[f.headPos] = zero // let the garbage collector have what it points to
 	f.headPos++
 	return item
+}
+
+// take removes and returns the item with ticket t. The caller loaded from
+// before it was handed t, from head; t has been pushed, and no other caller
+// takes it. Segments that take has emptied are left to the garbage
+// collector, not reused: a slower caller may still be reading one.
+func (f *fifo[T]) take(from *fifoSegment[T], t uint64) T {
+	seg := from
+	for t-seg.first >= fifoSegmentSize {
+		seg = seg.next
+	}
+	if t == seg.first && seg != from {
+		f.advance(seg)
+	}
+	i := t - seg.first
+	item := seg.items[i]
+	var zero T
+	seg.items[i] = zero
+	return item
+}
+
+// advance moves head forward to seg, whose first ticket has been handed
+// out, unless head has passed it already. Every ticket before seg's was
+// handed out earlier, and a caller handed one loaded head before, so no
+// caller that loads head from now on needs an earlier segment.
+func (f *fifo[T]) advance(seg *fifoSegment[T]) {
+	for {
+		head := f.head.Load()
+		if head.first >= seg.first || f.head.CompareAndSwap(head, seg) {
+			return
+		}
+	}
 }
 
 // spare returns an empty segment to append.

@@ -2,6 +2,8 @@ package workqueue
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -36,7 +38,7 @@ func TestFIFO(t *testing.T) {
 				for range round[1] {
 					require.Same(t, want[0], f.pop())
 					want = want[1:]
-					assert.Nil(t, f.head.items[f.headPos-1], "popped slot not cleared")
+					assert.Nil(t, f.head.Load().items[f.headPos-1], "popped slot not cleared")
 				}
 				assert.LessOrEqual(t, f.nSpares, fifoKeepSegments)
 			}
@@ -77,4 +79,65 @@ func TestQueueReplacesAnEmptyDefaultQueue(t *testing.T) {
 	q = NewTypedWithConfig(TypedQueueConfig[int]{Queue: filled})
 	assert.Same(t, filled, q.custom)
 	q.ShutDown()
+}
+
+// TestFIFOTake hands out tickets in order, as a queue's Get callers claim
+// them, each caller loading head just before its claim, and takes the items
+// in another order, as callers that run at different speeds would. Each
+// take must return its ticket's item and clear its slot, and head must end
+// at the segment of the last ticket. Pops come first, as in a queue that
+// was sharded after a while.
+func TestFIFOTake(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		pops, pushes int
+		order        string // of the takes: "claimed", "reversed" or "shuffled"
+	}{
+		{"within a segment", 0, 100, "reversed"},
+		{"segments in order", 0, 3*fifoSegmentSize + 7, "claimed"},
+		{"segments reversed", 0, 3*fifoSegmentSize + 7, "reversed"},
+		{"segments shuffled", 0, 5 * fifoSegmentSize, "shuffled"},
+		{"after pops", fifoSegmentSize + 3, 2*fifoSegmentSize - 3, "shuffled"},
+		{"after pops to a boundary", fifoSegmentSize, 2 * fifoSegmentSize, "reversed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFIFO[*int]()
+			var items []*int
+			for i := range tc.pops + tc.pushes {
+				item := new(int)
+				*item = i
+				items = append(items, item)
+				f.push(item)
+			}
+			for i := range tc.pops {
+				require.Same(t, items[i], f.pop())
+			}
+			type claim struct {
+				from   *fifoSegment[*int]
+				ticket int
+			}
+			var claims []claim
+			for ticket := tc.pops; ticket < len(items); ticket++ {
+				claims = append(claims, claim{f.head.Load(), ticket})
+			}
+			switch tc.order {
+			case "reversed":
+				slices.Reverse(claims)
+			case "shuffled":
+				rand.New(rand.NewPCG(1, 2)).Shuffle(len(claims), func(i, j int) {
+					claims[i], claims[j] = claims[j], claims[i]
+				})
+			}
+			for _, c := range claims {
+				require.Same(t, items[c.ticket], f.take(c.from, uint64(c.ticket)))
+			}
+			last := uint64(len(items) - 1)
+			assert.Equal(t, last-last%fifoSegmentSize, f.head.Load().first, "head")
+			for seg := f.head.Load(); seg != nil; seg = seg.next {
+				for i, item := range seg.items {
+					assert.Nilf(t, item, "slot %d of the segment from %d not cleared", i, seg.first)
+				}
+			}
+		})
+	}
 }

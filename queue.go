@@ -108,8 +108,9 @@ const recordPushing = ^itemRecord(0) &^ (recordDirty | recordProcessing)
 // with mu guarding the shards too, so that a caller takes one lock per
 // call. Once callers have found mu held by another caller often enough,
 // the queue is sharded for good: each shard is then under its own lock,
-// Add pushes into the default storage under tailMu, and Get pops under mu.
-// The lookups, which miss the processor's caches when many items are
+// Add pushes into the default storage under tailMu, and Get claims the next
+// item's ticket with a compare-and-swap on handedOut, taking mu only to
+// sleep when nothing is queued (or to record metrics). The lookups, which miss the processor's caches when many items are
 // queued, then run outside the locks that every caller shares, two callers
 // collide on a shard only when their items hash to it, and adders and
 // getters do not wait for each other. Locks are taken in this order: a
@@ -169,8 +170,8 @@ type Typed[T comparable] struct {
 	// Written by Get.
 
 	// mu guards the wakeup and drain fields, the metrics, the writes to
-	// handedOut and, with tailMu, to shuttingDown; and the storage and
-	// pushed, except the pushes of a sharded queue with default storage.
+	// shuttingDown (with tailMu), and, until the queue is sharded, the
+	// default storage, pushed and handedOut; always the custom storage.
 	mu sync.Mutex
 	// itemReady wakes Get callers: storage gained an item or shutdown
 	// began.
@@ -184,14 +185,14 @@ type Typed[T comparable] struct {
 	// handed out. Until the queue is sharded they are counted under mu with
 	// plain increments: an atomic one costs as much as a lock. Once it is,
 	// both are read under a shard's lock, without mu, and counted
-	// atomically; Done counts without mu, then wakes drain waiters if there
-	// are any: both sides use atomics, so one of them sees the other. Reads
-	// are atomic in both forms.
+	// atomically, handedOut by Get's compare-and-swap (claim); Done counts
+	// without mu, then wakes drain waiters if there are any: both sides use
+	// atomics, so one of them sees the other. Reads are atomic in both
+	// forms.
 	_         alignAtomic64
 	handedOut uint64
-	// seenPushed is pushed as Get last read it, for anyQueued; mu guards
-	// it.
-	seenPushed uint64
+	// seenPushed is a value of pushed that a Get read; see pushedPast.
+	seenPushed atomic.Uint64
 
 	_ [cacheLinePad]byte
 
@@ -496,19 +497,35 @@ func (q *Typed[T]) idle() bool {
 	return q.queued() == 0 && atomic.LoadUint64(&q.handedOut) == atomic.LoadUint64(&q.finished)
 }
 
-// anyQueued reports whether an item is queued. With default storage it
-// reads pushed, which every push writes, only when the pushes it saw last
-// have all been handed out: while items wait, a Get does not take the line
-// the adders write. The caller holds mu.
+// anyQueued reports whether an item is queued. The caller holds mu.
 func (q *Typed[T]) anyQueued() bool {
 	if q.custom != nil {
 		return q.custom.Len() > 0
 	}
-	if q.handedOut < q.seenPushed {
+	return q.pushedPast(atomic.LoadUint64(&q.handedOut))
+}
+
+// pushedPast reports whether the item with ticket has been pushed. It reads
+// pushed, which every push writes, only when seenPushed, on the line that
+// Get callers write anyway, is not past ticket: while items wait, Get
+// callers do not take the line the adders write.
+func (q *Typed[T]) pushedPast(ticket uint64) bool {
+	if !q.sharded.Load() {
+		// The caller holds mu, which guards pushed until the queue is
+		// sharded; storing seenPushed would cost more than it saves.
+		return ticket < q.pushed
+	}
+	if ticket < q.seenPushed.Load() {
 		return true
 	}
-	q.seenPushed = atomic.LoadUint64(&q.pushed)
-	return q.handedOut < q.seenPushed
+	pushed := atomic.LoadUint64(&q.pushed)
+	if ticket >= pushed {
+		return false
+	}
+	// Another caller may store an older value over this one: that costs
+	// a read of pushed, and seenPushed never passes pushed.
+	q.seenPushed.Store(pushed)
+	return true
 }
 
 func (q *Typed[T]) queued() int {
@@ -670,13 +687,27 @@ func (q *Typed[T]) Len() int {
 // with it. After a shutdown has begun, Get keeps handing out queued items;
 // once none is left it returns the zero value and shutdown true at once.
 func (q *Typed[T]) Get() (item T, shutdown bool) {
+	// A sharded queue hands out queued items without mu: callers claim
+	// tickets with a compare-and-swap. Metrics are recorded under mu.
+	if q.custom == nil && q.metrics == nil && q.sharded.Load() {
+		if item, ok := q.claim(); ok {
+			return item, false
+		}
+	}
 	if q.custom != nil {
 		q.shards[0].mu.Lock()
 		defer q.shards[0].mu.Unlock()
 	}
 	q.lockMu()
 	defer q.mu.Unlock()
-	for !q.anyQueued() {
+	for {
+		if item, ok := q.takeLocked(); ok {
+			q.wakeOne() // pass the wakeup on if more items wait
+			if q.metrics != nil {
+				q.metrics.get(item)
+			}
+			return item, false
+		}
 		if q.shuttingDown.Load() {
 			return item, true
 		}
@@ -694,24 +725,48 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		}
 		q.sleepingGets.Add(-1)
 	}
-	if q.custom != nil {
+}
+
+// takeLocked hands out the next queued item, if there is one. The caller
+// holds mu, and with custom storage the one shard's lock too.
+func (q *Typed[T]) takeLocked() (item T, ok bool) {
+	switch {
+	case q.custom != nil: // always sharded
+		if q.custom.Len() == 0 {
+			return item, false
+		}
 		item = q.custom.Pop()
 		s, hash := q.itemShard(item)
 		slot, _ := s.lookup(item, hash)
 		slot.rec |= recordProcessing
-	} else {
-		item = q.fifo.pop()
-	}
-	if q.sharded.Load() {
 		atomic.AddUint64(&q.handedOut, 1)
-	} else {
+	case q.sharded.Load():
+		return q.claim()
+	default:
+		if !q.anyQueued() {
+			return item, false
+		}
+		item = q.fifo.pop()
 		q.handedOut++
 	}
-	q.wakeOne() // pass the wakeup on if more items wait
-	if q.metrics != nil {
-		q.metrics.get(item)
+	return item, true
+}
+
+// claim hands out the next queued item of a sharded queue with default
+// storage, if there is one, without a lock: the caller that moves
+// handedOut past a ticket takes that ticket's item.
+func (q *Typed[T]) claim() (item T, ok bool) {
+	for {
+		// Loaded before the ticket is claimed; see fifo.take.
+		head := q.fifo.head.Load()
+		ticket := atomic.LoadUint64(&q.handedOut)
+		if !q.pushedPast(ticket) {
+			return item, false
+		}
+		if atomic.CompareAndSwapUint64(&q.handedOut, ticket, ticket+1) {
+			return q.fifo.take(head, ticket), true
+		}
 	}
-	return item, false
 }
 
 // Done marks item as done processing. If it was added while being processed,

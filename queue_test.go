@@ -314,10 +314,23 @@ func TestCustomStorage(t *testing.T) {
 
 // TestNoItemHeldByTwoWorkers runs producers and workers on real time and
 // checks that no item is handed to a second worker while the first holds it,
-// and that every item added is processed after its last add.
+// and that every item added is processed after its last add, on a queue
+// that starts unsharded and on one sharded from the start, whose Get
+// callers claim items without a lock.
 func TestNoItemHeldByTwoWorkers(t *testing.T) {
+	for _, sharded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
+			noItemHeldByTwoWorkers(t, sharded)
+		})
+	}
+}
+
+func noItemHeldByTwoWorkers(t *testing.T, sharded bool) {
 	const producers, workers, adds, keys = 4, 8, 5000, 50
 	q := NewTyped[int]()
+	if sharded {
+		q.shard()
+	}
 	var holders [keys]atomic.Int32
 	var processedAfterAdd [keys]atomic.Int64 // the add sequence number a processing started after
 	var lastAdd [keys]atomic.Int64

@@ -138,9 +138,13 @@ func TestDrainCompleteness(t *testing.T) {
 // tenth of the items are added again as soon as a worker gets them, and the
 // drain starts once every item has been handed out once, while workers still
 // hold items that Done must queue again: the case client-go returns early on.
+// Two rounds in four run on a queue sharded from the start.
 func drainRound(items, workers int, seed uint64) bool {
 	readdRound := seed%2 == 0
 	q := NewTyped[int]()
+	if seed%4 >= 2 {
+		q.shard()
+	}
 	var gets, dones atomic.Int64
 	processed := make([]atomic.Int32, items)
 	readded := make([]atomic.Int32, items)
