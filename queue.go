@@ -110,10 +110,11 @@ const recordPushing = ^itemRecord(0) &^ (recordDirty | recordProcessing)
 // the queue is sharded for good: each shard is then under its own lock,
 // Add pushes into the default storage under tailMu, and Get claims the next
 // item's ticket with a compare-and-swap on handedOut, taking mu only to
-// sleep when nothing is queued (or to record metrics). The lookups, which miss the processor's caches when many items are
-// queued, then run outside the locks that every caller shares, two callers
-// collide on a shard only when their items hash to it, and adders and
-// getters do not wait for each other. Locks are taken in this order: a
+// sleep when nothing is queued (or to record metrics). The lookups, which
+// miss the processor's caches when many items are queued, then run outside
+// the locks that every caller shares, two callers collide on a shard only
+// when their items hash to it, and adders and getters do not wait for each
+// other. Locks are taken in this order: a
 // shard's, mu, tailMu.
 type Typed[T comparable] struct {
 	// The fields are grouped by who writes them, each group on cache lines

@@ -17,8 +17,6 @@ type slotChunks[E any] struct {
 	n      int
 }
 
-func (c *slotChunks[E]) len() int { return c.n }
-
 // at returns the i-th element, which must exist.
 func (c *slotChunks[E]) at(i int) *E {
 	return &c.chunks[i>>slotChunkShift][i&slotChunkMask]
