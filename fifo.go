@@ -16,9 +16,9 @@ const fifoKeepSegments = 8
 // fifo is the default storage of a queue: first in, first out, in segments
 // linked from the oldest to the newest. Unlike a ring buffer, which moves
 // every item when it grows, its two ends share nothing but a segment's
-// link: push touches only the tail and pop only the head, so a sharded
-// queue pushes under one lock and pops under another, and adders do not
-// wait for getters or the other way round. The owner counts pushes and pops
+// link: push touches only the tail and pop or take only the head, so a
+// queue pushes under one lock and pops under another, or takes without
+// one, and adders do not wait for getters or the other way round. The owner counts pushes and pops
 // and calls pop only when a push has not been popped yet; the count of
 // pushes, written after the push and read before the pop, orders the two
 // ends.
