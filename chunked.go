@@ -59,6 +59,17 @@ func (c *chunked[E]) truncate() {
 	}
 }
 
+// empty sets the length to zero, keeping the first chunk's capacity; the
+// caller has cleared the elements already.
+func (c *chunked[E]) empty() {
+	if len(c.chunks) > 0 {
+		clear(c.chunks[1:])
+		c.chunks = c.chunks[:1]
+		c.chunks[0] = c.chunks[0][:0]
+	}
+	c.n = 0
+}
+
 // reset empties the array and lets go of all its memory.
 func (c *chunked[E]) reset() {
 	c.chunks, c.n = nil, 0

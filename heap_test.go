@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -8,41 +9,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// verifyHeap checks the heap invariant, the positions and the index, and
-// that free slots hold no item. It avoids testify in its loops, which run
-// millions of times.
+// verifyHeap fails t unless checkHeap finds h sound.
 func verifyHeap[T comparable](t *testing.T, h *delayHeap[T]) {
 	t.Helper()
+	if err := checkHeap(h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkHeap checks the heap invariant, the positions and the item table,
+// and returns the first fault found. It avoids testify in its loops, which
+// run millions of times.
+func checkHeap[T comparable](h *delayHeap[T]) error {
+	if err := verifyTable(&h.items); err != nil {
+		return err
+	}
 	n := h.entries.len()
-	if h.index.count != n {
-		t.Fatalf("index has %d items, heap %d", h.index.count, n)
+	if h.items.len() != n {
+		return fmt.Errorf("table has %d items, heap %d", h.items.len(), n)
 	}
 	for i := range n {
 		e := h.entries.at(i)
 		if parent := (i - 1) / heapArity; i > 0 && e.before(h.entries.at(parent)) {
-			t.Fatalf("entry %d is before its parent %d", i, parent)
+			return fmt.Errorf("entry %d is before its parent %d", i, parent)
 		}
-		slot := h.slots.at(int(e.slot))
-		if int(slot.pos) != i {
-			t.Fatalf("entry %d: slot %d says position %d", i, e.slot, slot.pos)
-		}
-		if slot.hash != h.hash(slot.item) {
-			t.Fatalf("entry %d: slot %d has hash %x, its item %x", i, e.slot, slot.hash, h.hash(slot.item))
-		}
-		got, found := h.index.find(slot.hash, func(s int32) bool { return h.slots.at(int(s)).item == slot.item })
-		if !found || got != e.slot {
-			t.Fatalf("entry %d: index says slot %d (found %t), entry says %d", i, got, found, e.slot)
+		if pos := h.items.at(e.id).val; int(pos) != i {
+			return fmt.Errorf("entry %d: item %d says position %d", i, e.id, pos)
 		}
 	}
-	var zero delaySlot[T]
-	for i := range h.free.len() {
-		if slot := *h.slots.at(int(*h.free.at(i))); slot != zero {
-			t.Fatalf("free slot %d still holds %v", *h.free.at(i), slot)
-		}
-	}
-	if h.free.len()+n != h.slots.len() {
-		t.Fatalf("%d free and %d used slots, %d in all", h.free.len(), n, h.slots.len())
-	}
+	return nil
 }
 
 func TestDelayHeapRandomOperations(t *testing.T) {
@@ -150,6 +145,7 @@ func TestDelayHeapReleasesMemory(t *testing.T) {
 	for range 10 {
 		h.popFirst()
 	}
-	require.Zero(t, h.slots.len(), "slots kept after the heap emptied")
-	require.Nil(t, h.slots.chunks)
+	require.Zero(t, h.items.entries.len(), "items kept after the heap emptied")
+	require.Nil(t, h.items.entries.chunks)
+	require.Nil(t, h.items.index.dir)
 }

@@ -1,7 +1,5 @@
 package workqueue
 
-import "hash/maphash"
-
 // slotIndex finds the slot of an item by the item's 32-bit hash. It is an
 // extendible hash table: a directory, indexed by the top bits of the hash,
 // points to tables of at most maxIndexTable entries probed linearly from
@@ -210,10 +208,4 @@ func (t *indexTable) put(e indexEntry) {
 	}
 	t.entries[i] = e
 	t.used++
-}
-
-// hashItem returns the 32-bit hash under which a slotIndex files item.
-func hashItem[T comparable](seed maphash.Seed, item T) uint32 {
-	sum := maphash.Comparable(seed, item)
-	return uint32(sum ^ sum>>32)
 }

@@ -32,13 +32,10 @@ const (
 	opStep
 	opShutDown
 	opShutDownWithDrain
-	// opShard moves the queue's records under per-shard locks, as
-	// contention does: walks check both forms of the queue.
-	opShard
 	opKinds
 )
 
-var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Shard"}
+var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain"}
 
 type modelOp struct {
 	kind opKind
@@ -207,7 +204,8 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
 	)}
 	q := NewTypedRateLimitingQueue[string](limiter)
-	typed := q.(*rateLimitingQueue[string]).TypedDelayingInterface.(*delayingQueue[string]).queue.(*Typed[string])
+	delaying := q.(*rateLimitingQueue[string]).TypedDelayingInterface.(*delayingQueue[string])
+	typed := delaying.queue.(*Typed[string])
 	m := newQueueModel()
 	var drained atomic.Bool
 	defer func() {
@@ -220,8 +218,8 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 	}
 	for i, op := range ops {
 		key := modelKeys[op.item]
-		if m.draining && op.kind != opGet && op.kind != opDone && op.kind != opLen && op.kind != opShard {
-			continue // while a drain waits, only workers act, and contention may shard the queue
+		if m.draining && op.kind != opGet && op.kind != opDone && op.kind != opLen {
+			continue // while a drain waits, only workers act
 		}
 		switch op.kind {
 		case opAdd:
@@ -283,11 +281,18 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			}()
 			m.shutDown()
 			m.draining = true
-		case opShard:
-			typed.shard()
 		}
 		executed++
 		synctest.Wait()
+		if err := verifyQueue(typed); err != nil {
+			return diverged(i, op, "queue invariant: %v", err)
+		}
+		delaying.mu.Lock()
+		err := checkHeap(delaying.waiting)
+		delaying.mu.Unlock()
+		if err != nil {
+			return diverged(i, op, "heap invariant: %v", err)
+		}
 		if got := q.Len(); got != len(m.fifo) {
 			return diverged(i, op, "Len = %d, model %d (fifo %v)", got, len(m.fifo), m.fifo)
 		}
@@ -328,10 +333,8 @@ func randomOps(rng *rand.Rand, n int) []modelOp {
 			kind = opForget
 		case r < 910:
 			kind = opNumRequeues
-		case r < 929:
-			kind = opLen
 		case r < 930:
-			kind = opShard
+			kind = opLen
 		case r < 998:
 			kind = opStep
 		case r < 999:

@@ -2,13 +2,11 @@ package workqueue
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -314,23 +312,10 @@ func TestCustomStorage(t *testing.T) {
 
 // TestNoItemHeldByTwoWorkers runs producers and workers on real time and
 // checks that no item is handed to a second worker while the first holds it,
-// and that every item added is processed after its last add, on a queue
-// that starts unsharded and on one sharded from the start, whose Get
-// callers claim items without a lock.
+// and that every item added is processed after its last add.
 func TestNoItemHeldByTwoWorkers(t *testing.T) {
-	for _, sharded := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
-			noItemHeldByTwoWorkers(t, sharded)
-		})
-	}
-}
-
-func noItemHeldByTwoWorkers(t *testing.T, sharded bool) {
 	const producers, workers, adds, keys = 4, 8, 5000, 50
 	q := NewTyped[int]()
-	if sharded {
-		q.shard()
-	}
 	var holders [keys]atomic.Int32
 	var processedAfterAdd [keys]atomic.Int64 // the add sequence number a processing started after
 	var lastAdd [keys]atomic.Int64
@@ -427,13 +412,14 @@ func TestRingClearsPoppedSlots(t *testing.T) {
 // A burst of adds wakes one sleeping Get caller, which passes the wakeup
 // on: every sleeper must still get an item.
 func TestBurstReachesEverySleepingGet(t *testing.T) {
-	for _, sharded := range []bool{false, true} {
-		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
+	for _, custom := range []bool{false, true} {
+		t.Run(fmt.Sprintf("custom=%v", custom), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := NewTyped[int]()
-				if sharded {
-					q.shard()
+				var config TypedQueueConfig[int]
+				if custom {
+					config.Queue = DefaultQueue[int]()
 				}
+				q := NewTypedWithConfig(config)
 				got := make(chan int, 10)
 				for range 10 {
 					go func() {
@@ -457,30 +443,21 @@ func TestBurstReachesEverySleepingGet(t *testing.T) {
 }
 
 // TestNoWakeupLost adds one item at a time and waits for a worker to take
-// it, so that each Add races a worker that is about to sleep. In a sharded
-// queue the Add pushes without the lock the worker sleeps under; a lost
+// it, so that each Add races a worker that is about to sleep: a lost
 // wakeup leaves the item queued and the test waiting.
 func TestNoWakeupLost(t *testing.T) {
 	const rounds = 20_000
-	for _, tc := range []struct {
-		sharded bool
-		workers int
-	}{
-		{false, 1}, {true, 1}, {true, 4},
-	} {
-		t.Run(fmt.Sprintf("sharded=%v/workers=%d", tc.sharded, tc.workers), func(t *testing.T) {
+	for _, workers := range []int{1, 4} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
 			// In a bubble, so that time.After fires only once every
 			// goroutine is blocked for good: a lost wakeup fails at once.
-			synctest.Test(t, func(t *testing.T) { pingPong(t, tc.sharded, tc.workers, rounds) })
+			synctest.Test(t, func(t *testing.T) { pingPong(t, workers, rounds) })
 		})
 	}
 }
 
-func pingPong(t *testing.T, sharded bool, workers, rounds int) {
+func pingPong(t *testing.T, workers, rounds int) {
 	q := NewTyped[int]()
-	if sharded {
-		q.shard()
-	}
 	taken := make(chan int)
 	var wg sync.WaitGroup
 	for range workers {
@@ -505,177 +482,5 @@ func pingPong(t *testing.T, sharded bool, workers, rounds int) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("round %d: the item was never handed out (%d queued)", i, q.Len())
 		}
-	}
-}
-
-// TestAddRacingASleepingGet runs an Add of a sharded queue at the worst
-// moment for a Get: after it found the queue empty, before it sleeps. The
-// Add pushes without mu and sees no sleeper, so the Get must see the item.
-func TestAddRacingASleepingGet(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q := NewTyped[string]()
-		defer q.ShutDown()
-		q.shard()
-		hookRuns := 0
-		q.emptyHook = func() {
-			hookRuns++
-			if hookRuns == 1 {
-				q.Add("x")
-			}
-		}
-		got := make(chan string)
-		go func() {
-			item, _ := q.Get()
-			got <- item
-		}()
-		select {
-		case item := <-got:
-			assert.Equal(t, "x", item)
-		case <-time.After(time.Second):
-			t.Fatal("Get slept with an item queued")
-		}
-		assert.Equal(t, 1, hookRuns)
-	})
-}
-
-// Whatever the item type, a shard fills exactly two cache lines.
-func TestQueueShardSize(t *testing.T) {
-	assert.Equal(t, uintptr(128), unsafe.Sizeof(queueShard[string]{}))
-	assert.Equal(t, uintptr(128), unsafe.Sizeof(queueShard[[64]byte]{}))
-}
-
-// TestQueueShardsUnderContention checks that a queue starts with one lock
-// guarding its records, moves them under the shards' locks once callers
-// have found that lock held shardAfterContention times, and loses nothing
-// on the way: the caller that triggers the move completes its Add.
-func TestQueueShardsUnderContention(t *testing.T) {
-	q := NewTyped[string]()
-	defer q.ShutDown()
-	q.Add("queued")
-	item, _ := q.Get()
-	require.Equal(t, "queued", item)
-	q.Add("queued") // added again while processing: dirty
-	require.False(t, q.sharded.Load(), "a new queue is sharded")
-
-	q.contended.Store(shardAfterContention - 1)
-	q.mu.Lock()
-	added := make(chan struct{})
-	go func() {
-		q.Add("contender")
-		close(added)
-	}()
-	for q.contended.Load() < shardAfterContention {
-		runtime.Gosched() // until the contender has found mu held
-	}
-	q.mu.Unlock()
-	<-added
-
-	assert.True(t, q.sharded.Load(), "sharded after contention")
-	q.Done("queued")
-	assert.Equal(t, 2, q.Len())
-	for _, want := range []string{"contender", "queued"} {
-		item, _ := q.Get()
-		assert.Equal(t, want, item)
-		q.Done(item)
-	}
-	assert.Equal(t, 0, q.Len())
-}
-
-// TestQueueWithStorageIsSharded checks that custom storage, whose Get marks
-// records under the one shard's lock, starts in the sharded form.
-func TestQueueWithStorageIsSharded(t *testing.T) {
-	q := NewTypedWithConfig(TypedQueueConfig[string]{Queue: &lifoStorage{}})
-	defer q.ShutDown()
-	assert.True(t, q.sharded.Load())
-}
-
-// TestQueuePushingRecord checks the window in which a sharded queue's Add
-// has filed a new item's record but not yet pushed the item: an Add or Done
-// of the item then finds it queued and does nothing, and a Get that takes
-// the item once it is pushed finds its record ticketed, so that an Add
-// during processing marks it dirty and Done queues it again.
-func TestQueuePushingRecord(t *testing.T) {
-	getAddDone := func(t *testing.T, q *Typed[string]) {
-		item, _ := q.Get()
-		q.Add(item)
-		assert.Equal(t, 0, q.Len(), "%s is being processed: the Add marks it dirty", item)
-		q.Done(item)
-	}
-	tests := []struct {
-		name string
-		// inWindow runs between the filing of x and its push.
-		inWindow func(t *testing.T, q *Typed[string]) (wait func())
-		// after runs once the Add of x has returned.
-		after func(t *testing.T, q *Typed[string])
-	}{
-		{
-			name: "add again",
-			inWindow: func(t *testing.T, q *Typed[string]) func() {
-				q.Add("x") // returns at once: x is queued
-				return func() {}
-			},
-			after: func(t *testing.T, q *Typed[string]) {
-				require.Equal(t, 1, q.Len(), "x queued once")
-				item, _ := q.Get()
-				assert.Equal(t, "x", item)
-				q.Done(item)
-				assert.Equal(t, 0, q.Len(), "the Add of a queued x made it dirty")
-			},
-		},
-		{
-			name: "done",
-			inWindow: func(t *testing.T, q *Typed[string]) func() {
-				q.Done("x") // x is not being processed: nothing to do
-				return func() {}
-			},
-			after: func(t *testing.T, q *Typed[string]) {
-				require.Equal(t, 1, q.Len())
-				getAddDone(t, q)
-				assert.Equal(t, 1, q.Len(), "x lost its record to the early Done")
-			},
-		},
-		{
-			name: "get waiting",
-			inWindow: func(t *testing.T, q *Typed[string]) func() {
-				finished := make(chan struct{})
-				go func() {
-					defer close(finished)
-					getAddDone(t, q) // Get returns once x is pushed
-				}()
-				return func() { <-finished }
-			},
-			after: func(t *testing.T, q *Typed[string]) {
-				assert.Equal(t, 1, q.Len(), "the Add during processing was lost")
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			q := NewTyped[string]()
-			defer q.ShutDown()
-			q.shard()
-			// One item through first, so that a record with ticket 0
-			// would count as handed out.
-			q.Add("warm-up")
-			getAddDone(t, q)
-			item, _ := q.Get()
-			q.Done(item)
-			wait := func() {}
-			q.filedHook = func() {
-				q.filedHook = nil // the hook's own Add must not run it again
-				wait = tt.inWindow(t, q)
-			}
-			q.Add("x")
-			wait()
-			tt.after(t, q)
-
-			for q.Len() > 0 {
-				item, _ := q.Get()
-				q.Done(item)
-			}
-			q.mu.Lock()
-			defer q.mu.Unlock()
-			assert.True(t, q.idle(), "each item handed out must be counted done once")
-		})
 	}
 }

@@ -138,13 +138,14 @@ func TestDrainCompleteness(t *testing.T) {
 // tenth of the items are added again as soon as a worker gets them, and the
 // drain starts once every item has been handed out once, while workers still
 // hold items that Done must queue again: the case client-go returns early on.
-// Two rounds in four run on a queue sharded from the start.
+// Two rounds in four run on a queue with custom storage.
 func drainRound(items, workers int, seed uint64) bool {
 	readdRound := seed%2 == 0
-	q := NewTyped[int]()
+	var config TypedQueueConfig[int]
 	if seed%4 >= 2 {
-		q.shard()
+		config.Queue = DefaultQueue[int]()
 	}
+	q := NewTypedWithConfig(config)
 	var gets, dones atomic.Int64
 	processed := make([]atomic.Int32, items)
 	readded := make([]atomic.Int32, items)
