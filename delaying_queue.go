@@ -104,10 +104,12 @@ type delayingQueue[T comparable] struct {
 	retries CounterMetric       // nil when the queue records no metrics
 	delayed SettableGaugeMetric // nil unless the provider offers it
 
-	mu           sync.Mutex
-	waiting      *delayHeap[T]
-	handingOver  int // items taken from the heap, not yet added to the queue
-	shuttingDown bool
+	mu          sync.Mutex
+	waiting     *delayHeap[T]
+	handingOver int // items taken from the heap, not yet added to the queue
+	// stopped is set when the waiting goroutine is told to stop: nothing
+	// more goes into the heap.
+	stopped bool
 
 	// wake tells the waiting goroutine that the first ready time moved
 	// earlier. Its buffer of one makes the send non-blocking: a pending wake
@@ -135,23 +137,28 @@ func (q *delayingQueue[T]) Done(item T) { q.queue.Done(item) }
 func (q *delayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
 
 // AddAfter adds item once duration has passed on the queue's clock. A
-// duration of zero or less adds it at once. If item is already waiting, the
-// earlier of the two ready times wins. AddAfter never blocks on the waiting
-// goroutine and inserts in O(log n). After a shutdown has begun it does
-// nothing.
+// duration of zero or less adds it at once, as Add does. If item is already
+// waiting, the earlier of the two ready times wins. AddAfter never blocks on
+// the waiting goroutine and inserts in O(log n). After a shutdown has begun
+// it does nothing: the underlying queue's flag decides, for AddAfter as for
+// Add.
 func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
+	if duration <= 0 {
+		if q.retries != nil && !q.queue.ShuttingDown() {
+			q.retries.Inc()
+		}
+		q.queue.Add(item)
+		return
+	}
 	q.mu.Lock()
-	if q.shuttingDown {
+	// An item put in the heap before the shutdown began is dropped by it:
+	// the same outcome as an AddAfter that came after.
+	if q.stopped || q.queue.ShuttingDown() {
 		q.mu.Unlock()
 		return
 	}
 	if q.retries != nil {
 		q.retries.Inc()
-	}
-	if duration <= 0 {
-		q.mu.Unlock()
-		q.queue.Add(item)
-		return
 	}
 	isFirst := q.waiting.add(item, q.readyAt(duration))
 	q.setDelayedGauge()
@@ -164,19 +171,31 @@ func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
 	}
 }
 
-// ShutDown drops the items waiting for their delay, stops the waiting
-// goroutine and waits for it to exit, then shuts the underlying queue down.
+// ShutDown shuts the underlying queue down, which ignores adds from then
+// on, then drops the items waiting for their delay and stops the waiting
+// goroutine, waiting for it to exit.
 func (q *delayingQueue[T]) ShutDown() {
-	q.stopWaiting()
 	q.queue.ShutDown()
+	q.stopWaiting()
 }
 
-// ShutDownWithDrain drops the items waiting for their delay, stops the
-// waiting goroutine and waits for it to exit, then drains the underlying
-// queue with its ShutDownWithDrain.
+// ShutDownWithDrain makes the underlying queue ignore adds, drops the items
+// waiting for their delay, stops the waiting goroutine and waits for it to
+// exit, then drains the underlying queue with its ShutDownWithDrain.
 func (q *delayingQueue[T]) ShutDownWithDrain() {
+	q.stopAdds()
 	q.stopWaiting()
 	q.queue.ShutDownWithDrain()
+}
+
+// stopAdds begins the underlying queue's shutdown, when it is one of this
+// package's, without waiting for a drain. Another queue begins its shutdown
+// only in its ShutDownWithDrain; until then Add and AddAfter(item, 0) go on
+// adding.
+func (q *delayingQueue[T]) stopAdds() {
+	if s, ok := q.queue.(addStopper); ok {
+		s.stopAdds()
+	}
 }
 
 func (q *delayingQueue[T]) stopWaiting() {
@@ -279,12 +298,12 @@ func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
 	return next, false
 }
 
-// dropWaiting marks the queue as shutting down, so later AddAfter calls do
+// dropWaiting stops the heap, so later AddAfter calls with a delay do
 // nothing, and drops the waiting items; it returns how many there were.
 func (q *delayingQueue[T]) dropWaiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.shuttingDown = true
+	q.stopped = true
 	dropped := q.waiting.removeAll()
 	q.setDelayedGauge()
 	return dropped

@@ -1,6 +1,8 @@
 package workqueue
 
 import (
+	"sync"
+
 	"k8s.io/utils/clock"
 )
 
@@ -74,13 +76,25 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 type rateLimitingQueue[T comparable] struct {
 	TypedDelayingInterface[T]
 	rateLimiter TypedRateLimiter[T]
+
+	// gate makes AddRateLimited's check of the shutdown flag, its call of
+	// the rate limiter and its add one step: AddRateLimited holds it
+	// shared, and a shutdown holds it alone while its flag changes, so no
+	// failure is recorded for an item that the shutdown then drops.
+	gate sync.RWMutex
+	// stopped is set, under gate, when a shutdown begins below a delaying
+	// queue that is not this package's, which begins its own shutdown only
+	// once its drain is called.
+	stopped bool
 }
 
 // AddRateLimited adds item after rateLimiter.When(item). After a shutdown
 // has begun it does nothing, and does not consult the rate limiter, so no
 // failure is recorded for an item that will never be retried.
 func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
-	if q.ShuttingDown() {
+	q.gate.RLock()
+	defer q.gate.RUnlock()
+	if q.stopped || q.ShuttingDown() {
 		return
 	}
 	q.AddAfter(item, q.rateLimiter.When(item))
@@ -94,4 +108,25 @@ func (q *rateLimitingQueue[T]) NumRequeues(item T) int {
 // Forget calls rateLimiter.Forget(item).
 func (q *rateLimitingQueue[T]) Forget(item T) {
 	q.rateLimiter.Forget(item)
+}
+
+// ShutDown shuts the delaying queue down; see [TypedDelayingInterface].
+func (q *rateLimitingQueue[T]) ShutDown() {
+	q.gate.Lock()
+	q.stopped = true
+	q.TypedDelayingInterface.ShutDown()
+	q.gate.Unlock()
+}
+
+// ShutDownWithDrain begins the delaying queue's shutdown, then drains it
+// with its ShutDownWithDrain, outside the gate, so that workers can still
+// call AddRateLimited (which does nothing) while the drain waits for them.
+func (q *rateLimitingQueue[T]) ShutDownWithDrain() {
+	q.gate.Lock()
+	q.stopped = true
+	if s, ok := q.TypedDelayingInterface.(addStopper); ok {
+		s.stopAdds()
+	}
+	q.gate.Unlock()
+	q.TypedDelayingInterface.ShutDownWithDrain()
 }
