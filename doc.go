@@ -17,9 +17,17 @@
 //     [Typed.Done].
 //   - Multiple producers and consumers: every method of every queue is safe
 //     for concurrent use, and an item may be added while it is processed.
-//   - Shutdown: ShutDown stops the queue's goroutines before it returns;
-//     ShutDownWithDrain also waits until every queued and in-flight item has
-//     been marked done.
+//   - Linearizable: every method takes effect at one instant between its
+//     call and its return, so any concurrent history of calls is one that
+//     the same calls made one at a time could produce. ShutDownWithDrain is
+//     two such instants: the shutdown, then the drain's end. The test suite
+//     checks recorded concurrent histories with a linearizability checker.
+//   - Shutdown: a shutdown begins at one instant for every layer: from then
+//     on Add, AddAfter and AddRateLimited do nothing, and AddRateLimited
+//     records no failure. Items queued before it are still handed out, and
+//     an item added while processing before it is queued again by Done.
+//     ShutDown stops the queue's goroutines before it returns;
+//     ShutDownWithDrain also waits until no item is queued or processing.
 //
 // The three layers nest: [TypedInterface] is the queue,
 // [TypedDelayingInterface] adds AddAfter, and [TypedRateLimitingInterface]
