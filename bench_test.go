@@ -38,6 +38,58 @@ func BenchmarkCycle(b *testing.B) {
 	}
 }
 
+// BenchmarkCycleParts times, on the cycle's keys, the parts that one
+// Add/Get/Done cycle is made of, for the README's cost breakdown: the
+// three lock and unlock pairs, the two hashes (Add and Done), the item
+// table's work (a failed lookup and an insert for Add, a lookup and a
+// removal for Done) and the ring's push and pop of the item's id. What
+// the parts do not add up to is the calls and branches around them.
+func BenchmarkCycleParts(b *testing.B) {
+	keys := benchKeys(1024)
+	b.Run("locks", func(b *testing.B) {
+		var mu sync.Mutex
+		for b.Loop() {
+			for range 3 {
+				mu.Lock()
+				mu.Unlock() //nolint:staticcheck // the empty critical section is what is timed
+			}
+		}
+	})
+	b.Run("hashes", func(b *testing.B) {
+		table := newItemTable[string, itemState]()
+		var sink uint32
+		i := 0
+		for b.Loop() {
+			sink += table.hash(keys[i&1023]) + table.hash(keys[i&1023])
+			i++
+		}
+		_ = sink
+	})
+	b.Run("table", func(b *testing.B) {
+		table := newItemTable[string, itemState]()
+		hashes := make([]uint32, len(keys))
+		for i, key := range keys {
+			hashes[i] = table.hash(key)
+		}
+		i := 0
+		for b.Loop() {
+			key, hash := keys[i&1023], hashes[i&1023]
+			table.lookup(key, hash)
+			table.insert(key, hash, stateQueued)
+			_, id := table.lookup(key, hash)
+			table.remove(id)
+			i++
+		}
+	})
+	b.Run("ring", func(b *testing.B) {
+		var order ring[int32]
+		for b.Loop() {
+			order.Push(1)
+			order.Pop()
+		}
+	})
+}
+
 // BenchmarkBatch measures adding 1000 distinct keys, then getting and
 // finishing all of them; one op is one key.
 func BenchmarkBatch(b *testing.B) {

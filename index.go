@@ -53,25 +53,9 @@ func (x *slotIndex) dirIndex(hash uint32) uint32 {
 	return hash >> (32 - x.depth)
 }
 
-// find returns the slot filed under hash for which matches is true.
-func (x *slotIndex) find(hash uint32, matches func(slot int32) bool) (slot int32, found bool) {
-	entries, start := x.run(hash)
-	mask := uint32(len(entries) - 1)
-	for i := start; entries != nil; i = (i + 1) & mask {
-		e := entries[i]
-		if e.slotPlus1 == 0 {
-			break
-		}
-		if e.hash == hash && matches(e.slotPlus1-1) {
-			return e.slotPlus1 - 1, true
-		}
-	}
-	return 0, false
-}
-
 // run returns the entries of the table that holds hash and the position
-// where hash's probe run starts, or nil if the index is empty. Callers that
-// compare items themselves walk the run: entries from start on, wrapping
+// where hash's probe run starts, or nil if the index is empty. Callers
+// walk the run: entries from start on, wrapping
 // around, up to the first empty one (slotPlus1 0).
 func (x *slotIndex) run(hash uint32) (entries []indexEntry, start uint32) {
 	if x.count == 0 {

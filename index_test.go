@@ -92,3 +92,20 @@ func TestSlotIndexEmptyAndReset(t *testing.T) {
 	_, found = x.find(7, func(int32) bool { return true })
 	assert.False(t, found)
 }
+
+// find returns the slot filed under hash for which matches is true: the
+// walk of itemTable.lookup, with the comparison passed in.
+func (x *slotIndex) find(hash uint32, matches func(slot int32) bool) (slot int32, found bool) {
+	entries, start := x.run(hash)
+	mask := uint32(len(entries) - 1)
+	for i := start; entries != nil; i = (i + 1) & mask {
+		e := entries[i]
+		if e.slotPlus1 == 0 {
+			break
+		}
+		if e.hash == hash && matches(e.slotPlus1-1) {
+			return e.slotPlus1 - 1, true
+		}
+	}
+	return 0, false
+}
