@@ -51,7 +51,7 @@ func BenchmarkCycleParts(b *testing.B) {
 		for b.Loop() {
 			for range 3 {
 				mu.Lock()
-				mu.Unlock() //nolint:staticcheck // the empty critical section is what is timed
+				mu.Unlock() //lint:ignore SA2001 the empty critical section is what is timed
 			}
 		}
 	})

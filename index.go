@@ -55,8 +55,8 @@ func (x *slotIndex) dirIndex(hash uint32) uint32 {
 
 // run returns the entries of the table that holds hash and the position
 // where hash's probe run starts, or nil if the index is empty. Callers
-// walk the run: entries from start on, wrapping
-// around, up to the first empty one (slotPlus1 0).
+// walk the run: entries from start on, wrapping around, up to the first
+// empty one (slotPlus1 0).
 func (x *slotIndex) run(hash uint32) (entries []indexEntry, start uint32) {
 	if x.count == 0 {
 		return nil, 0
