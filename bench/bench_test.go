@@ -2,7 +2,9 @@ package bench
 
 import (
 	"flag"
+	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -64,6 +66,74 @@ func TestCasesRun(t *testing.T) {
 	for _, impl := range Impls {
 		if perItem := BytesPerItem(impl, 10_000); perItem <= 0 {
 			t.Errorf("%s: %v bytes per item", impl.Name, perItem)
+		}
+	}
+}
+
+// recorder wraps a queue and records, for every key, the order of its last
+// add and its last get.
+type recorder struct {
+	Queue
+	mu               sync.Mutex
+	seq              int
+	lastAdd, lastGot map[string]int
+	adds, gets       int
+}
+
+func (r *recorder) Add(key string) {
+	r.mu.Lock()
+	r.seq++
+	r.lastAdd[key] = r.seq
+	r.adds++
+	r.mu.Unlock()
+	r.Queue.Add(key)
+}
+
+func (r *recorder) Get() (string, bool) {
+	key, shutdown := r.Queue.Get()
+	if !shutdown {
+		r.mu.Lock()
+		r.seq++
+		r.lastGot[key] = r.seq
+		r.gets++
+		r.mu.Unlock()
+	}
+	return key, shutdown
+}
+
+// TestControllerDrains checks that the drained shutdown of every
+// implementation leaves no add unprocessed: every key is got after its last
+// add began, and the channel hands out every add.
+func TestControllerDrains(t *testing.T) {
+	old := flag.Lookup("test.benchtime").Value.String()
+	t.Cleanup(func() { flag.Set("test.benchtime", old) })
+	flag.Set("test.benchtime", "3000x")
+	for _, c := range []Controller{
+		{Producers: 4, Workers: 8, Keys: 64, Hot: true, Cost: time.Microsecond},
+		{Producers: 4, Workers: 8, Keys: 10_000},
+	} {
+		for _, impl := range Impls {
+			t.Run(c.Name()+"/"+impl.Name, func(t *testing.T) {
+				var r *recorder
+				recorded := impl
+				recorded.New = func(cfg Config) Queue {
+					r = &recorder{Queue: impl.New(cfg), lastAdd: map[string]int{}, lastGot: map[string]int{}}
+					return r
+				}
+				testing.Benchmark(func(b *testing.B) { c.Run(b, recorded) })
+				if r.adds != 3000 {
+					t.Fatalf("%d adds in the last round, want 3000", r.adds)
+				}
+				for key, added := range r.lastAdd {
+					if r.lastGot[key] < added {
+						t.Fatalf("%s was added and never got after", key)
+					}
+				}
+				if impl.Name == "channel" && r.gets != r.adds {
+					t.Errorf("the channel handed out %d of %d adds", r.gets, r.adds)
+				}
+				t.Logf("%d gets of %d adds of %d keys", r.gets, r.adds, len(r.lastAdd))
+			})
 		}
 	}
 }

@@ -22,6 +22,9 @@ type Case struct {
 	Run func(b *testing.B, impl Impl)
 	// Op says what one op is, for the table.
 	Op string
+	// TimeFraction, if set, is the fraction of its target time per
+	// measurement that the compare command gives the case.
+	TimeFraction float64
 }
 
 // Cases returns the measurements, smaller ones when quick is set.
@@ -63,7 +66,7 @@ func Cases(quick bool) []Case {
 		Case{Name: "ratelimited", Applies: delays, Run: rateLimited, Op: "AddRateLimited and Forget, default controller limiter"},
 		Case{Name: "cycle-metrics", Applies: metrics, Run: cycle(Config{Metrics: true}), Op: "cycle with Prometheus metrics on"},
 	)
-	return cases
+	return append(cases, controllerCases(quick)...)
 }
 
 func newFakeClock() *clocktesting.FakeClock { return clocktesting.NewFakeClock(time.Unix(0, 0)) }
@@ -141,10 +144,10 @@ func workers(q Queue, n int) (processed *atomic.Int64, wait func()) {
 // waitIdle waits until the queue is empty and its workers have processed
 // want keys, or, for a queue that collapses duplicates, until it stays empty
 // and no key is processed for a millisecond.
-func waitIdle(q Queue, processed *atomic.Int64, want int64) {
+func waitIdle(q Queue, processed func() int64, want int64) {
 	last := int64(-1)
 	for {
-		n := processed.Load()
+		n := processed()
 		if n >= want || (q.Len() == 0 && n == last) {
 			return
 		}
@@ -169,7 +172,7 @@ func parallel(producers, workerCount int) func(b *testing.B, impl Impl) {
 			})
 		}
 		wg.Wait()
-		waitIdle(q, processed, int64(b.N))
+		waitIdle(q, processed.Load, int64(b.N))
 		b.StopTimer()
 		b.ReportMetric(float64(processed.Load())/float64(b.N), "items/op")
 		q.ShutDown()
@@ -188,7 +191,7 @@ func duplicates(b *testing.B, impl Impl) {
 		q.Add(keys[i%len(keys)])
 		i++
 	}
-	waitIdle(q, processed, int64(b.N))
+	waitIdle(q, processed.Load, int64(b.N))
 	b.StopTimer()
 	b.ReportMetric(float64(processed.Load())/float64(b.N), "items/op")
 	q.ShutDown()

@@ -29,6 +29,7 @@ type Queue interface {
 	Forget(key string)
 	Len() int
 	ShutDown()
+	ShutDownWithDrain()
 }
 
 // Config is what a benchmark asks of a new queue.
@@ -49,16 +50,47 @@ type Impl struct {
 	// AddRateLimited; FakeClock whether it can take its time from a fake
 	// clock; Metrics whether it can record Prometheus metrics.
 	Delays, FakeClock, Metrics bool
+	// ShutDownDrained shuts q down so that its workers still process every
+	// item added to it before they see the shutdown; the caller then waits
+	// for them to exit. idle returns once the workers are idle.
+	ShutDownDrained func(q Queue, idle func())
 }
 
 // Impls lists the implementations, client-go, the reference of every ratio,
 // second.
 var Impls = []Impl{
-	{Name: "go-workqueue", New: newOurs, Delays: true, FakeClock: true, Metrics: true},
-	{Name: "client-go", New: newClientGo, Delays: true, FakeClock: true, Metrics: true},
-	{Name: "controller-runtime", New: newControllerRuntime, Delays: true, Metrics: true},
-	{Name: "channel", New: newChannel},
+	{Name: "go-workqueue", New: newOurs, Delays: true, FakeClock: true, Metrics: true, ShutDownDrained: drainOurs},
+	{Name: "client-go", New: newClientGo, Delays: true, FakeClock: true, Metrics: true, ShutDownDrained: drainClientGo},
+	{Name: "controller-runtime", New: newControllerRuntime, Delays: true, Metrics: true, ShutDownDrained: drainControllerRuntime},
+	{Name: "channel", New: newChannel, ShutDownDrained: drainChannel},
 }
+
+// drainOurs: ShutDownWithDrain returns once no item is queued or being
+// processed, and stops the queue's goroutines.
+func drainOurs(q Queue, _ func()) { q.ShutDownWithDrain() }
+
+// drainClientGo: client-go's ShutDownWithDrain returns as soon as no item
+// is being processed, even with items still queued, and leaves the delaying
+// queue's goroutines running; ShutDown after it stops them. Its Get hands
+// out queued items until none is left, also after ShutDown, and Done queues
+// again an item added while it was processed, so the workers still process
+// everything before they exit.
+func drainClientGo(q Queue, _ func()) {
+	q.ShutDownWithDrain()
+	q.ShutDown()
+}
+
+// drainControllerRuntime: the priority queue's ShutDownWithDrain is
+// ShutDown, after which Get hands out nothing, so it waits for the workers
+// to be idle first.
+func drainControllerRuntime(q Queue, idle func()) {
+	idle()
+	q.ShutDown()
+}
+
+// drainChannel closes the channel: the workers receive what is buffered,
+// then see it closed.
+func drainChannel(q Queue, _ func()) { q.ShutDown() }
 
 // Reference is the implementation ratios are taken against.
 const Reference = "client-go"
@@ -123,6 +155,7 @@ func (c channel) AddRateLimited(string)          { panic("bench: a channel has n
 func (c channel) Forget(string)                  {}
 func (c channel) Len() int                       { return len(c) }
 func (c channel) ShutDown()                      { close(c) }
+func (c channel) ShutDownWithDrain()             { close(c) }
 
 // clientGoProvider gives client-go and controller-runtime the same
 // Prometheus metrics our queue uses, so that "metrics on" measures the

@@ -5,8 +5,8 @@
 // them alike. It prints a table of medians and writes a chart to
 // docs/bench.svg. Run it from the repository root:
 //
-//	go run ./bench/cmd/compare          # about 5 minutes
-//	go run ./bench/cmd/compare -quick   # under a minute
+//	go run ./bench/cmd/compare          # about 7 minutes
+//	go run ./bench/cmd/compare -quick   # about a minute
 package main
 
 import (
@@ -19,6 +19,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -29,16 +30,18 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/go-workqueue/workqueue/bench"
 )
 
 func main() {
 	testing.Init()
-	quick := flag.Bool("quick", false, "smaller cases, shorter and fewer runs: under a minute")
+	quick := flag.Bool("quick", false, "smaller cases, shorter and fewer runs: about a minute")
 	reps := flag.Int("reps", 0, "runs of every measurement (default 5, or 3 with -quick)")
-	benchtime := flag.Duration("benchtime", 0, "target time of one measurement (default 300ms, or 30ms with -quick)")
+	benchtime := flag.Duration("benchtime", 0, "target time of one measurement (default 300ms, or 30ms with -quick); the controller cases get a third of it")
 	out := flag.String("out", filepath.Join("docs", "bench.svg"), "chart to write; empty for none")
+	run := flag.String("run", "", "regular expression: run only the cases whose names match it, and the memory measurement only if \"memory\" does")
 	flag.Parse()
 
 	memoryKeys := 1_000_000
@@ -51,13 +54,20 @@ func main() {
 	if *benchtime == 0 {
 		*benchtime = map[bool]time.Duration{false: 300 * time.Millisecond, true: 30 * time.Millisecond}[*quick]
 	}
-	if err := flag.Set("test.benchtime", benchtime.String()); err != nil {
-		log.Fatal(err)
-	}
 
 	cases := bench.Cases(*quick)
-	results := measure(cases, *reps, memoryKeys)
-	printTable(os.Stdout, cases, results, memoryKeys)
+	if *run != "" {
+		re, err := regexp.Compile(*run)
+		if err != nil {
+			log.Fatal(err)
+		}
+		cases = slices.DeleteFunc(cases, func(c bench.Case) bool { return !re.MatchString(c.Name) })
+		if !re.MatchString("memory") {
+			memoryKeys = 0
+		}
+	}
+	results := measure(cases, *reps, memoryKeys, *benchtime)
+	printTable(os.Stdout, cases, results, *reps, memoryKeys)
 	if *out != "" {
 		if err := drawChart(*out, cases, results); err != nil {
 			log.Fatal(err)
@@ -94,7 +104,9 @@ func rotated(rep int) []bench.Impl {
 	return order
 }
 
-func measure(cases []bench.Case, reps, memoryKeys int) results {
+// measure runs every case reps times, and the memory measurement with
+// memoryKeys keys unless it is 0.
+func measure(cases []bench.Case, reps, memoryKeys int, benchtime time.Duration) results {
 	r := results{}
 	total, done := 0, 0
 	for _, c := range cases {
@@ -104,11 +116,14 @@ func measure(cases []bench.Case, reps, memoryKeys int) results {
 			}
 		}
 	}
-	total = (total + len(bench.Impls)) * reps
+	if memoryKeys > 0 {
+		total += len(bench.Impls)
+	}
+	total *= reps
 	start := time.Now()
 	progress := func(name, impl string, s sample) {
 		done++
-		fmt.Fprintf(os.Stderr, "[%3d/%d %5.0fs] %-28s %-18s %12.1f ns/op\n", done, total, time.Since(start).Seconds(), name, impl, s.nsPerOp)
+		fmt.Fprintf(os.Stderr, "[%3d/%d %5.0fs] %-34s %-18s %12.1f ns/op\n", done, total, time.Since(start).Seconds(), name, impl, s.nsPerOp)
 	}
 	for rep := range reps {
 		for _, c := range cases {
@@ -116,6 +131,7 @@ func measure(cases []bench.Case, reps, memoryKeys int) results {
 				if !c.Applies(impl) {
 					continue
 				}
+				setBenchtime(benchtime, c.TimeFraction)
 				result := testing.Benchmark(func(b *testing.B) { c.Run(b, impl) })
 				bench.ReleaseFixtures()
 				s := sample{
@@ -132,13 +148,27 @@ func measure(cases []bench.Case, reps, memoryKeys int) results {
 			}
 		}
 		for _, impl := range rotated(rep) {
+			if memoryKeys == 0 {
+				break
+			}
 			s := sample{bytesPerOp: bench.BytesPerItem(impl, memoryKeys)}
 			r.add("memory", impl.Name, s)
 			done++
-			fmt.Fprintf(os.Stderr, "[%3d/%d %5.0fs] %-28s %-18s %12.1f bytes/item\n", done, total, time.Since(start).Seconds(), "memory", impl.Name, s.bytesPerOp)
+			fmt.Fprintf(os.Stderr, "[%3d/%d %5.0fs] %-34s %-18s %12.1f bytes/item\n", done, total, time.Since(start).Seconds(), "memory", impl.Name, s.bytesPerOp)
 		}
 	}
 	return r
+}
+
+// setBenchtime sets the target time of the next measurement: fraction of
+// benchtime, or all of it if fraction is 0.
+func setBenchtime(benchtime time.Duration, fraction float64) {
+	if fraction > 0 {
+		benchtime = time.Duration(float64(benchtime) * fraction)
+	}
+	if err := flag.Set("test.benchtime", benchtime.String()); err != nil {
+		log.Fatal(err)
+	}
 }
 
 func median(samples []sample, value func(sample) float64) float64 {
@@ -168,9 +198,14 @@ func speedup(r results, caseName, impl string) float64 {
 	return median(ref, nsPerOp) / median(own, nsPerOp)
 }
 
-func printTable(w io.Writer, cases []bench.Case, r results, memoryKeys int) {
+func printTable(w io.Writer, cases []bench.Case, r results, reps, memoryKeys int) {
 	fmt.Fprintf(w, "Machine: %s, %d CPUs, %s/%s, %s. Medians of %d runs.\n\n",
-		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), len(r["memory"][bench.Reference]))
+		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), reps)
+	if slices.ContainsFunc(cases, func(c bench.Case) bool { return strings.HasPrefix(c.Name, controllerPrefix) }) {
+		fmt.Fprintf(w, "Controller cases: %d producers add keys drawn from K (uniform, or hot: %d%% of adds to 1%% of the keys), "+
+			"%d workers spin the reconcile cost (%.2f ns a step, as calibrated); ns/op is the time to a drained shutdown per add.\n\n",
+			bench.ControllerProducers, bench.HotPercent, bench.ControllerWorkers, bench.SpinStepNanoseconds())
+	}
 	fmt.Fprintln(w, "| case | implementation | ns/op | B/op | allocs/op | speedup vs client-go | other |")
 	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|---|")
 	for _, c := range cases {
@@ -180,7 +215,7 @@ func printTable(w io.Writer, cases []bench.Case, r results, memoryKeys int) {
 				continue
 			}
 			var other []string
-			for _, unit := range []string{"items/op", "max16-µs"} {
+			for _, unit := range []string{"items/op", "max16-µs", "reconciles/add"} {
 				if _, ok := samples[0].extra[unit]; ok {
 					other = append(other, fmt.Sprintf("%.3g %s", median(samples, func(s sample) float64 { return s.extra[unit] }), unit))
 				}
@@ -189,6 +224,9 @@ func printTable(w io.Writer, cases []bench.Case, r results, memoryKeys int) {
 				median(samples, nsPerOp), median(samples, bytesPerOp), median(samples, allocsPerOp),
 				speedup(r, c.Name, impl.Name), strings.Join(other, ", "))
 		}
+	}
+	if memoryKeys == 0 {
+		return
 	}
 	fmt.Fprintf(w, "\nHeap per queued key with %d keys queued (keys not counted):\n\n", memoryKeys)
 	fmt.Fprintln(w, "| implementation | bytes/item |")
@@ -220,23 +258,81 @@ var colors = []color.Color{
 	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
 }
 
+// controllerPrefix begins the names of the controller-shaped cases, which
+// the chart shows in a panel of their own.
+const controllerPrefix = "controller/"
+
 // drawChart draws, for every case, one bar per implementation: its speedup
 // over client-go on a log scale, so that twice as fast and twice as slow are
-// bars of the same length, up and down from client-go's line.
+// bars of the same length, up and down from client-go's line. The
+// controller-shaped cases get a second panel below the others, so that
+// neither has more groups of bars than fit across the page.
 func drawChart(path string, cases []bench.Case, r results) error {
-	p := plot.New()
-	p.Title.Text = "Speedup over client-go's workqueue (higher is better)"
-	p.Y.Label.Text = "client-go time / implementation time"
-	var ticks []plot.Tick
-	for exp := -6; exp <= 6; exp++ {
-		ticks = append(ticks, plot.Tick{Value: float64(exp), Label: strconv.FormatFloat(math.Pow(2, float64(exp)), 'g', 3, 64) + "x"})
+	var basic, controller []bench.Case
+	for _, c := range cases {
+		if strings.HasPrefix(c.Name, controllerPrefix) {
+			controller = append(controller, c)
+		} else {
+			basic = append(basic, c)
+		}
 	}
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	var plots [][]*plot.Plot
+	panel := func(title string, cases []bench.Case, trim string) error {
+		if len(cases) == 0 {
+			return nil
+		}
+		p, err := speedupPlot(title, cases, r, trim)
+		if err != nil {
+			return err
+		}
+		plots = append(plots, []*plot.Plot{p})
+		return nil
+	}
+	if err := panel("Speedup over client-go's workqueue (higher is better)", basic, ""); err != nil {
+		return err
+	}
+	title := fmt.Sprintf("Controller-shaped: %d producers, %d workers; speedup in the time to a drained shutdown (higher is better)",
+		bench.ControllerProducers, bench.ControllerWorkers)
+	if err := panel(title, controller, controllerPrefix); err != nil {
+		return err
+	}
+	if len(plots) == 0 {
+		return nil
+	}
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(path)), ".")
+	c, err := draw.NewFormattedCanvas(12*vg.Inch, vg.Length(len(plots))*6*vg.Inch, format)
+	if err != nil {
+		return err
+	}
+	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(18)}
+	for i, canvases := range plot.Align(plots, tiles, draw.New(c)) {
+		plots[i][0].Draw(canvases[0])
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := c.WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// speedupPlot draws one panel of the chart, with the cases' names less
+// trim as the labels.
+func speedupPlot(title string, cases []bench.Case, r results, trim string) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.Y.Label.Text = "client-go time / implementation time"
 	p.Legend.Top = true
 
 	names := make([]string, len(cases))
 	for i, c := range cases {
-		names[i] = c.Name
+		names[i] = strings.TrimPrefix(c.Name, trim)
 	}
 	width := vg.Points(7)
 	low, high := -1.0, 1.0
@@ -250,7 +346,7 @@ func drawChart(path string, cases []bench.Case, r results) error {
 		}
 		bars, err := plotter.NewBarChart(values, width)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		bars.Color = colors[i%len(colors)]
 		bars.LineStyle.Width = 0
@@ -260,11 +356,13 @@ func drawChart(path string, cases []bench.Case, r results) error {
 	}
 	p.Add(plotter.NewGrid())
 	p.Y.Min, p.Y.Max = math.Floor(low), math.Ceil(high)+1 // room for the legend
+	var ticks []plot.Tick
+	for exp := p.Y.Min; exp <= p.Y.Max; exp++ {
+		ticks = append(ticks, plot.Tick{Value: exp, Label: strconv.FormatFloat(math.Pow(2, exp), 'g', 3, 64) + "x"})
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
 	p.NominalX(names...)
 	p.X.Tick.Label.Rotation = 0.6
 	p.X.Tick.Label.XAlign = -1
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	return p.Save(12*vg.Inch, 6*vg.Inch, path)
+	return p, nil
 }
