@@ -77,12 +77,15 @@ type rateLimitingQueue[T comparable] struct {
 	TypedDelayingInterface[T]
 	rateLimiter TypedRateLimiter[T]
 
-	// gate makes AddRateLimited's check of the shutdown flag, its call of
-	// the rate limiter and its add one step: AddRateLimited holds it
-	// shared, and a shutdown holds it alone while its flag changes, so no
-	// failure is recorded for an item that the shutdown then drops.
-	gate sync.RWMutex
-	// stopped is set, under gate, when a shutdown begins below a delaying
+	// mu makes AddRateLimited one step: its check of the shutdown flag, its
+	// call of the rate limiter and its add. Forget and NumRequeues take it
+	// too, so that none of them sees a failure recorded for an item not yet
+	// added, and a shutdown holds it while the flag changes, so that no
+	// failure is recorded for an item that the shutdown then drops. The
+	// limiters of this package serialize these calls on a lock of their
+	// own already.
+	mu sync.Mutex
+	// stopped is set, under mu, when a shutdown begins below a delaying
 	// queue that is not this package's, which begins its own shutdown only
 	// once its drain is called.
 	stopped bool
@@ -92,8 +95,8 @@ type rateLimitingQueue[T comparable] struct {
 // has begun it does nothing, and does not consult the rate limiter, so no
 // failure is recorded for an item that will never be retried.
 func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
-	q.gate.RLock()
-	defer q.gate.RUnlock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.stopped || q.ShuttingDown() {
 		return
 	}
@@ -102,31 +105,36 @@ func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
 
 // NumRequeues returns rateLimiter.NumRequeues(item).
 func (q *rateLimitingQueue[T]) NumRequeues(item T) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	return q.rateLimiter.NumRequeues(item)
 }
 
 // Forget calls rateLimiter.Forget(item).
 func (q *rateLimitingQueue[T]) Forget(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.rateLimiter.Forget(item)
 }
 
 // ShutDown shuts the delaying queue down; see [TypedDelayingInterface].
 func (q *rateLimitingQueue[T]) ShutDown() {
-	q.gate.Lock()
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.stopped = true
 	q.TypedDelayingInterface.ShutDown()
-	q.gate.Unlock()
 }
 
 // ShutDownWithDrain begins the delaying queue's shutdown, then drains it
-// with its ShutDownWithDrain, outside the gate, so that workers can still
-// call AddRateLimited (which does nothing) while the drain waits for them.
+// with its ShutDownWithDrain without holding mu, so that workers can still
+// call AddRateLimited (which does nothing) and Forget while the drain waits
+// for them.
 func (q *rateLimitingQueue[T]) ShutDownWithDrain() {
-	q.gate.Lock()
+	q.mu.Lock()
 	q.stopped = true
 	if s, ok := q.TypedDelayingInterface.(addStopper); ok {
 		s.stopAdds()
 	}
-	q.gate.Unlock()
+	q.mu.Unlock()
 	q.TypedDelayingInterface.ShutDownWithDrain()
 }
