@@ -1,0 +1,1123 @@
+package workqueue
+
+import (
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// This file checks that the queues are linearizable: that every history of
+// concurrent calls that a queue produces could also have been produced by
+// the calls one at a time, each taking effect at some instant between its
+// call and its return, on the obvious sequential queue (linState). Each
+// history runs a few workers and a shutdown goroutine on a fresh queue with
+// two or three keys, so that deduplication, the dirty mark and shutdown
+// collide, records when every call started and returned, and gives the
+// history to porcupine, which searches for such an order.
+//
+// ShutDownWithDrain does not take effect at one instant: it stops adds, then
+// waits. It is recorded as two operations over the same interval, drain-begin
+// (a ShutDown that releases no drain) and drain-end (legal once nothing is
+// queued or processing, or once a ShutDown has released drains).
+
+var (
+	linHistories = flag.Int("linhistories", 1500, "histories TestLinearizability checks per configuration (a fifth with -short)")
+	linSeed      = flag.Uint64("linseed", 0, "seed of the scripts of TestLinearizability; 0 picks one at random")
+	linVisDir    = flag.String("linvis", "", "directory for the HTML visualizations of rejected histories; empty means a new temporary directory")
+)
+
+// linMaxKeys is the most keys a history uses; the model keeps one bit per key.
+const linMaxKeys = 3
+
+var linKeyNames = [linMaxKeys]string{"a", "b", "c"}
+
+// linKeyIndex returns the index of a key, -1 for the zero value (what Get
+// returns at shutdown) and -2 for anything else, which no step accepts.
+func linKeyIndex(item string) int8 {
+	if item == "" {
+		return -1
+	}
+	for i, name := range linKeyNames {
+		if item == name {
+			return int8(i)
+		}
+	}
+	return -2
+}
+
+type linKind uint8
+
+const (
+	linAdd linKind = iota
+	linAddAfterZero
+	linAddAfterNegative
+	linAddRateLimited
+	linForget
+	linNumRequeues
+	linLen
+	linShuttingDown
+	linGet
+	linDone
+	linShutDown
+	// linDrain is what a plan asks for; the history records it as the two
+	// operations below.
+	linDrain
+	linDrainBegin
+	linDrainEnd
+)
+
+var linKindNames = [...]string{
+	linAdd: "Add", linAddAfterZero: "AddAfter0", linAddAfterNegative: "AddAfter-1", linAddRateLimited: "AddRateLimited",
+	linForget: "Forget", linNumRequeues: "NumRequeues", linLen: "Len", linShuttingDown: "ShuttingDown",
+	linGet: "Get", linDone: "Done", linShutDown: "ShutDown", linDrain: "ShutDownWithDrain",
+	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
+}
+
+// linInput is an operation's input: its kind and key, -1 for none. In a
+// worker's plan a Done has key -1: it marks the oldest item the worker holds.
+type linInput struct {
+	kind linKind
+	key  int8
+}
+
+// linOutput is what an operation returned: Get's item (key) and shutdown,
+// ShuttingDown's result (shutdown), Len's and NumRequeues' result (n).
+type linOutput struct {
+	key      int8
+	shutdown bool
+	n        int
+}
+
+func linKeyName(key int8) string {
+	switch {
+	case key >= 0:
+		return linKeyNames[key]
+	case key == -1:
+		return `""`
+	default:
+		return "?"
+	}
+}
+
+func linDescribe(in linInput, out linOutput) string {
+	name := linKindNames[in.kind]
+	switch in.kind {
+	case linGet:
+		if out.shutdown {
+			return fmt.Sprintf("Get() -> %s, shutdown", linKeyName(out.key))
+		}
+		return fmt.Sprintf("Get() -> %s", linKeyName(out.key))
+	case linLen:
+		return fmt.Sprintf("Len() -> %d", out.n)
+	case linNumRequeues:
+		return fmt.Sprintf("NumRequeues(%s) -> %d", linKeyName(in.key), out.n)
+	case linShuttingDown:
+		return fmt.Sprintf("ShuttingDown() -> %v", out.shutdown)
+	case linShutDown, linDrain, linDrainBegin, linDrainEnd:
+		return name + "()"
+	}
+	return fmt.Sprintf("%s(%s)", name, linKeyName(in.key))
+}
+
+// linState is the sequential queue: a value, so that porcupine can keep
+// states and compare them with ==. An item is in at most one of the FIFO and
+// the processing set; dirty items are processing items added again.
+type linState struct {
+	fifo       [linMaxKeys]int8
+	queued     int8
+	processing uint8 // bit per key
+	dirty      uint8 // bit per key
+	failures   [linMaxKeys]uint8
+	shutdown   bool
+	released   bool // a ShutDown has released every drain
+}
+
+func (s linState) add(key int8) linState {
+	bit := uint8(1) << key
+	switch {
+	case s.shutdown:
+	case s.processing&bit != 0:
+		s.dirty |= bit
+	case slices.Contains(s.fifo[:s.queued], key):
+	default:
+		s.fifo[s.queued] = key
+		s.queued++
+	}
+	return s
+}
+
+// step applies one operation with its output to s. It reports false if the
+// queue could not have returned out at this point.
+func (s linState) step(in linInput, out linOutput) (bool, linState) {
+	key := in.key
+	if key < 0 || key >= linMaxKeys {
+		switch in.kind {
+		case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone:
+			return false, s // a Done of something no Get returned
+		}
+	}
+	switch in.kind {
+	case linAdd, linAddAfterZero, linAddAfterNegative:
+		return true, s.add(key)
+	case linAddRateLimited:
+		if s.shutdown {
+			return true, s // the limiter is not consulted
+		}
+		s.failures[key]++
+		return true, s.add(key)
+	case linForget:
+		s.failures[key] = 0
+		return true, s
+	case linNumRequeues:
+		return out.n == int(s.failures[key]), s
+	case linLen:
+		return out.n == int(s.queued), s
+	case linShuttingDown:
+		return out.shutdown == s.shutdown, s
+	case linGet:
+		if out.shutdown {
+			return out.key == -1 && s.queued == 0 && s.shutdown, s
+		}
+		if s.queued == 0 || s.fifo[0] != out.key {
+			return false, s
+		}
+		copy(s.fifo[:], s.fifo[1:s.queued])
+		s.queued--
+		s.fifo[s.queued] = 0
+		s.processing |= 1 << out.key
+		return true, s
+	case linDone:
+		bit := uint8(1) << key
+		if s.processing&bit == 0 {
+			return true, s
+		}
+		s.processing &^= bit
+		if s.dirty&bit != 0 {
+			s.dirty &^= bit
+			s.fifo[s.queued] = key
+			s.queued++
+		}
+		return true, s
+	case linShutDown:
+		s.shutdown, s.released = true, true
+		return true, s
+	case linDrainBegin:
+		s.shutdown = true
+		return true, s
+	case linDrainEnd:
+		return s.released || s.shutdown && s.queued == 0 && s.processing == 0, s
+	}
+	panic(fmt.Sprintf("linState.step: unexpected operation %v", in.kind))
+}
+
+func (s linState) hash() uint64 {
+	h := uint64(s.queued) | uint64(s.processing)<<8 | uint64(s.dirty)<<16
+	for i := range linMaxKeys {
+		h |= uint64(s.fifo[i]&3) << (24 + 2*i)
+		h ^= uint64(s.failures[i]) << (32 + 8*i)
+	}
+	if s.shutdown {
+		h |= 1 << 30
+	}
+	if s.released {
+		h |= 1 << 31
+	}
+	return h
+}
+
+func (s linState) String() string {
+	var b strings.Builder
+	b.WriteString("queued [")
+	for i, key := range s.fifo[:s.queued] {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(linKeyNames[key])
+	}
+	b.WriteString("] processing {")
+	sep := ""
+	for key := range int8(linMaxKeys) {
+		if s.processing&(1<<key) != 0 {
+			b.WriteString(sep + linKeyNames[key])
+			if s.dirty&(1<<key) != 0 {
+				b.WriteString("*")
+			}
+			sep = " "
+		}
+	}
+	b.WriteString("}")
+	for key, n := range s.failures {
+		if n > 0 {
+			fmt.Fprintf(&b, " failures(%s)=%d", linKeyNames[key], n)
+		}
+	}
+	if s.released {
+		b.WriteString(" shut down")
+	} else if s.shutdown {
+		b.WriteString(" draining")
+	}
+	return b.String()
+}
+
+// linModel is the sequential specification for porcupine.
+var linModel = porcupine.Model{
+	Init: func() any { return linState{} },
+	Step: func(state, input, output any) (bool, any) {
+		return state.(linState).step(input.(linInput), output.(linOutput))
+	},
+	Hash: func(state any) uint64 { return state.(linState).hash() },
+	DescribeOperation: func(input, output any) string {
+		return linDescribe(input.(linInput), output.(linOutput))
+	},
+	DescribeState: func(state any) string { return state.(linState).String() },
+}
+
+// linSubject is the queue a history runs on. rl is nil for a queue without
+// the rate-limiting methods; typed is the core queue, whose invariant is
+// checked once the history has ended.
+type linSubject struct {
+	q     TypedInterface[string]
+	rl    TypedRateLimitingInterface[string]
+	typed *Typed[string]
+}
+
+// linLimiter is a rate limiter that delays nothing and counts failures.
+type linLimiter struct {
+	mu       sync.Mutex
+	failures map[string]int
+}
+
+func (l *linLimiter) When(item string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failures == nil {
+		l.failures = make(map[string]int)
+	}
+	l.failures[item]++
+	return 0
+}
+
+func (l *linLimiter) Forget(item string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.failures, item)
+}
+
+func (l *linLimiter) NumRequeues(item string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failures[item]
+}
+
+// linMetric and linMetricsProvider record metrics with atomics only, so
+// that they add no lock of their own to the histories.
+type linMetric struct{ v atomic.Int64 }
+
+func (m *linMetric) Inc()            { m.v.Add(1) }
+func (m *linMetric) Dec()            { m.v.Add(-1) }
+func (m *linMetric) Set(v float64)   { m.v.Store(int64(v)) }
+func (m *linMetric) Observe(float64) { m.v.Add(1) }
+
+type linMetricsProvider struct{}
+
+var _ DelayedItemsMetricsProvider = linMetricsProvider{}
+
+func (linMetricsProvider) NewDepthMetric(string) GaugeMetric            { return new(linMetric) }
+func (linMetricsProvider) NewAddsMetric(string) CounterMetric           { return new(linMetric) }
+func (linMetricsProvider) NewLatencyMetric(string) HistogramMetric      { return new(linMetric) }
+func (linMetricsProvider) NewWorkDurationMetric(string) HistogramMetric { return new(linMetric) }
+func (linMetricsProvider) NewUnfinishedWorkSecondsMetric(string) SettableGaugeMetric {
+	return new(linMetric)
+}
+func (linMetricsProvider) NewLongestRunningProcessorSecondsMetric(string) SettableGaugeMetric {
+	return new(linMetric)
+}
+func (linMetricsProvider) NewRetriesMetric(string) CounterMetric            { return new(linMetric) }
+func (linMetricsProvider) NewDelayedItemsMetric(string) SettableGaugeMetric { return new(linMetric) }
+
+// linSetup options: the ingredients of a configuration.
+type linSetup struct {
+	metrics      bool
+	custom       bool
+	rateLimiting bool
+}
+
+func (c linSetup) build() linSubject {
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+	config := TypedQueueConfig[string]{Clock: clock}
+	if c.metrics {
+		config.Name, config.MetricsProvider = "lin", linMetricsProvider{}
+	}
+	if c.custom {
+		config.Queue = DefaultQueue[string]() // custom storage, with FIFO order
+	}
+	typed := NewTypedWithConfig(config)
+	if !c.rateLimiting {
+		return linSubject{q: typed, typed: typed}
+	}
+	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
+		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
+	})
+	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
+		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying,
+	})
+	return linSubject{q: rl, rl: rl, typed: typed}
+}
+
+// linPlan is what the goroutines of one history do.
+type linPlan struct {
+	keys int
+	// workers are the scripts of the workers. A worker then marks done what
+	// it still holds, and gets and marks done items until Get reports
+	// shutdown, so that every drain ends.
+	workers [][]linInput
+	// shutters are the goroutines that shut the queue down; they never
+	// call Get.
+	shutters []linShutter
+	// trigger is how many worker operations start before the shutters go
+	// on; they go on earlier if every worker is waiting in Get or done.
+	// With trigger -1 they go on when every worker has run its script,
+	// whose Gets must then never wait: the history is sequential.
+	trigger int
+	// yield makes the goroutines call runtime.Gosched between operations
+	// at random, for other interleavings.
+	yield bool
+}
+
+type linShutter struct {
+	before []linInput // run before the trigger
+	after  []linInput // run after it: shutdowns and then checks
+}
+
+// randomLinPlan returns a plan for a queue with (rateLimiting) or without
+// the rate-limiting methods.
+func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
+	p := linPlan{keys: 2 + rng.IntN(linMaxKeys-1), yield: rng.IntN(2) == 0}
+	key := func() int8 { return int8(rng.IntN(p.keys)) }
+	type weighted struct {
+		kind   linKind
+		weight int
+	}
+	kinds := []weighted{{linAdd, 30}, {linGet, 25}, {linLen, 10}, {linShuttingDown, 4}}
+	if rateLimiting {
+		kinds = append(kinds, []weighted{{linAddAfterZero, 8}, {linAddAfterNegative, 4}, {linAddRateLimited, 12}, {linForget, 5}, {linNumRequeues, 10}}...)
+	}
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
+	}
+	pick := func(allowGet bool) linKind {
+		for {
+			r := rng.IntN(total)
+			for _, k := range kinds {
+				if r < k.weight {
+					if k.kind == linGet && !allowGet {
+						break
+					}
+					return k.kind
+				}
+				r -= k.weight
+			}
+		}
+	}
+	input := func(kind linKind) linInput {
+		switch kind {
+		case linLen, linShuttingDown, linGet, linShutDown, linDrain:
+			return linInput{kind: kind, key: -1}
+		}
+		return linInput{kind: kind, key: key()}
+	}
+
+	workers := 3
+	ops := 0
+	for range workers {
+		n := 8 + rng.IntN(5)
+		script := make([]linInput, 0, n)
+		held := 0
+		for range n {
+			if held > 0 && rng.IntN(3) == 0 {
+				script = append(script, linInput{kind: linDone, key: -1})
+				held--
+				continue
+			}
+			kind := pick(held < 2)
+			if kind == linGet {
+				held++
+			}
+			script = append(script, input(kind))
+		}
+		p.workers = append(p.workers, script)
+		ops += len(script)
+	}
+	p.trigger = rng.IntN(ops + 1)
+
+	checks := func() []linInput {
+		in := []linInput{input(linShuttingDown), input(linLen), input(linAdd)}
+		if rateLimiting {
+			in = append(in, input(linAddRateLimited))
+			for k := range p.keys {
+				in = append(in, linInput{kind: linNumRequeues, key: int8(k)})
+			}
+		}
+		return in
+	}
+	main := linShutter{}
+	for range rng.IntN(4) {
+		main.before = append(main.before, input(pick(false)))
+	}
+	for range rng.IntN(2) {
+		main.after = append(main.after, input(pick(false)))
+	}
+	var second *linShutter
+	switch rng.IntN(8) {
+	case 0, 1:
+		main.after = append(main.after, input(linShutDown))
+	case 2, 3:
+		main.after = append(main.after, input(linDrain))
+	case 4:
+		main.after = append(main.after, input(linShutDown), input(linDrain))
+	case 5:
+		main.after = append(main.after, input(linDrain), input(linShutDown))
+	case 6:
+		main.after = append(main.after, input(linDrain))
+		second = &linShutter{after: []linInput{input(linShutDown)}}
+	case 7:
+		main.after = append(main.after, input(linDrain))
+		second = &linShutter{after: []linInput{input(linDrain)}}
+	}
+	main.after = append(main.after, checks()...)
+	p.shutters = append(p.shutters, main)
+	if second != nil {
+		if rng.IntN(2) == 0 {
+			second.before = []linInput{input(pick(false))}
+		}
+		second.after = append(second.after, input(linShuttingDown))
+		p.shutters = append(p.shutters, *second)
+	}
+	return p
+}
+
+// linGate tells the shutters when to go on: once trigger worker operations
+// have started, or once every worker is waiting in Get or has finished, so
+// that a Get never waits for a shutdown that waits for it. With trigger -1,
+// once every worker has run its script.
+type linGate struct {
+	started atomic.Int64
+	trigger int64
+	// waiting is the number of workers still running in its high half and
+	// the number of them in Get in its low half.
+	waiting atomic.Int64
+	// scripts is the number of workers still running their scripts.
+	scripts atomic.Int64
+	once    sync.Once
+	ch      chan struct{}
+}
+
+func newLinGate(workers, trigger int) *linGate {
+	g := &linGate{trigger: int64(trigger), ch: make(chan struct{})}
+	g.waiting.Store(int64(workers) << 32)
+	g.scripts.Store(int64(workers))
+	if trigger == 0 {
+		g.fire()
+	}
+	return g
+}
+
+func (g *linGate) fire() { g.once.Do(func() { close(g.ch) }) }
+
+func (g *linGate) check(waiting int64) {
+	if g.trigger >= 0 && waiting&(1<<32-1) >= waiting>>32 {
+		g.fire()
+	}
+}
+
+func (g *linGate) scriptEnded() {
+	if g.scripts.Add(-1) == 0 && g.trigger < 0 {
+		g.fire()
+	}
+}
+
+func (g *linGate) opStarted() {
+	if g.started.Add(1) == g.trigger {
+		g.fire()
+	}
+}
+func (g *linGate) enterGet()    { g.check(g.waiting.Add(1)) }
+func (g *linGate) leaveGet()    { g.waiting.Add(-1) }
+func (g *linGate) workerEnded() { g.check(g.waiting.Add(-1 << 32)) }
+
+// linRun records one history.
+type linRun struct {
+	subject linSubject
+	plan    linPlan
+	clock   atomic.Int64
+	gate    *linGate
+	// arrived counts the goroutines at the starting line; they start
+	// together once all are there.
+	arrived atomic.Int32
+	clients int32
+	// logs holds each goroutine's operations; each goroutine appends to
+	// its own.
+	logs [][]porcupine.Operation
+	// runaway is set by a worker whose final loop got too many items: a
+	// queue that hands items out forever.
+	runaway atomic.Bool
+}
+
+// linTailLimit bounds the items a worker's final loop gets.
+const linTailLimit = 100
+
+// call runs one operation of client and records it.
+func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
+	if r.plan.yield && rng.IntN(3) == 0 {
+		runtime.Gosched()
+	}
+	q := r.subject.q
+	var key string
+	if in.key >= 0 {
+		key = linKeyNames[in.key]
+	}
+	var out linOutput
+	begin := r.clock.Add(1)
+	switch in.kind {
+	case linAdd:
+		q.Add(key)
+	case linAddAfterZero:
+		r.subject.rl.AddAfter(key, 0)
+	case linAddAfterNegative:
+		r.subject.rl.AddAfter(key, -time.Second)
+	case linAddRateLimited:
+		r.subject.rl.AddRateLimited(key)
+	case linForget:
+		r.subject.rl.Forget(key)
+	case linNumRequeues:
+		out.n = r.subject.rl.NumRequeues(key)
+	case linLen:
+		out.n = q.Len()
+	case linShuttingDown:
+		out.shutdown = q.ShuttingDown()
+	case linGet:
+		item, shutdown := q.Get()
+		out.key, out.shutdown = linKeyIndex(item), shutdown
+	case linDone:
+		q.Done(key)
+	case linShutDown:
+		q.ShutDown()
+	case linDrain:
+		q.ShutDownWithDrain()
+	default:
+		panic(fmt.Sprintf("linRun.call: unexpected operation %v", in.kind))
+	}
+	end := r.clock.Add(1)
+	record := func(in linInput) {
+		r.logs[client] = append(r.logs[client], porcupine.Operation{ClientId: client, Input: in, Call: begin, Output: out, Return: end})
+	}
+	if in.kind == linDrain {
+		record(linInput{kind: linDrainBegin, key: -1})
+		record(linInput{kind: linDrainEnd, key: -1})
+	} else {
+		record(in)
+	}
+	return out
+}
+
+// startLine waits until every goroutine of the history is running. A
+// channel closed for all would wake them one by one, and the first could
+// finish before the last is awake.
+func (r *linRun) startLine() {
+	r.arrived.Add(1)
+	for r.arrived.Load() < r.clients {
+		runtime.Gosched()
+	}
+}
+
+func (r *linRun) get(client int, rng *rand.Rand) linOutput {
+	r.gate.enterGet()
+	defer r.gate.leaveGet()
+	return r.call(client, linInput{kind: linGet, key: -1}, rng)
+}
+
+func (r *linRun) worker(client int, script []linInput, rng *rand.Rand) {
+	defer r.gate.workerEnded()
+	r.startLine()
+	var held []int8
+	for _, in := range script {
+		r.gate.opStarted()
+		switch in.kind {
+		case linGet:
+			if out := r.get(client, rng); !out.shutdown {
+				held = append(held, out.key)
+			}
+		case linDone:
+			if len(held) > 0 {
+				r.call(client, linInput{kind: linDone, key: held[0]}, rng)
+				held = held[1:]
+			}
+		default:
+			r.call(client, in, rng)
+		}
+	}
+	for _, key := range held {
+		r.call(client, linInput{kind: linDone, key: key}, rng)
+	}
+	r.gate.scriptEnded()
+	for range linTailLimit {
+		out := r.get(client, rng)
+		if out.shutdown {
+			return
+		}
+		r.call(client, linInput{kind: linDone, key: out.key}, rng)
+	}
+	r.runaway.Store(true)
+}
+
+func (r *linRun) shutter(client int, s linShutter, rng *rand.Rand) {
+	r.startLine()
+	for _, in := range s.before {
+		r.call(client, in, rng)
+	}
+	<-r.gate.ch
+	for _, in := range s.after {
+		r.call(client, in, rng)
+	}
+}
+
+// linHistoryTimeout bounds one history; a correct queue takes milliseconds.
+const linHistoryTimeout = time.Minute
+
+// runLinHistory runs plan on subject and returns the operations in the
+// order of their calls. The queue is shut down when it returns.
+func runLinHistory(t *testing.T, subject linSubject, plan linPlan, seed uint64) []porcupine.Operation {
+	t.Helper()
+	r := &linRun{
+		subject: subject,
+		plan:    plan,
+		gate:    newLinGate(len(plan.workers), plan.trigger),
+		clients: int32(len(plan.workers) + len(plan.shutters)),
+		logs:    make([][]porcupine.Operation, len(plan.workers)+len(plan.shutters)),
+	}
+	var wg sync.WaitGroup
+	for i, script := range plan.workers {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		wg.Go(func() { r.worker(i, script, rng) })
+	}
+	for i, s := range plan.shutters {
+		client := len(plan.workers) + i
+		rng := rand.New(rand.NewPCG(seed, uint64(client)))
+		wg.Go(func() { r.shutter(client, s, rng) })
+	}
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	timer := time.NewTimer(linHistoryTimeout)
+	defer timer.Stop()
+	select {
+	case <-finished:
+	case <-timer.C:
+		subject.q.ShutDown() // releases every Get and drain, unrecorded
+		<-finished
+		require.FailNowf(t, "history did not finish", "after %v; partial history:\n%s", linHistoryTimeout, formatLinHistory(r.operations()))
+	}
+	ops := r.operations()
+	require.Falsef(t, r.runaway.Load(), "a worker got more than %d items after its script:\n%s", linTailLimit, formatLinHistory(ops))
+	if subject.typed != nil {
+		require.NoError(t, verifyQueue(subject.typed), "the queue's invariant after the history:\n%s", formatLinHistory(ops))
+	}
+	return ops
+}
+
+func (r *linRun) operations() []porcupine.Operation {
+	ops := slices.Concat(r.logs...)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
+	return ops
+}
+
+func formatLinHistory(ops []porcupine.Operation) string {
+	var b strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&b, "  [%3d,%3d] client %d: %s\n", op.Call, op.Return, op.ClientId,
+			linDescribe(op.Input.(linInput), op.Output.(linOutput)))
+	}
+	return b.String()
+}
+
+// linCheckTimeout bounds porcupine's search on one history; the histories
+// here take it milliseconds.
+const linCheckTimeout = time.Minute
+
+// checkLinHistory reports whether porcupine finds ops linearizable. Unknown
+// (the search timed out) fails the test.
+func checkLinHistory(t *testing.T, ops []porcupine.Operation) bool {
+	t.Helper()
+	result := porcupine.CheckOperationsTimeout(linModel, ops, linCheckTimeout)
+	require.NotEqualf(t, porcupine.Unknown, result, "porcupine timed out on:\n%s", formatLinHistory(ops))
+	return result == porcupine.Ok
+}
+
+// linTempDir is the directory of a run's visualizations, made at the first:
+// not t.TempDir, which is removed when the failed test ends.
+var linTempDir = sync.OnceValues(func() (string, error) {
+	return os.MkdirTemp("", "workqueue-linearizability-")
+})
+
+// visualizeLinHistory writes porcupine's HTML view of ops, with the longest
+// orders it found, and returns the file's path.
+func visualizeLinHistory(t *testing.T, ops []porcupine.Operation, name string) string {
+	t.Helper()
+	_, info := porcupine.CheckOperationsVerbose(linModel, ops, linCheckTimeout)
+	dir := *linVisDir
+	if dir == "" {
+		var err error
+		dir, err = linTempDir()
+		require.NoError(t, err)
+	}
+	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name)+".html")
+	require.NoError(t, porcupine.VisualizePath(linModel, info, path))
+	return path
+}
+
+// linHistoryCount is the number of histories per configuration.
+func linHistoryCount() int {
+	if testing.Short() {
+		return max(*linHistories/5, 1)
+	}
+	return *linHistories
+}
+
+func linBaseSeed(t *testing.T) uint64 {
+	seed := *linSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("scripts from -linseed=%d", seed)
+	return seed
+}
+
+// TestLinearizability checks histories of concurrent calls on every
+// configuration of the queue. A failure prints the shortest rejected
+// history and writes porcupine's view of it.
+func TestLinearizability(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup linSetup
+	}{
+		{"queue", linSetup{}},
+		{"queue/custom storage", linSetup{custom: true}},
+		{"queue/metrics", linSetup{metrics: true}},
+		{"rate limiting", linSetup{rateLimiting: true}},
+		{"rate limiting/custom storage", linSetup{rateLimiting: true, custom: true}},
+		{"rate limiting/metrics", linSetup{rateLimiting: true, metrics: true}},
+	}
+	seed := linBaseSeed(t)
+	for ti, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			histories := linHistoryCount()
+			var (
+				operations    int
+				rejected      int
+				shortest      []porcupine.Operation
+				shortestIndex int
+			)
+			for h := range histories {
+				historySeed := seed + uint64(ti)<<32 + uint64(h)
+				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting)
+				ops := runLinHistory(t, tt.setup.build(), plan, historySeed)
+				operations += len(ops)
+				if !checkLinHistory(t, ops) {
+					rejected++
+					if shortest == nil || len(ops) < len(shortest) {
+						shortest, shortestIndex = ops, h
+					}
+				}
+			}
+			t.Logf("%d histories, %d operations, %d not linearizable", histories, operations, rejected)
+			if rejected == 0 {
+				return
+			}
+			path := visualizeLinHistory(t, shortest, t.Name())
+			assert.Failf(t, "not linearizable", "%d of %d histories are not linearizable; the shortest, history %d with %d operations (view: %s):\n%s",
+				rejected, histories, shortestIndex, len(shortest), path, formatLinHistory(shortest))
+		})
+	}
+}
+
+// linRefQueue is a queue written to be obviously right: one mutex, one
+// condition variable, the model's state in maps. With a bug set it is wrong
+// on purpose, to show that the checker notices.
+type linRefQueue struct {
+	mu         sync.Mutex
+	changed    *sync.Cond
+	fifo       []string
+	processing map[string]int // how many workers hold the item
+	dirty      map[string]bool
+	failures   map[string]int
+	shutdown   bool
+	released   bool
+	bug        linBug
+}
+
+type linBug uint8
+
+const (
+	linNoBug linBug = iota
+	// linBugDoubleHandout: an Add of a processing item queues it at once,
+	// so a second worker can get it while the first holds it.
+	linBugDoubleHandout
+	// linBugLoseDirty: an Add of a processing item is lost, so Done does
+	// not queue it again.
+	linBugLoseDirty
+)
+
+var _ TypedRateLimitingInterface[string] = (*linRefQueue)(nil)
+
+func newLinRefQueue(bug linBug) *linRefQueue {
+	q := &linRefQueue{processing: map[string]int{}, dirty: map[string]bool{}, failures: map[string]int{}, bug: bug}
+	q.changed = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *linRefQueue) Add(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.addLocked(item)
+}
+
+func (q *linRefQueue) addLocked(item string) {
+	switch {
+	case q.shutdown, slices.Contains(q.fifo, item):
+	case q.processing[item] > 0 && q.bug == linBugLoseDirty:
+	case q.processing[item] > 0 && q.bug != linBugDoubleHandout:
+		q.dirty[item] = true
+	default:
+		q.fifo = append(q.fifo, item)
+		q.changed.Broadcast()
+	}
+}
+
+// AddAfter supports the delays the histories use, zero or less, only.
+func (q *linRefQueue) AddAfter(item string, d time.Duration) {
+	if d > 0 {
+		panic("linRefQueue: AddAfter with a positive delay")
+	}
+	q.Add(item)
+}
+
+func (q *linRefQueue) AddRateLimited(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.shutdown {
+		q.failures[item]++
+		q.addLocked(item)
+	}
+}
+
+func (q *linRefQueue) Forget(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, item)
+}
+
+func (q *linRefQueue) NumRequeues(item string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failures[item]
+}
+
+func (q *linRefQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.fifo)
+}
+
+func (q *linRefQueue) Get() (string, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.fifo) == 0 && !q.shutdown {
+		q.changed.Wait()
+	}
+	if len(q.fifo) == 0 {
+		return "", true
+	}
+	item := q.fifo[0]
+	q.fifo = q.fifo[1:]
+	q.processing[item]++
+	return item, false
+}
+
+func (q *linRefQueue) Done(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.processing[item] == 0 {
+		return
+	}
+	if q.processing[item]--; q.processing[item] == 0 {
+		delete(q.processing, item)
+	}
+	if q.dirty[item] {
+		delete(q.dirty, item)
+		q.fifo = append(q.fifo, item)
+	}
+	q.changed.Broadcast()
+}
+
+func (q *linRefQueue) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdown, q.released = true, true
+	q.changed.Broadcast()
+}
+
+func (q *linRefQueue) ShutDownWithDrain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdown = true
+	q.changed.Broadcast()
+	for !q.released && (len(q.fifo) > 0 || len(q.processing) > 0) {
+		q.changed.Wait()
+	}
+}
+
+func (q *linRefQueue) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shutdown
+}
+
+// TestLinearizabilityCheckerCatchesBrokenQueues shows that the harness finds
+// real bugs: it runs histories on the reference queue, which must all pass,
+// and on two broken ones, which must each be caught. A fixed script that
+// any single worker could run catches both broken queues every time; the
+// random histories must catch them too, within a bound that random scripts
+// meet with overwhelming probability (each history gives every bug many
+// chances).
+func TestLinearizabilityCheckerCatchesBrokenQueues(t *testing.T) {
+	// Add a, Get a, Add a (now dirty), Len, Done a (queued again), Len.
+	scripted := linPlan{
+		keys: 1,
+		workers: [][]linInput{{
+			{kind: linAdd, key: 0}, {kind: linGet, key: -1}, {kind: linAdd, key: 0},
+			{kind: linLen, key: -1}, {kind: linDone, key: -1}, {kind: linLen, key: -1},
+		}},
+		shutters: []linShutter{{after: []linInput{{kind: linShutDown, key: -1}}}},
+		trigger:  -1,
+	}
+	const randomLimit = 200
+	tests := []struct {
+		name string
+		bug  linBug
+	}{
+		{"reference", linNoBug},
+		{"double handout", linBugDoubleHandout},
+		{"lost dirty mark", linBugLoseDirty},
+	}
+	seed := linBaseSeed(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := runLinHistory(t, linSubject{q: newLinRefQueue(tt.bug)}, scripted, seed)
+			assert.Equalf(t, tt.bug == linNoBug, checkLinHistory(t, ops), "scripted history:\n%s", formatLinHistory(ops))
+
+			histories := randomLimit
+			if tt.bug == linNoBug {
+				histories = linHistoryCount()
+			}
+			caught := 0
+			for h := range histories {
+				historySeed := seed + uint64(h)
+				q := newLinRefQueue(tt.bug)
+				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true)
+				ops := runLinHistory(t, linSubject{q: q, rl: q}, plan, historySeed)
+				if !checkLinHistory(t, ops) {
+					if tt.bug == linNoBug {
+						require.Failf(t, "reference queue rejected", "history %d (view: %s):\n%s", h, visualizeLinHistory(t, ops, t.Name()), formatLinHistory(ops))
+					}
+					caught = h + 1
+					break
+				}
+			}
+			if tt.bug != linNoBug {
+				require.NotZerof(t, caught, "no history of %d caught the bug", randomLimit)
+				t.Logf("caught by random history %d", caught)
+			}
+		})
+	}
+}
+
+// TestLinearizabilityModel checks the model and porcupine on hand-written
+// histories: operations with the same number run one after the other,
+// call i*10 to return i*10+5; overlap stretches an operation's return.
+func TestLinearizabilityModel(t *testing.T) {
+	type op struct {
+		in      linInput
+		out     linOutput
+		client  int
+		overlap int // extra length of the interval, to overlap later operations
+	}
+	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
+	get := func(key int8) op { return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key}} }
+	getShutdown := op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: -1, shutdown: true}}
+	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
+	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
+	requeues := func(key int8, n int) op {
+		return op{in: linInput{kind: linNumRequeues, key: key}, out: linOutput{n: n}}
+	}
+	rateLimited := func(key int8) op { return op{in: linInput{kind: linAddRateLimited, key: key}} }
+	shutDown := op{in: linInput{kind: linShutDown, key: -1}}
+	drain := func(overlap int) []op {
+		return []op{{in: linInput{kind: linDrainBegin, key: -1}, overlap: overlap}, {in: linInput{kind: linDrainEnd, key: -1}, overlap: overlap}}
+	}
+	overlapping := func(o op, by int) op { o.overlap = by; return o }
+
+	tests := []struct {
+		name  string
+		steps [][]op // steps[i] run at time i*10; the operations of one step overlap
+		want  bool
+	}{
+		{"fifo", [][]op{{add(0)}, {add(1)}, {add(0)}, {length(2)}, {get(0)}, {get(1)}, {length(0)}}, true},
+		{"fifo inverted", [][]op{{add(0)}, {add(1)}, {get(1)}}, false},
+		{"concurrent adds in either order", [][]op{{add(0), add(1)}, {get(1)}, {get(0)}}, true},
+		{"dirty item queued again by Done", [][]op{{add(0)}, {get(0)}, {add(0)}, {length(0)}, {done(0)}, {length(1)}, {get(0)}}, true},
+		{"dirty item handed out twice", [][]op{{add(0)}, {get(0)}, {add(0)}, {get(0)}}, false},
+		{"dirty mark lost", [][]op{{add(0)}, {get(0)}, {add(0)}, {done(0)}, {length(0)}}, false},
+		{"Len 0 after own Add", [][]op{{add(0)}, {length(0)}}, false},
+		{"Len during Add", [][]op{{overlapping(add(0), 10)}, {length(0)}}, true},
+		{"Get after shutdown drains", [][]op{{add(0)}, {shutDown}, {get(0)}, {getShutdown}}, true},
+		{"shutdown Get while queued", [][]op{{add(0)}, {shutDown}, {getShutdown}}, false},
+		{"Add after shutdown ignored", [][]op{{shutDown}, {add(0)}, {length(0)}, {getShutdown}}, true},
+		{"rate limited after shutdown records nothing", [][]op{{shutDown}, {rateLimited(0)}, {requeues(0, 0)}}, true},
+		{"rate limited dropped yet counted", [][]op{{overlapping(rateLimited(0), 10), shutDown}, {getShutdown}, {requeues(0, 1)}}, false},
+		{"drain waits for Done", [][]op{{add(0)}, {get(0)}, append(drain(10), done(0))}, true},
+		{"drain ends while processing", [][]op{{add(0)}, {get(0)}, drain(0), {done(0)}}, false},
+		{"drain released by ShutDown", [][]op{{add(0)}, {get(0)}, append(drain(10), shutDown)}, true},
+		{"drain ends while queued", [][]op{{add(0)}, drain(0), {get(0)}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var ops []porcupine.Operation
+			for i, step := range tt.steps {
+				for c, o := range step {
+					ops = append(ops, porcupine.Operation{
+						ClientId: c, Input: o.in, Output: o.out,
+						Call: int64(i * 10), Return: int64(i*10 + 5 + o.overlap),
+					})
+				}
+			}
+			assert.Equalf(t, tt.want, checkLinHistory(t, ops), "history:\n%s", formatLinHistory(ops))
+		})
+	}
+}
