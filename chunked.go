@@ -43,9 +43,10 @@ func (c *chunked[E]) push(e E) {
 // truncate removes the last element, clearing it for the garbage
 // collector, and lets go of chunks that are no longer needed, keeping one
 // spare so that a length going up and down across a boundary does not
-// allocate each time. The first chunk keeps its capacity (at most
-// chunkSize elements), so a length going up and down within it, as a
-// queue's does batch after batch, allocates nothing; reset lets go of it.
+// allocate each time. The first chunk keeps its capacity (append may round
+// it a little above chunkSize elements), so a length going up and down
+// within it, as a queue's does batch after batch, allocates nothing; reset
+// lets go of it.
 func (c *chunked[E]) truncate() {
 	c.n--
 	var zero E

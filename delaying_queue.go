@@ -39,7 +39,10 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	Clock clock.WithTicker
 
 	// Queue receives the items whose delay has ended. Nil means a new [Typed]
-	// queue with this config's name, provider and clock.
+	// queue with this config's name, provider and clock. A queue from
+	// outside this package begins its shutdown only in its own ShutDown or
+	// ShutDownWithDrain, so a drain of this layer refuses AddAfter with a
+	// delay a moment before it refuses Add.
 	Queue TypedInterface[T]
 }
 
@@ -144,31 +147,49 @@ func (q *delayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
 // Add.
 func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
 	if duration <= 0 {
-		if q.retries != nil && !q.queue.ShuttingDown() {
-			q.retries.Inc()
-		}
-		q.queue.Add(item)
+		q.addNow(item)
 		return
 	}
-	q.mu.Lock()
-	// An item put in the heap before the shutdown began is dropped by it:
-	// the same outcome as an AddAfter that came after.
-	if q.stopped || q.queue.ShuttingDown() {
-		q.mu.Unlock()
-		return
-	}
-	if q.retries != nil {
-		q.retries.Inc()
-	}
-	isFirst := q.waiting.add(item, q.readyAt(duration))
-	q.setDelayedGauge()
-	q.mu.Unlock()
-	if isFirst {
+	if q.waitFor(item, duration) {
 		select {
 		case q.wake <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// addNow adds item to the underlying queue and counts the retry if the add
+// was accepted. An underlying queue from outside this package does not
+// report that, so its flag is read before the add.
+func (q *delayingQueue[T]) addNow(item T) {
+	if adder, ok := q.queue.(tryAdder[T]); ok {
+		if adder.tryAdd(item) && q.retries != nil {
+			q.retries.Inc()
+		}
+		return
+	}
+	if q.retries != nil && !q.queue.ShuttingDown() {
+		q.retries.Inc()
+	}
+	q.queue.Add(item)
+}
+
+// waitFor puts item in the heap, to be added after delay, and reports
+// whether it is now the first to be ready. An item put in the heap before
+// the shutdown began is dropped by it: the same outcome as an AddAfter that
+// came after.
+func (q *delayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock() // a panic (an item that cannot be hashed) leaves it unlocked
+	if q.stopped || q.queue.ShuttingDown() {
+		return false
+	}
+	isFirst = q.waiting.add(item, q.readyAt(delay))
+	if q.retries != nil {
+		q.retries.Inc()
+	}
+	q.setDelayedGauge()
+	return isFirst
 }
 
 // ShutDown shuts the underlying queue down, which ignores adds from then

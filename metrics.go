@@ -62,7 +62,8 @@ type MetricsProvider interface {
 	// NewLongestRunningProcessorSecondsMetric: the age of the oldest item
 	// being processed, refreshed periodically.
 	NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric
-	// NewRetriesMetric: calls to AddAfter, which AddRateLimited makes.
+	// NewRetriesMetric: accepted calls to AddAfter, which AddRateLimited
+	// makes; calls after a shutdown began do not count.
 	NewRetriesMetric(name string) CounterMetric
 }
 

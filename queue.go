@@ -93,16 +93,17 @@ const (
 // Typed is a work queue; see the package documentation for its guarantees.
 // Create one with [NewTyped] or [NewTypedWithConfig]; the zero value is not
 // usable. All methods are safe for concurrent use, and each takes effect at
-// one instant while it holds the queue's one lock, so that any concurrent
-// history of calls is one that the calls made one at a time could produce
-// (Get and ShutDownWithDrain block outside that instant).
+// one instant, while it holds the queue's one lock (ShuttingDown reads a
+// flag written under it), so that any concurrent history of calls is one
+// that the calls made one at a time could produce (Get and
+// ShutDownWithDrain block outside that instant).
 //
 // One lock is the whole design. Per call it costs about 7 ns here, less
 // than the two hashes and the table walks: on a 2-core VM the Add/Get/Done
 // cycle took about 80 ns with a queue that sharded its records and
 // claimed items without a lock, and the lock-free parts bought nothing on
-// one goroutine and lost items under concurrency. Items are hashed before
-// the lock is taken, to keep the critical sections short.
+// one goroutine and lost items under concurrency. Add and Done hash the
+// item before they take the lock, to keep the critical sections short.
 type Typed[T comparable] struct {
 	mu sync.Mutex
 	// itemReady wakes Get callers: an item was queued or a shutdown began.
@@ -170,41 +171,51 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 // not queued again (custom storage is told through Touch); an item that is
 // being processed is queued again when it is marked done. After a shutdown
 // has begun, Add does nothing.
-func (q *Typed[T]) Add(item T) {
+func (q *Typed[T]) Add(item T) { q.tryAdd(item) }
+
+// tryAdd is Add; it reports whether the add was accepted, that is whether
+// no shutdown had begun, so that the delaying layer counts only accepted
+// retries.
+func (q *Typed[T]) tryAdd(item T) (accepted bool) {
 	hash := q.items.hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown.Load() {
-		return
+		return false
 	}
 	record, _ := q.items.lookup(item, hash)
 	switch {
 	case record == nil:
-		_, id := q.items.insert(item, hash, stateQueued)
-		q.push(item, id)
+		if q.custom != nil {
+			// Stored before the record is filed: a Push that panics
+			// leaves the queue as it was.
+			q.custom.Push(item)
+			q.items.insert(item, hash, stateQueued)
+		} else {
+			_, id := q.items.insert(item, hash, stateQueued)
+			q.order.Push(id)
+		}
+		q.wakeOne()
 	case record.val == stateQueued:
 		if q.custom != nil {
 			q.custom.Touch(item)
 		}
-		return
+		return true
 	case record.val == stateProcessing:
 		record.val = stateDirty
 	default: // dirty already
-		return
+		return true
 	}
 	if q.metrics != nil {
 		q.metrics.add(item)
 	}
+	return true
 }
 
-// push stores item, whose id in items is id, and wakes a Get caller if one
-// should take it. The caller holds mu.
-func (q *Typed[T]) push(item T, id int32) {
-	if q.custom != nil {
-		q.custom.Push(item)
-	} else {
-		q.order.Push(id)
-	}
+// wakeOne wakes a sleeping Get caller if one should take a newly queued
+// item: if more items are queued than wakeups are pending. The caller holds
+// mu.
+func (q *Typed[T]) wakeOne() {
 	if q.sleepingGets > q.wakeupsPending && q.queued() > q.wakeupsPending {
 		q.wakeupsPending++
 		q.itemReady.Signal()
@@ -275,18 +286,27 @@ func (q *Typed[T]) Done(item T) {
 	if record == nil || record.val == stateQueued {
 		return
 	}
-	q.processing--
+	// The state changes before the metrics, which are user code, are
+	// told, and a custom Push runs before anything changes: a panic in
+	// either leaves the queue consistent.
+	if record.val == stateDirty {
+		if q.custom != nil {
+			q.custom.Push(item)
+		} else {
+			q.order.Push(id)
+		}
+		record.val = stateQueued
+		q.processing--
+		q.wakeOne()
+	} else {
+		q.items.remove(id)
+		q.processing--
+		if q.drainWaiters > 0 && q.idle() {
+			q.drained.Broadcast()
+		}
+	}
 	if q.metrics != nil {
 		q.metrics.done(item)
-	}
-	if record.val == stateDirty {
-		record.val = stateQueued
-		q.push(item, id)
-		return
-	}
-	q.items.remove(id)
-	if q.drainWaiters > 0 && q.idle() {
-		q.drained.Broadcast()
 	}
 }
 
@@ -340,8 +360,8 @@ func (q *Typed[T]) stopAddsLocked() {
 	q.itemReady.Broadcast()
 }
 
-// ShuttingDown reports whether ShutDown or ShutDownWithDrain has been
-// called.
+// ShuttingDown reports whether a shutdown has begun: ShutDown or
+// ShutDownWithDrain of this queue or of a layer above it has been called.
 func (q *Typed[T]) ShuttingDown() bool {
 	return q.shuttingDown.Load()
 }
@@ -357,4 +377,10 @@ func (q *Typed[T]) stopMetrics() {
 // makes its own check-and-act atomic with that one instant.
 type addStopper interface {
 	stopAdds()
+}
+
+// tryAdder is implemented by Typed: an Add that reports whether it was
+// accepted.
+type tryAdder[T comparable] interface {
+	tryAdd(item T) bool
 }

@@ -38,7 +38,10 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	Clock clock.WithTicker
 
 	// DelayingQueue is the queue below this layer. Nil means a new delaying
-	// queue with this config's name, provider and clock.
+	// queue with this config's name, provider and clock. A delaying queue
+	// from outside this package begins its shutdown only in its own
+	// ShutDown or ShutDownWithDrain, so a shutdown of this layer refuses
+	// AddRateLimited a moment before that queue refuses Add.
 	DelayingQueue TypedDelayingInterface[T]
 }
 
@@ -71,8 +74,8 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 	}
 }
 
-// rateLimitingQueue starts no goroutine of its own, so the ShutDown and
-// ShutDownWithDrain it gets from the delaying queue are complete.
+// rateLimitingQueue starts no goroutine of its own: its shutdowns begin the
+// delaying queue's under its lock, then leave the rest to it.
 type rateLimitingQueue[T comparable] struct {
 	TypedDelayingInterface[T]
 	rateLimiter TypedRateLimiter[T]
@@ -83,7 +86,7 @@ type rateLimitingQueue[T comparable] struct {
 	// added, and a shutdown holds it while the flag changes, so that no
 	// failure is recorded for an item that the shutdown then drops. The
 	// limiters of this package serialize these calls on a lock of their
-	// own already.
+	// own already; a slow custom limiter serializes them here too.
 	mu sync.Mutex
 	// stopped is set, under mu, when a shutdown begins below a delaying
 	// queue that is not this package's, which begins its own shutdown only
@@ -117,11 +120,11 @@ func (q *rateLimitingQueue[T]) Forget(item T) {
 	q.rateLimiter.Forget(item)
 }
 
-// ShutDown shuts the delaying queue down; see [TypedDelayingInterface].
+// ShutDown begins the delaying queue's shutdown under mu, then shuts it
+// down without holding mu, so that workers calling Forget are not held up
+// while its goroutines are joined.
 func (q *rateLimitingQueue[T]) ShutDown() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.stopped = true
+	q.beginShutDown()
 	q.TypedDelayingInterface.ShutDown()
 }
 
@@ -130,11 +133,19 @@ func (q *rateLimitingQueue[T]) ShutDown() {
 // call AddRateLimited (which does nothing) and Forget while the drain waits
 // for them.
 func (q *rateLimitingQueue[T]) ShutDownWithDrain() {
+	q.beginShutDown()
+	q.TypedDelayingInterface.ShutDownWithDrain()
+}
+
+// beginShutDown is the instant at which the shutdown begins. A delaying
+// queue from outside this package begins its own only when it is shut
+// down; until then this layer refuses AddRateLimited while its Add and
+// AddAfter still add.
+func (q *rateLimitingQueue[T]) beginShutDown() {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	q.stopped = true
 	if s, ok := q.TypedDelayingInterface.(addStopper); ok {
 		s.stopAdds()
 	}
-	q.mu.Unlock()
-	q.TypedDelayingInterface.ShutDownWithDrain()
 }
