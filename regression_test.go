@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,18 +54,27 @@ func contenders(q TypedInterface[string], n int, body func()) {
 	wg.Wait()
 }
 
-// drainAll gets and finishes items until Get reports shutdown, returning
-// how often each was handed out.
-func drainAll(q TypedInterface[string]) map[string]int {
-	got := map[string]int{}
+// drainOrder gets and finishes items until Get reports shutdown, and
+// returns them in the order they were handed out.
+func drainOrder(q TypedInterface[string]) []string {
+	var order []string
 	for {
 		item, shutdown := q.Get()
 		if shutdown {
-			return got
+			return order
 		}
-		got[item]++
+		order = append(order, item)
 		q.Done(item)
 	}
+}
+
+// drainAll is drainOrder counting how often each item was handed out.
+func drainAll(q TypedInterface[string]) map[string]int {
+	got := map[string]int{}
+	for _, item := range drainOrder(q) {
+		got[item]++
+	}
+	return got
 }
 
 // 1. Two Adds of one item, both returned before ShutDown began: the item
@@ -112,15 +120,10 @@ func TestRegressionFIFOOrderOfAcknowledgedAdds(t *testing.T) {
 		})
 		q.ShutDown()
 		var order []string
-		for {
-			item, shutdown := q.Get()
-			if shutdown {
-				break
-			}
+		for _, item := range drainOrder(q) {
 			if item == "x" || item == "y" {
 				order = append(order, item)
 			}
-			q.Done(item)
 		}
 		require.Equal(t, []string{"x", "y"}, order, "round %d", round)
 	}
@@ -182,42 +185,13 @@ func TestRegressionNoDirtyMarkAfterShutDown(t *testing.T) {
 	}
 }
 
-// countingLimiter delays nothing and counts failures.
-type countingLimiter struct {
-	mu       sync.Mutex
-	failures map[string]int
-}
-
-func newCountingLimiter() *countingLimiter {
-	return &countingLimiter{failures: map[string]int{}}
-}
-
-func (l *countingLimiter) When(item string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.failures[item]++
-	return 0
-}
-
-func (l *countingLimiter) Forget(item string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.failures, item)
-}
-
-func (l *countingLimiter) NumRequeues(item string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.failures[item]
-}
-
 // 5. The layers shut down at one instant: an AddRateLimited that overlaps
 // ShutDown records a failure if and only if its item is queued, and an
 // AddAfter(x, 0) is never dropped while a later Add is accepted.
 func TestRegressionLayersShutDownAtOneInstant(t *testing.T) {
 	t.Run("AddRateLimited", func(t *testing.T) {
 		for round := range regressionRounds() {
-			limiter := newCountingLimiter()
+			limiter := &linLimiter{}
 			q := NewTypedRateLimitingQueue[string](limiter)
 			var handedOut map[string]int
 			var wg sync.WaitGroup
@@ -286,14 +260,5 @@ func TestRegressionPrefilledStorage(t *testing.T) {
 	q.Add("b") // queued already
 	require.NoError(t, verifyQueue(q))
 	q.ShutDown()
-	var order []string
-	for {
-		item, shutdown := q.Get()
-		if shutdown {
-			break
-		}
-		order = append(order, item)
-		q.Done(item)
-	}
-	assert.Equal(t, []string{"a", "b", "c"}, order)
+	assert.Equal(t, []string{"a", "b", "c"}, drainOrder(q))
 }
