@@ -93,20 +93,9 @@ const (
 // Typed is a work queue; see the package documentation for its guarantees.
 // Create one with [NewTyped] or [NewTypedWithConfig]; the zero value is not
 // usable. All methods are safe for concurrent use, and each takes effect at
-// one instant, while it holds the queue's one lock (ShuttingDown reads a
-// flag written under it), so that any concurrent history of calls is one
-// that the calls made one at a time could produce (Get and
-// ShutDownWithDrain block outside that instant).
-//
-// One lock is the whole design. On a 2-core VM the Add/Get/Done cycle
-// takes 74 ns, of which the three lock and unlock pairs are 36 ns
-// (BenchmarkCycleParts); an earlier build that sharded its records and
-// claimed items without a lock took 79 ns and lost items under
-// concurrency. Where the lock costs is many callers at once: with 64
-// producers and 64 workers on two cores, callers queue on the mutex and
-// the queue runs at 0.65x-0.91x client-go (the bench module's parallel
-// cases). Add and Done hash the item before they take the lock, to keep
-// the critical sections short.
+// one instant between its call and its return, so that any concurrent
+// history of calls is one that the calls made one at a time could produce
+// (Get and ShutDownWithDrain may block before that instant).
 type Typed[T comparable] struct {
 	mu sync.Mutex
 	// itemReady wakes Get callers: an item was queued or a shutdown began.
