@@ -63,6 +63,14 @@ func NewTypedDelayingQueue[T comparable]() TypedDelayingInterface[T] {
 	return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{})
 }
 
+// TypedNewDelayingQueue is NewTypedDelayingQueue under the name client-go
+// also exports, so that code using it compiles after switching.
+//
+// Deprecated: use NewTypedDelayingQueue, as in client-go.
+func TypedNewDelayingQueue[T comparable]() TypedDelayingInterface[T] {
+	return NewTypedDelayingQueue[T]()
+}
+
 // NewTypedDelayingQueueWithConfig returns a new delaying queue configured by
 // config. It starts one goroutine, which moves items to the underlying queue
 // when their delay ends; ShutDown and ShutDownWithDrain stop it and wait for
