@@ -124,8 +124,22 @@ func addKeys(queue workqueue.TypedRateLimitingInterface[string]) {
 	demo.pending.Wait()
 }
 
+// seriesMeaning says in one line what each workqueue metric family shows
+// in this demo.
+var seriesMeaning = map[string]string{
+	"workqueue_adds_total":                        "items that entered the queue (duplicates collapsed while queued do not count)",
+	"workqueue_delayed_items":                     "items waiting for their delay (AddAfter, AddRateLimited)",
+	"workqueue_depth":                             "items waiting to be handed out",
+	"workqueue_longest_running_processor_seconds": "age of the oldest item being reconciled",
+	"workqueue_queue_duration_seconds":            "seconds items waited between Add and Get (sum, count)",
+	"workqueue_retries_total":                     "AddAfter calls: retries with backoff and delayed adds",
+	"workqueue_unfinished_work_seconds":           "summed age of the items being reconciled",
+	"workqueue_work_duration_seconds":             "seconds from Get to Done (sum, count)",
+}
+
 // printWorkqueueSeries scrapes url and prints the workqueue series, leaving
-// out histogram buckets for brevity.
+// out histogram buckets for brevity, with a line above each metric saying
+// what it shows.
 func printWorkqueueSeries(out io.Writer, url string) error {
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	resp, err := client.Get(url)
@@ -137,11 +151,21 @@ func printWorkqueueSeries(out io.Writer, url string) error {
 		return errors.New("scrape: " + resp.Status)
 	}
 	scanner := bufio.NewScanner(resp.Body)
+	lastFamily := ""
 	for scanner.Scan() {
 		line := scanner.Text()
-		if strings.HasPrefix(line, "workqueue_") && !strings.Contains(line, "_bucket{") {
-			fmt.Fprintln(out, line)
+		if !strings.HasPrefix(line, "workqueue_") || strings.Contains(line, "_bucket{") {
+			continue
 		}
+		family, _, _ := strings.Cut(line, "{")
+		family = strings.TrimSuffix(strings.TrimSuffix(family, "_sum"), "_count")
+		if family != lastFamily {
+			if meaning, ok := seriesMeaning[family]; ok {
+				fmt.Fprintln(out, "# "+meaning)
+			}
+			lastFamily = family
+		}
+		fmt.Fprintln(out, line)
 	}
 	return scanner.Err()
 }

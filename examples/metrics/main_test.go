@@ -27,4 +27,7 @@ func TestRun(t *testing.T) {
 	} {
 		assert.Contains(t, out.String(), want+"\n")
 	}
+	for family, meaning := range seriesMeaning {
+		assert.Contains(t, out.String(), "# "+meaning+"\n"+family, "the line above %s", family)
+	}
 }
