@@ -40,13 +40,21 @@ func main() {
 	quick := flag.Bool("quick", false, "smaller cases, shorter and fewer runs: about a minute")
 	reps := flag.Int("reps", 0, "runs of every measurement (default 5, or 3 with -quick)")
 	benchtime := flag.Duration("benchtime", 0, "target time of one measurement (default 300ms, or 30ms with -quick); the controller cases get a third of it")
-	out := flag.String("out", filepath.Join("docs", "bench.svg"), "chart to write; empty for none")
+	out := flag.String("out", "", "chart to write; none for no chart (default docs/bench.svg, or bench-quick.svg in the temporary directory with -quick, so that a quick run leaves the checkout clean)")
 	run := flag.String("run", "", "regular expression: run only the cases whose names match it, and the memory measurement only if \"memory\" does")
 	flag.Parse()
 
 	memoryKeys := 1_000_000
 	if *quick {
 		memoryKeys = 100_000
+	}
+	switch {
+	case *out == "none":
+		*out = ""
+	case *out == "" && *quick:
+		*out = filepath.Join(os.TempDir(), "bench-quick.svg")
+	case *out == "":
+		*out = filepath.Join("docs", "bench.svg")
 	}
 	if *reps == 0 {
 		*reps = map[bool]int{false: 5, true: 3}[*quick]
