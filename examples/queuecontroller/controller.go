@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,6 +45,10 @@ type controller struct {
 	queue        workqueue.TypedRateLimitingInterface[request]
 	commandQueue workqueue.TypedRateLimitingInterface[Command]
 
+	// The queues' rate limiters, which note when retries fall due.
+	requestRetries *retryTracker[request]
+	commandRetries *retryTracker[Command]
+
 	pgMutex   sync.RWMutex
 	podGroups map[string]map[string]struct{} // queue name -> PodGroup keys
 	queues    map[string]bool                // queues that exist: their gauges may be set
@@ -53,25 +58,31 @@ type controller struct {
 	config   controllerConfig
 }
 
+// The work queues' names, the label name of their workqueue_* metrics.
+const (
+	requestQueueName = "queue"
+	commandQueueName = "command"
+)
+
 func newController(store *Store, config controllerConfig) *controller {
 	provider := wqprometheus.NewProvider(config.registry)
 	newQueue := func(name string) workqueue.TypedRateLimitingQueueConfig[request] {
 		return workqueue.TypedRateLimitingQueueConfig[request]{Name: name, MetricsProvider: provider}
 	}
 	c := &controller{
-		store:     store,
-		client:    newFaultyClient(store, config.failureRate, config.seed),
-		podGroups: make(map[string]map[string]struct{}),
-		queues:    make(map[string]bool),
-		metrics:   newQueueMetrics(config.registry),
-		timeline:  config.timeline,
-		config:    config,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[request](), newQueue("queue")),
-		commandQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[Command](),
-			workqueue.TypedRateLimitingQueueConfig[Command]{Name: "command", MetricsProvider: provider}),
+		store:          store,
+		client:         newFaultyClient(store, config.failureRate, config.seed),
+		podGroups:      make(map[string]map[string]struct{}),
+		queues:         make(map[string]bool),
+		metrics:        newQueueMetrics(config.registry),
+		timeline:       config.timeline,
+		config:         config,
+		requestRetries: newRetryTracker(workqueue.DefaultTypedControllerRateLimiter[request]()),
+		commandRetries: newRetryTracker(workqueue.DefaultTypedControllerRateLimiter[Command]()),
 	}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[request](c.requestRetries, newQueue(requestQueueName))
+	c.commandQueue = workqueue.NewTypedRateLimitingQueueWithConfig[Command](c.commandRetries,
+		workqueue.TypedRateLimitingQueueConfig[Command]{Name: commandQueueName, MetricsProvider: provider})
 	store.Queues.watch(EventHandler[Queue]{OnAdd: c.addQueue, OnUpdate: c.updateQueue, OnDelete: c.deleteQueue})
 	store.PodGroups.watch(EventHandler[PodGroup]{OnAdd: c.addPodGroup, OnUpdate: c.updatePodGroup, OnDelete: c.deletePodGroup})
 	store.Commands.watch(EventHandler[Command]{OnAdd: c.addCommand}) // commands are one-shot: adds only
@@ -106,7 +117,7 @@ func (c *controller) reconcileRequest(_ context.Context, req request) (workqueue
 func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue.Result, error) {
 	err := c.handleCommand(cmd)
 	if err != nil {
-		c.timeline.failure("command "+cmd.Key(), err)
+		c.timeline.failure(commandName(cmd), err)
 	}
 	return workqueue.Result{}, err
 }
@@ -116,12 +127,18 @@ func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue
 func (c *controller) requestGivenUp(req request, err error) {
 	c.timeline.event(req.QueueName, eventWarning, string(req.Action),
 		fmt.Sprintf("gave up after %d retries: %v", c.config.maxRequeueNum, err))
+	c.timeline.gaveUp(req.String())
 }
 
-// commandGivenUp drops the command; as in the seed, no event is recorded.
+// commandGivenUp drops the command; as in the seed, no event is recorded,
+// but the timeline shows it.
 func (c *controller) commandGivenUp(cmd Command, err error) {
 	c.config.logger.Warn("dropping command", "command", cmd.Key(), "error", err)
+	c.timeline.commandGivenUp(commandName(cmd), c.config.maxRequeueNum, err)
 }
+
+// commandName spells a command as the timeline does.
+func commandName(cmd Command) string { return "command " + cmd.Key() }
 
 // handleQueue performs req's action in the state the queue is in. A queue
 // that no longer exists needs nothing.
@@ -241,9 +258,19 @@ func (c *controller) untrackPodGroup(queueName, key string) {
 	delete(c.podGroups[queueName], key)
 }
 
-// activity reports whether the controller has work (a request or command
-// queued, waiting for a retry, or being reconciled) and how many items its
-// work queues have handed out so far.
-func (c *controller) activity() (busy bool, gets uint64, err error) {
-	return c.metrics.workqueueActivity("queue", "command")
+// activity reads what the controller's work queues hold and have handed
+// out so far.
+func (c *controller) activity() (workqueueActivity, error) {
+	return c.metrics.workqueueActivity(requestQueueName, commandQueueName)
+}
+
+// waitingRetries returns how many retries the work queues hold for later
+// than now, and the first of them.
+func (c *controller) waitingRetries(now time.Time) (n int, first pendingRetry) {
+	n, first = c.requestRetries.waiting(now, request.String)
+	nc, firstCommand := c.commandRetries.waiting(now, commandName)
+	if nc > 0 && (n == 0 || firstCommand.in < first.in) {
+		first = firstCommand
+	}
+	return n + nc, first
 }

@@ -8,6 +8,12 @@
 // Flags choose the number of workers per work queue, the failure rate, the
 // retry limit and a loopback address to serve /metrics on (-serve), in
 // which case it keeps serving after the scenario until interrupted.
+//
+// A request or command given up after -max-requeue retries is reported, and
+// a step waiting for something the give-up made impossible goes on; the
+// scenario stops if the controller has nothing left to do but wait out a
+// backoff longer than 5 s. The exit status is 0 when the scenario played out
+// as scripted and 1 otherwise, with the reason on stderr.
 package main
 
 import (
@@ -39,6 +45,10 @@ type options struct {
 	maxRequeueNum int
 	serve         string // loopback address for /metrics; "" for none
 	verbose       bool
+	// retryWaitLimit stops the scenario when the controller has nothing to
+	// do but wait longer than this for a retry; 0, for tests on a fake
+	// clock, waits however long.
+	retryWaitLimit time.Duration
 }
 
 func main() {
@@ -49,14 +59,29 @@ func main() {
 	flag.IntVar(&o.maxRequeueNum, "max-requeue", -1, "retries of a failing request before giving up with a warning event; -1 for unlimited")
 	flag.StringVar(&o.serve, "serve", "", "loopback address (e.g. 127.0.0.1:9090) to serve /metrics on, until interrupted")
 	flag.BoolVar(&o.verbose, "v", false, "log every failed reconcile to stderr")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: queuecontroller [flags]\n\n"+exitStatusHelp+"\n", retryWaitLimit)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
+	o.retryWaitLimit = retryWaitLimit
 
+	log.SetFlags(0)
+	log.SetPrefix("queuecontroller: ")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Stdout, o); err != nil {
 		log.Fatal(err)
 	}
 }
+
+const exitStatusHelp = `Plays the scenario and prints the timeline and the final status.
+Exit status 0 when the scenario played out as scripted; 1 when it did not
+(a request or command given up after -max-requeue retries, or the scenario
+stopped because the controller had nothing left but a backoff longer than
+%v, or was interrupted) or could not start, with the reason on stderr;
+2 for a flag it does not know.
+`
 
 func (o options) validate() error {
 	switch {
@@ -116,22 +141,27 @@ func run(ctx context.Context, out io.Writer, o options) error {
 		close(stopped)
 	}()
 
-	err := playScenario(out, store, ctrl, tl)
+	result := playScenario(ctx, out, store, ctrl, tl, o.retryWaitLimit)
 	stopController()
 	<-stopped
-	if err != nil {
-		return err
-	}
 
-	fmt.Fprintf(out, "\n%d events, %d failed reconciles retried or given up\n\n", len(tl.recorded()), tl.failureCount())
+	fmt.Fprintf(out, "\n%d events, %d failed reconciles retried or given up\n", len(tl.recorded()), tl.failureCount())
+	incomplete := newIncompleteError(result, tl.givenUpSince(0), o.maxRequeueNum)
+	if incomplete != nil {
+		incomplete.report(out)
+	}
+	fmt.Fprintln(out)
 	printStatus(out, store)
 	fmt.Fprintln(out)
 	if err := printQueueGauges(out, registry); err != nil {
 		return err
 	}
-	if server != nil {
+	if server != nil && ctx.Err() == nil {
 		fmt.Fprintln(out, "\nserving /metrics until interrupted")
 		<-ctx.Done()
+	}
+	if incomplete != nil {
+		return incomplete
 	}
 	return nil
 }
@@ -143,7 +173,11 @@ type scenarioStep struct {
 	title string
 	do    func(s *Store) error
 	wait  func(tl *timeline) bool
-	show  bool // print the status table after the step
+	until string // what wait waits for, in words
+	// waitsOn names the requests and commands (as the timeline spells them)
+	// whose give-up makes wait unreachable.
+	waitsOn []string
+	show    bool // print the status table after the step
 }
 
 var scenario = []scenarioStep{
@@ -197,7 +231,9 @@ var scenario = []scenarioStep{
 		do: func(s *Store) error {
 			return s.Commands.create(Command{Namespace: "admin", Name: "open-dev", TargetKind: "Queue", TargetName: "dev", Action: OpenQueueAction})
 		},
-		wait: func(tl *timeline) bool { return tl.failedWith("dev/OpenQueue", "parent team-a is Closed") }},
+		wait:    func(tl *timeline) bool { return tl.failedWith("dev/OpenQueue", "parent team-a is Closed") },
+		until:   "dev's open refused while team-a is Closed",
+		waitsOn: []string{"command admin/open-dev", "dev/OpenQueue"}},
 	{title: "a Command opens team-a: dev and prod, closed by their parent, open with it",
 		do: func(s *Store) error {
 			return s.Commands.create(Command{Namespace: "admin", Name: "open-team-a", TargetKind: "Queue", TargetName: "team-a", Action: OpenQueueAction})
@@ -224,79 +260,6 @@ func setPhase(s *Store, key string, phase PodGroupPhase) error {
 	pg.Phase = phase
 	_, err = s.PodGroups.update(pg)
 	return err
-}
-
-// settleTimeout bounds how long a step waits for the controller.
-const settleTimeout = time.Minute
-
-// playScenario runs the steps, waiting after each until the controller is
-// idle (or the step's condition holds).
-func playScenario(out io.Writer, store *Store, ctrl *controller, tl *timeline) error {
-	for _, step := range scenario {
-		tl.step(step.title)
-		if err := step.do(store); err != nil {
-			return fmt.Errorf("%s: %w", step.title, err)
-		}
-		done := func() (bool, error) { return step.wait(tl), nil }
-		if step.wait == nil {
-			done = settled(store, ctrl)
-		}
-		if err := waitFor(done); err != nil {
-			return fmt.Errorf("%s: %w", step.title, err)
-		}
-		if step.show {
-			fmt.Fprintln(out)
-			printStatus(out, store)
-		}
-	}
-	return nil
-}
-
-// settled returns a check that holds once the controller has had nothing to
-// do on quietChecks checks in a row, with nothing written to the store and
-// nothing handed out by its work queues in between.
-func settled(store *Store, ctrl *controller) func() (bool, error) {
-	type snapshot struct {
-		revision int64
-		gets     uint64
-	}
-	var last snapshot
-	quiet := 0
-	return func() (bool, error) {
-		busy, gets, err := ctrl.activity()
-		if err != nil {
-			return false, err
-		}
-		now := snapshot{store.Revision(), gets}
-		switch {
-		case busy:
-			quiet = 0
-		case quiet > 0 && now == last:
-			quiet++
-		default:
-			quiet = 1
-		}
-		last = now
-		return quiet >= quietChecks, nil
-	}
-}
-
-// quietChecks is how many idle checks in a row, 5 ms apart, make the
-// controller settled.
-const quietChecks = 3
-
-func waitFor(done func() (bool, error)) error {
-	deadline := time.Now().Add(settleTimeout)
-	for {
-		ok, err := done()
-		if ok || err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("controller did not settle within %v", settleTimeout)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // printStatus prints every queue, in tree order, with its state,

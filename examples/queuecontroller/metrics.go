@@ -50,34 +50,78 @@ func (m *queueMetrics) delete(queueName string) {
 	}
 }
 
-// workqueueActivity reads, in one gather, the workqueue metrics of the
-// named work queues: whether any of them has an item queued, waiting for a
-// retry or being processed, and how many items they have handed out so far.
-// Every one of these figures changes under the work queue's own lock as an
-// item moves, so no item is ever missing from all of them; gets, which only
-// grows, tells two readings with no hand-out between them apart.
-func (m *queueMetrics) workqueueActivity(names ...string) (busy bool, gets uint64, err error) {
+// workqueueFigures are one work queue's workqueue_* metrics, as a scrape
+// of /metrics shows them.
+type workqueueFigures struct {
+	depth   int    // items waiting to be handed out
+	delayed int    // items waiting for a retry's backoff
+	gets    uint64 // items handed out: one queue_duration observation each
+	dones   uint64 // items marked done: one work_duration observation each
+}
+
+// workqueueFigures reads, in one gather, the workqueue metrics of every
+// work queue, by name.
+func (m *queueMetrics) workqueueFigures() (map[string]workqueueFigures, error) {
 	families, err := m.registry.Gather()
 	if err != nil {
-		return false, 0, err
+		return nil, err
 	}
-	var dones uint64
+	figures := make(map[string]workqueueFigures)
 	for _, family := range families {
 		for _, metric := range family.GetMetric() {
-			if !slices.ContainsFunc(metric.GetLabel(), func(l *dto.LabelPair) bool {
-				return l.GetName() == "name" && slices.Contains(names, l.GetValue())
-			}) {
+			i := slices.IndexFunc(metric.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "name" })
+			if i < 0 {
 				continue
 			}
+			name := metric.GetLabel()[i].GetValue()
+			f := figures[name]
 			switch family.GetName() {
-			case "workqueue_depth", "workqueue_delayed_items":
-				busy = busy || metric.GetGauge().GetValue() != 0
+			case "workqueue_depth":
+				f.depth = int(metric.GetGauge().GetValue())
+			case "workqueue_delayed_items":
+				f.delayed = int(metric.GetGauge().GetValue())
 			case "workqueue_queue_duration_seconds": // observed by every Get
-				gets += metric.GetHistogram().GetSampleCount()
+				f.gets = metric.GetHistogram().GetSampleCount()
 			case "workqueue_work_duration_seconds": // observed by every Done
-				dones += metric.GetHistogram().GetSampleCount()
+				f.dones = metric.GetHistogram().GetSampleCount()
+			default:
+				continue
 			}
+			figures[name] = f
 		}
 	}
-	return busy || gets != dones, gets, nil
+	return figures, nil
+}
+
+// workqueueActivity is what the controller's work queues are doing, summed
+// over them.
+type workqueueActivity struct {
+	queued   int    // items waiting to be handed out
+	delayed  int    // items waiting for a retry's backoff
+	inFlight int    // items handed out and not yet done
+	gets     uint64 // items handed out so far; it only grows
+}
+
+// busy reports whether an item is queued, waiting for a retry or being
+// processed.
+func (a workqueueActivity) busy() bool { return a.queued > 0 || a.delayed > 0 || a.inFlight > 0 }
+
+// workqueueActivity reads, in one gather, what the named work queues are
+// doing. Every one of these figures changes under the work queue's own lock
+// as an item moves, so no item is ever missing from all of them; gets, which
+// only grows, tells two readings with no hand-out between them apart.
+func (m *queueMetrics) workqueueActivity(names ...string) (workqueueActivity, error) {
+	figures, err := m.workqueueFigures()
+	if err != nil {
+		return workqueueActivity{}, err
+	}
+	var a workqueueActivity
+	for _, name := range names {
+		f := figures[name]
+		a.queued += f.depth
+		a.delayed += f.delayed
+		a.inFlight += int(f.gets - f.dones)
+		a.gets += f.gets
+	}
+	return a, nil
 }

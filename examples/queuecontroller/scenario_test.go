@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,4 +125,147 @@ func TestOptionsValidate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// outcome is how a run of the scenario can end.
+type outcome int
+
+const (
+	completes outcome = 1 << iota // as scripted: nil error, the final status
+	givesUp                       // went on after giving up on requests or commands
+	stops                         // stopped: nothing left but a backoff past retryWaitLimit
+	invalid                       // the options were refused
+)
+
+// scenarioBound is how long, on synctest's clock, any run may take. The
+// slowest, -failure-rate 0.9 -max-requeue 10, goes through every step with
+// backoffs of up to 2.56 s for each of its requests and takes 20 to 55 s.
+const scenarioBound = 3 * time.Minute
+
+// TestScenarioEndsOnAnyFlags plays the scenario with failure rates and retry
+// limits that give requests up, or retry them for ever, as the command line
+// would (with its retryWaitLimit), and checks that every run ends within
+// scenarioBound with the outcome its flags allow: the scripted final status
+// when nothing was given up, a "gave up" report otherwise, a "stopped"
+// report when only an ever longer backoff was left.
+func TestScenarioEndsOnAnyFlags(t *testing.T) {
+	tests := []struct {
+		failureRate   float64
+		maxRequeueNum int
+		want          outcome // the outcomes allowed
+		oneWorker     bool    // slow (all those backoffs): run with 1 worker only
+	}{
+		{0, -1, completes, false},
+		{0, 0, givesUp, false}, // the refused open of dev is not retried
+		{0, 2, completes | givesUp, false},
+		{0, 10, completes, false},
+		{0.3, -1, completes, false},
+		{0.3, 0, givesUp, false},
+		{0.3, 2, completes | givesUp, false},
+		{0.3, 10, completes, false},
+		{0.9, -1, stops, false},
+		{0.9, 0, givesUp, false},
+		{0.9, 2, givesUp, false}, // issue 18: this hung for a minute
+		{0.9, 10, givesUp, true},
+		{1, -1, invalid, false},
+		{1, 0, invalid, false},
+		{1, 2, invalid, false},
+		{1, 10, invalid, false},
+	}
+	for _, tt := range tests {
+		workerCounts := []int{1, 4}
+		if tt.oneWorker {
+			workerCounts = workerCounts[:1]
+		}
+		for _, workers := range workerCounts {
+			name := fmt.Sprintf("failure-rate=%g/max-requeue=%d/workers=%d", tt.failureRate, tt.maxRequeueNum, workers)
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ctx, cancel := context.WithTimeout(t.Context(), scenarioBound)
+					defer cancel()
+					o := options{workers: workers, failureRate: tt.failureRate, seed: 1, maxRequeueNum: tt.maxRequeueNum, retryWaitLimit: retryWaitLimit}
+					var out bytes.Buffer
+					start := time.Now()
+					err := run(ctx, &out, o)
+					elapsed := time.Since(start)
+					require.NotErrorIs(t, err, context.DeadlineExceeded, "still running after %v:\n%s", scenarioBound, out.String())
+					assert.Less(t, elapsed, scenarioBound)
+
+					got := outcomeOf(t, err, out.String())
+					require.NotZero(t, got&tt.want, "outcome %v not allowed; error: %v\n%s", got, err, out.String())
+					t.Logf("%v after %v on the fake clock: %v", got, elapsed, err)
+				})
+			})
+		}
+	}
+}
+
+func (o outcome) String() string {
+	return map[outcome]string{completes: "completes", givesUp: "gives up", stops: "stops", invalid: "invalid"}[o]
+}
+
+// outcomeOf tells how a run ended and checks that its output and error say
+// so clearly.
+func outcomeOf(t *testing.T, err error, out string) outcome {
+	t.Helper()
+	if err == nil {
+		checkScenarioOutput(t, out)
+		assert.NotContains(t, out, "gave up")
+		assert.NotContains(t, out, "!! ")
+		return completes
+	}
+	var incomplete *incompleteError
+	if !errors.As(err, &incomplete) {
+		assert.Empty(t, out, "a refused option plays nothing")
+		assert.Contains(t, err.Error(), "-failure-rate 1: need 0 <= rate < 1")
+		return invalid
+	}
+	assert.Contains(t, err.Error(), "the scenario did not play out as scripted: ")
+	assert.Contains(t, out, "\nso the status below may not be the scripted one\n\nQUEUE ")
+	for _, step := range incomplete.unreached {
+		assert.Contains(t, out, "!! not reached: "+step.until+": "+step.why+"; going on")
+		assert.Contains(t, out, "\nnot reached in "+step.step+": ")
+		assert.Contains(t, err.Error(), step.step+"'s condition not reached")
+	}
+	if incomplete.stopped != nil {
+		assert.Regexp(t, `nothing to do but wait \d+(\.\d+)?s to retry \S+, which failed \d+ times in a row; lower -failure-rate or set -max-requeue`, err.Error())
+		assert.Contains(t, out, "!! stopped: the controller has nothing to do but wait ")
+		assert.Contains(t, out, "\nstopped at step ")
+		return stops
+	}
+	// Every give-up is on the timeline: a warning event for a request, a
+	// line for a command; the report counts them.
+	requests := strings.Count(out, " gave up after ")
+	commands := strings.Count(out, " gave up command ")
+	require.Len(t, incomplete.givenUp, requests+commands)
+	report := regexp.MustCompile(`(?m)^gave up on (.*) after (-?\d+) retries each$`).FindStringSubmatch(out)
+	require.NotNil(t, report, "no gave-up report:\n%s", out)
+	assert.Equal(t, strconv.Itoa(incomplete.maxRequeue), report[2])
+	for n, noun := range map[int]string{requests: "request", commands: "command"} {
+		switch {
+		case n == 1:
+			assert.Contains(t, report[1], "1 "+noun+" (")
+		case n > 1:
+			assert.Contains(t, report[1], fmt.Sprintf("%d %ss (", n, noun))
+		default:
+			assert.NotContains(t, report[1], noun)
+		}
+	}
+	assert.Contains(t, err.Error(), "gave up on ")
+	return givesUp
+}
+
+// TestIssue18GiveUpEndsAtOnce plays, on the real clock, what `go run
+// ./examples/queuecontroller -failure-rate 0.9 -max-requeue 2` does. It
+// used to wait a minute for a condition that a give-up had made impossible.
+func TestIssue18GiveUpEndsAtOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	start := time.Now()
+	err := run(ctx, &out, options{workers: 2, failureRate: 0.9, seed: 1, maxRequeueNum: 2, retryWaitLimit: retryWaitLimit})
+	elapsed := time.Since(start)
+	require.NotErrorIs(t, err, context.DeadlineExceeded, out.String())
+	assert.Less(t, elapsed, 10*time.Second)
+	assert.Equal(t, givesUp, outcomeOf(t, err, out.String()))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +34,7 @@ type timeline struct {
 	start    time.Time
 	events   []recordedEvent
 	failures []string // "what: error" of each failed reconcile
+	givenUp  []string // each request and command given up, in order
 }
 
 func newTimeline(out io.Writer) *timeline {
@@ -66,6 +68,43 @@ func (t *timeline) failure(what string, err error) {
 	defer t.mu.Unlock()
 	t.failures = append(t.failures, what+": "+err.Error())
 	t.printf("%-8s failed  %s: %v", "", what, err)
+}
+
+// gaveUp records that the controller gave up on a request: its warning
+// event is on the timeline already.
+func (t *timeline) gaveUp(what string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.givenUp = append(t.givenUp, what)
+}
+
+// commandGivenUp records and shows that the controller dropped a command
+// after its retries.
+func (t *timeline) commandGivenUp(what string, retries int, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.givenUp = append(t.givenUp, what)
+	t.printf("%-8s gave up %s after %d retries: %v", "", what, retries, err)
+}
+
+func (t *timeline) givenUpCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.givenUp)
+}
+
+// givenUpSince returns what was given up after the first n give-ups.
+func (t *timeline) givenUpSince(n int) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.givenUp[min(n, len(t.givenUp)):])
+}
+
+// note shows a line of the scenario's own, about a step.
+func (t *timeline) note(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.printf("!! "+format, args...)
 }
 
 func (t *timeline) failureCount() int {
