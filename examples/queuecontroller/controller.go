@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -48,6 +49,9 @@ type controller struct {
 	// The queues' rate limiters, which note when retries fall due.
 	requestRetries *retryTracker[request]
 	commandRetries *retryTracker[Command]
+	// The controller's own Add calls to each queue, for the summary: those
+	// the queue collapsed into an item already waiting are not in its adds.
+	requestAddCalls, commandAddCalls atomic.Uint64
 
 	pgMutex   sync.RWMutex
 	podGroups map[string]map[string]struct{} // queue name -> PodGroup keys
@@ -172,7 +176,10 @@ func (c *controller) handleCommand(cmd Command) error {
 	return nil
 }
 
-func (c *controller) enqueue(req request) { c.queue.Add(req) }
+func (c *controller) enqueue(req request) {
+	c.requestAddCalls.Add(1)
+	c.queue.Add(req)
+}
 
 // Event handlers. They run while the store delivers a watch event, so they
 // only record what they need and queue work.
@@ -241,6 +248,7 @@ func (c *controller) addCommand(cmd Command) {
 	if cmd.TargetKind != "Queue" {
 		return
 	}
+	c.commandAddCalls.Add(1)
 	c.commandQueue.Add(cmd)
 }
 

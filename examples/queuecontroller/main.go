@@ -3,7 +3,8 @@
 // scripted scenario: a queue tree root/team-a/team-b/dev/prod, PodGroups
 // moving through phases, team-a closed while its PodGroups run, commands,
 // and injected transient write failures that the work queues retry. It
-// prints a timeline as the controller works and a status table at the end.
+// prints a timeline as the controller works, then a summary of what the work
+// queues did and a status table.
 //
 // Flags choose the number of workers per work queue, the failure rate, the
 // retry limit and a loopback address to serve /metrics on (-serve), in
@@ -75,7 +76,7 @@ func main() {
 	}
 }
 
-const exitStatusHelp = `Plays the scenario and prints the timeline and the final status.
+const exitStatusHelp = `Plays the scenario and prints the timeline, a summary and the final status.
 Exit status 0 when the scenario played out as scripted; 1 when it did not
 (a request or command given up after -max-requeue retries, or the scenario
 stopped because the controller had nothing left but a backoff longer than
@@ -142,10 +143,21 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}()
 
 	result := playScenario(ctx, out, store, ctrl, tl, o.retryWaitLimit)
+	// Retries still waiting for their backoff are dropped by the stop.
+	before, gatherErr := ctrl.metrics.workqueueFigures()
 	stopController()
 	<-stopped
+	after, err := ctrl.metrics.workqueueFigures()
+	if err = errors.Join(gatherErr, err); err != nil {
+		return err
+	}
 
-	fmt.Fprintf(out, "\n%d events, %d failed reconciles retried or given up\n", len(tl.recorded()), tl.failureCount())
+	fmt.Fprintln(out)
+	printWorkqueueSummary(out, []workqueueSummary{
+		{label: "requests", addCalls: ctrl.requestAddCalls.Load(), figures: after[requestQueueName], dropped: before[requestQueueName].delayed},
+		{label: "commands", addCalls: ctrl.commandAddCalls.Load(), figures: after[commandQueueName], dropped: before[commandQueueName].delayed},
+	})
+	fmt.Fprintf(out, "%d events, %d failed reconciles retried or given up\n", len(tl.recorded()), tl.failureCount())
 	incomplete := newIncompleteError(result, tl.givenUpSince(0), o.maxRequeueNum)
 	if incomplete != nil {
 		incomplete.report(out)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -53,10 +54,13 @@ func (m *queueMetrics) delete(queueName string) {
 // workqueueFigures are one work queue's workqueue_* metrics, as a scrape
 // of /metrics shows them.
 type workqueueFigures struct {
-	depth   int    // items waiting to be handed out
-	delayed int    // items waiting for a retry's backoff
-	gets    uint64 // items handed out: one queue_duration observation each
-	dones   uint64 // items marked done: one work_duration observation each
+	depth   int           // items waiting to be handed out
+	delayed int           // items waiting for a retry's backoff
+	adds    uint64        // items that entered the queue
+	retries uint64        // AddRateLimited calls
+	gets    uint64        // items handed out: one queue_duration observation each
+	dones   uint64        // items marked done: one work_duration observation each
+	waited  time.Duration // summed time from an item's add to its Get
 }
 
 // workqueueFigures reads, in one gather, the workqueue metrics of every
@@ -80,8 +84,13 @@ func (m *queueMetrics) workqueueFigures() (map[string]workqueueFigures, error) {
 				f.depth = int(metric.GetGauge().GetValue())
 			case "workqueue_delayed_items":
 				f.delayed = int(metric.GetGauge().GetValue())
+			case "workqueue_adds_total":
+				f.adds = uint64(metric.GetCounter().GetValue())
+			case "workqueue_retries_total":
+				f.retries = uint64(metric.GetCounter().GetValue())
 			case "workqueue_queue_duration_seconds": // observed by every Get
 				f.gets = metric.GetHistogram().GetSampleCount()
+				f.waited = time.Duration(metric.GetHistogram().GetSampleSum() * float64(time.Second))
 			case "workqueue_work_duration_seconds": // observed by every Done
 				f.dones = metric.GetHistogram().GetSampleCount()
 			default:

@@ -4,7 +4,50 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
+
+// workqueueSummary is what one work queue did during the scenario, from its
+// workqueue_* metrics and the controller's count of its own Add calls.
+type workqueueSummary struct {
+	label    string
+	addCalls uint64           // the controller's Add calls
+	figures  workqueueFigures // the queue's metrics once it has stopped
+	dropped  int              // retries still waiting for their backoff at the stop
+}
+
+// collapsed returns how many Add calls and retries the queue folded into an
+// item it held already: each Add call, and each retry that fell due, either
+// entered the queue (one of its adds) or was collapsed; a retry of an item
+// already waiting for its backoff never falls due on its own.
+func (s workqueueSummary) collapsed() int64 {
+	return int64(s.addCalls) + int64(s.figures.retries) - int64(s.dropped) - int64(s.figures.adds)
+}
+
+// meanWait returns the mean time from an item's add to its Get.
+func (s workqueueSummary) meanWait() time.Duration {
+	if s.figures.gets == 0 {
+		return 0
+	}
+	return (s.figures.waited / time.Duration(s.figures.gets)).Round(time.Microsecond)
+}
+
+func (s workqueueSummary) String() string {
+	return fmt.Sprintf("%s %d adds (%d collapsed), %d processed, %d retries, mean wait %v",
+		s.label, s.figures.adds, s.collapsed(), s.figures.dones, s.figures.retries, s.meanWait())
+}
+
+// printWorkqueueSummary prints a line for each work queue.
+func printWorkqueueSummary(out io.Writer, queues []workqueueSummary) {
+	const prefix = "work queues: "
+	for i, q := range queues {
+		indent := prefix
+		if i > 0 {
+			indent = strings.Repeat(" ", len(prefix))
+		}
+		fmt.Fprintf(out, "%s%v\n", indent, q)
+	}
+}
 
 // incompleteError tells why the scenario did not play out as scripted.
 type incompleteError struct {

@@ -92,6 +92,7 @@ func TestScenarioOnRealTime(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), &out, options{workers: 2, failureRate: 0.2, seed: 1, maxRequeueNum: -1}))
 	checkScenarioOutput(t, out.String())
+	checkWorkqueueSummary(t, out.String())
 }
 
 func TestOptionsValidate(t *testing.T) {
@@ -212,6 +213,7 @@ func outcomeOf(t *testing.T, err error, out string) outcome {
 		checkScenarioOutput(t, out)
 		assert.NotContains(t, out, "gave up")
 		assert.NotContains(t, out, "!! ")
+		checkWorkqueueSummary(t, out)
 		return completes
 	}
 	var incomplete *incompleteError
@@ -222,6 +224,7 @@ func outcomeOf(t *testing.T, err error, out string) outcome {
 	}
 	assert.Contains(t, err.Error(), "the scenario did not play out as scripted: ")
 	assert.Contains(t, out, "\nso the status below may not be the scripted one\n\nQUEUE ")
+	checkWorkqueueSummary(t, out)
 	for _, step := range incomplete.unreached {
 		assert.Contains(t, out, "!! not reached: "+step.until+": "+step.why+"; going on")
 		assert.Contains(t, out, "\nnot reached in "+step.step+": ")
@@ -253,6 +256,37 @@ func outcomeOf(t *testing.T, err error, out string) outcome {
 	}
 	assert.Contains(t, err.Error(), "gave up on ")
 	return givesUp
+}
+
+// summaryLines matches the work queue summary and the line after it.
+var summaryLines = regexp.MustCompile(`(?m)^work queues: requests (\d+) adds \((-?\d+) collapsed\), (\d+) processed, (\d+) retries, mean wait (\S+)\n {13}commands (\d+) adds \((-?\d+) collapsed\), (\d+) processed, (\d+) retries, mean wait (\S+)\n(\d+) events, (\d+) failed reconciles retried or given up\n`)
+
+// checkWorkqueueSummary checks that the output has the work queue summary,
+// above the count of events, and that its figures agree with each other
+// and with the timeline.
+func checkWorkqueueSummary(t *testing.T, out string) {
+	t.Helper()
+	m := summaryLines.FindStringSubmatch(out)
+	require.NotNil(t, m, "no work queue summary:\n%s", out)
+	n := func(i int) int {
+		v, err := strconv.Atoi(m[i])
+		require.NoError(t, err)
+		return v
+	}
+	for _, q := range []struct {
+		name  string
+		first int // index of adds; collapsed, processed, retries and mean wait follow
+	}{{"requests", 1}, {"commands", 6}} {
+		adds, collapsed, processed := n(q.first), n(q.first+1), n(q.first+2)
+		assert.Equal(t, adds, processed, "%s: the queue drains when the controller stops, so every item that entered it was processed", q.name)
+		assert.GreaterOrEqual(t, collapsed, 0, q.name)
+		_, err := time.ParseDuration(m[q.first+4])
+		assert.NoError(t, err, q.name)
+	}
+	assert.Positive(t, n(3), "requests processed")
+	assert.GreaterOrEqual(t, n(8), strings.Count(out, " consumed: "), "every consumed command was processed")
+	givenUp := strings.Count(out, " gave up after ") + strings.Count(out, " gave up command ")
+	assert.Equal(t, n(12), n(4)+n(9)+givenUp, "each failed reconcile was retried or given up")
 }
 
 // TestIssue18GiveUpEndsAtOnce plays, on the real clock, what `go run
