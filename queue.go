@@ -106,14 +106,13 @@ type Typed[T comparable] struct {
 
 	// items holds a record of every item that is queued or processing.
 	// Invariant (verifyQueue checks it): an item is in the storage if and
-	// only if its state is stateQueued; processing counts the others.
+	// only if its state is stateQueued; the others are being processed.
 	items itemTable[T, itemState]
 	// order is the default storage: the ids of the queued items in items,
 	// oldest first. custom, if set, is the storage instead.
 	order  ring[int32]
 	custom Queue[T]
 
-	processing int
 	// sleepingGets counts the Get callers waiting on itemReady, and
 	// wakeupsPending those of them woken and not yet running. A push wakes
 	// a sleeper only when more items are queued than wakeups are pending,
@@ -259,7 +258,6 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 		item = record.item
 	}
 	record.val = stateProcessing
-	q.processing++
 	if q.metrics != nil {
 		q.metrics.get(item)
 	}
@@ -288,11 +286,9 @@ func (q *Typed[T]) Done(item T) {
 			q.order.Push(id)
 		}
 		record.val = stateQueued
-		q.processing--
 		q.wakeOne()
 	} else {
 		q.items.remove(id)
-		q.processing--
 		if q.drainWaiters > 0 && q.idle() {
 			q.drained.Broadcast()
 		}
