@@ -15,6 +15,18 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
+# One Go version for the whole repository: the go line of every go.mod and
+# go.work, and the README's "Requires Go X.Y", must agree, so that the
+# README's commands work with the version it names.
+readme_go=$(sed -nE 's/^Requires Go ([0-9]+\.[0-9]+) or later.*/\1/p' README.md)
+for f in $(git ls-files 'go.mod' '*/go.mod' 'go.work' 2>/dev/null || find . -name go.mod -o -name go.work); do
+  line=$(sed -nE 's/^go ([0-9.]+)$/\1/p' "$f")
+  if [ "$line" != "$readme_go.0" ]; then
+    echo "$f says go $line, the README says Go $readme_go: make them agree" >&2
+    exit 1
+  fi
+done
+
 # Verbose output, without the lines every passing test prints, so that the
 # figures the tests log (operations checked, rounds, divergences) show.
 quiet() { grep -vE '^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP)|PASS$)' || true; }
