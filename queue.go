@@ -51,9 +51,8 @@ type Queue[T comparable] interface {
 // DefaultQueue returns first-in, first-out storage: a ring buffer that
 // grows and shrinks with its contents. Pop on an empty DefaultQueue returns
 // the zero value. The result is not safe for concurrent use on its own. A
-// queue whose config names no storage keeps its own first-in, first-out
-// order of item ids, which spares Get a hash; a DefaultQueue passed in the
-// config is used as given.
+// DefaultQueue passed in the config is used as given; leaving the config's
+// Queue nil gives the same order with a faster Get.
 func DefaultQueue[T comparable]() Queue[T] {
 	return new(ring[T])
 }
