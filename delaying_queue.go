@@ -1,6 +1,8 @@
 package workqueue
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -16,6 +18,23 @@ type TypedDelayingInterface[T comparable] interface {
 	TypedInterface[T]
 	// AddAfter adds item once duration has passed.
 	AddAfter(item T, duration time.Duration)
+}
+
+// TypedDelayingQueue is the delaying queue this package makes: a
+// [TypedDelayingInterface] with this package's additions, GetContext and
+// Remove. Its methods are safe for concurrent use. The constructors keep
+// client-go's signatures, so every queue they return holds this interface
+// behind the client-go one:
+//
+//	q := workqueue.NewTypedDelayingQueue[string]().(workqueue.TypedDelayingQueue[string])
+type TypedDelayingQueue[T comparable] interface {
+	TypedDelayingInterface[T]
+	// GetContext is Get that also returns when ctx ends; see
+	// [Typed.GetContext].
+	GetContext(ctx context.Context) (item T, err error)
+	// Remove takes item back from the items waiting for their delay and
+	// from the queue; see [Typed.Remove].
+	Remove(item T) bool
 }
 
 // TypedDelayingQueueConfig configures a queue made by
@@ -51,9 +70,9 @@ type TypedDelayingQueueConfig[T comparable] struct {
 // heartbeat is a backstop only.
 const heartbeatPeriod = 10 * time.Second
 
-// waitingBatch bounds how many ready items the waiting goroutine takes from
-// the heap per lock hold, so AddAfter callers never wait behind a large
-// batch.
+// waitingBatch bounds how many ready items the waiting goroutine moves from
+// the heap to the underlying queue per lock hold, so AddAfter callers never
+// wait behind a large batch.
 const waitingBatch = 256
 
 // NewTypedDelayingQueue returns a new delaying queue with no name and no
@@ -115,9 +134,11 @@ type delayingQueue[T comparable] struct {
 	retries CounterMetric       // nil when the queue records no metrics
 	delayed SettableGaugeMetric // nil unless the provider offers it
 
-	mu          sync.Mutex
-	waiting     *delayHeap[T]
-	handingOver int // items taken from the heap, not yet added to the queue
+	// mu guards the heap. The waiting goroutine holds it while it moves
+	// ready items to the underlying queue, so that an item is always in
+	// one of the two for Remove.
+	mu      sync.Mutex
+	waiting *delayHeap[T]
 	// stopped is set when the waiting goroutine is told to stop: nothing
 	// more goes into the heap.
 	stopped bool
@@ -146,6 +167,49 @@ func (q *delayingQueue[T]) Done(item T) { q.queue.Done(item) }
 
 // ShuttingDown reports whether a shutdown has begun.
 func (q *delayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
+
+// GetContext hands out the next ready item or returns when ctx ends; see
+// [Typed.GetContext]. An underlying queue from outside this package needs a
+// GetContext method of the same shape; without one, GetContext returns an
+// error that wraps [errors.ErrUnsupported].
+func (q *delayingQueue[T]) GetContext(ctx context.Context) (T, error) {
+	return getContext(ctx, q.queue)
+}
+
+// Remove takes item out of the items waiting for their delay and, with the
+// underlying queue's Remove, out of the queue, in O(log n), and reports
+// whether it took anything back; see [Typed.Remove]. An underlying queue
+// from outside this package without a Remove method keeps the item.
+func (q *delayingQueue[T]) Remove(item T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	removed := q.waiting.remove(item)
+	if removed {
+		q.setDelayedGauge()
+	}
+	if r, ok := q.queue.(remover[T]); ok && r.Remove(item) {
+		removed = true
+	}
+	return removed
+}
+
+// contextGetter and remover are the additions of this package's queues,
+// which the layers look for in the queue below them.
+type contextGetter[T comparable] interface {
+	GetContext(ctx context.Context) (T, error)
+}
+
+type remover[T comparable] interface {
+	Remove(item T) bool
+}
+
+// getContext calls q's GetContext, if it has one.
+func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T, err error) {
+	if g, ok := q.(contextGetter[T]); ok {
+		return g.GetContext(ctx)
+	}
+	return item, fmt.Errorf("workqueue: GetContext needs an underlying queue with a GetContext method, %T has none: %w", q, errors.ErrUnsupported)
+}
 
 // AddAfter adds item once duration has passed on the queue's clock. A
 // duration of zero or less adds it at once, as Add does. If item is already
@@ -261,19 +325,8 @@ func (q *delayingQueue[T]) waitingLoop() {
 	}()
 	timer := q.clock.NewTimer(heartbeatPeriod)
 	defer timer.Stop()
-	ready := make([]T, 0, waitingBatch)
 	for {
-		next, more := q.takeReady(&ready)
-		for _, item := range ready {
-			q.queue.Add(item)
-		}
-		if len(ready) > 0 && q.delayed != nil {
-			q.mu.Lock()
-			q.handingOver = 0
-			q.setDelayedGauge()
-			q.mu.Unlock()
-		}
-		clear(ready) // let the garbage collector have the items
+		next, more := q.moveReady()
 		if more {
 			continue
 		}
@@ -305,19 +358,22 @@ func (q *delayingQueue[T]) waitingLoop() {
 	}
 }
 
-// takeReady moves up to waitingBatch ready items from the heap into ready.
-// It returns when the goroutine should next look (at most a heartbeat from
-// now) and whether the batch was full, so that more may be ready.
-func (q *delayingQueue[T]) takeReady(ready *[]T) (next int64, more bool) {
+// moveReady moves up to waitingBatch ready items from the heap to the
+// underlying queue. It returns when the goroutine should next look (at most
+// a heartbeat from now) and whether the batch was full, so that more may be
+// ready.
+func (q *delayingQueue[T]) moveReady() (next int64, more bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	*ready = (*ready)[:0]
 	now := q.sinceEpoch()
-	for len(*ready) < waitingBatch && q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now {
-		*ready = append(*ready, q.waiting.popFirst())
+	moved := 0
+	for ; moved < waitingBatch && q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now; moved++ {
+		q.queue.Add(q.waiting.popFirst())
 	}
-	q.handingOver = len(*ready)
-	if len(*ready) == waitingBatch {
+	if moved > 0 {
+		q.setDelayedGauge()
+	}
+	if moved == waitingBatch {
 		return now, true // more may be ready: look again at once
 	}
 	next = now + int64(heartbeatPeriod)
@@ -338,12 +394,10 @@ func (q *delayingQueue[T]) dropWaiting() int {
 	return dropped
 }
 
-// setDelayedGauge publishes the number of items waiting or on their way to
-// the underlying queue, so that an item is never missing from both this
-// gauge and the queue's depth; the caller holds q.mu, so updates reach the
-// gauge in the order the heap changed.
+// setDelayedGauge publishes the number of items waiting; the caller holds
+// q.mu, so updates reach the gauge in the order the heap changed.
 func (q *delayingQueue[T]) setDelayedGauge() {
 	if q.delayed != nil {
-		q.delayed.Set(float64(q.waiting.len() + q.handingOver))
+		q.delayed.Set(float64(q.waiting.len()))
 	}
 }

@@ -87,6 +87,26 @@ func (h *delayHeap[T]) popFirst() T {
 	return item
 }
 
+// remove takes item out of the heap, if it is waiting, in O(log n), and
+// reports whether it was.
+func (h *delayHeap[T]) remove(item T) bool {
+	waiting, id := h.items.lookup(item, h.items.hash(item))
+	if waiting == nil {
+		return false
+	}
+	i := int(waiting.val)
+	h.items.remove(id)
+	last := h.entries.len() - 1
+	if i != last {
+		h.put(i, *h.entries.at(last))
+	}
+	h.entries.truncate()
+	if i != last {
+		h.down(h.up(i))
+	}
+	return true
+}
+
 // removeAll empties the heap and returns how many items it held.
 func (h *delayHeap[T]) removeAll() int {
 	n := h.entries.len()

@@ -1,8 +1,11 @@
 package workqueue
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -78,6 +81,10 @@ const (
 	linDrain
 	linDrainBegin
 	linDrainEnd
+	// linGetContext is GetContext with a context that has ended already or
+	// ends within microseconds.
+	linGetContext
+	linRemove
 )
 
 var linKindNames = [...]string{
@@ -85,6 +92,7 @@ var linKindNames = [...]string{
 	linForget: "Forget", linNumRequeues: "NumRequeues", linLen: "Len", linShuttingDown: "ShuttingDown",
 	linGet: "Get", linDone: "Done", linShutDown: "ShutDown", linDrain: "ShutDownWithDrain",
 	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
+	linGetContext: "GetContext", linRemove: "Remove",
 }
 
 // linInput is an operation's input: its kind and key, -1 for none. In a
@@ -94,12 +102,16 @@ type linInput struct {
 	key  int8
 }
 
-// linOutput is what an operation returned: Get's item (key) and shutdown,
-// ShuttingDown's result (shutdown), Len's and NumRequeues' result (n).
+// linOutput is what an operation returned: Get's and GetContext's item
+// (key) and shutdown (for GetContext: ErrShutDown), ShuttingDown's result
+// (shutdown), Len's and NumRequeues' result and whether Remove removed
+// anything (n), and whether GetContext returned its context's error
+// (cancelled).
 type linOutput struct {
-	key      int8
-	shutdown bool
-	n        int
+	key       int8
+	shutdown  bool
+	n         int
+	cancelled bool
 }
 
 func linKeyName(key int8) string {
@@ -116,11 +128,16 @@ func linKeyName(key int8) string {
 func linDescribe(in linInput, out linOutput) string {
 	name := linKindNames[in.kind]
 	switch in.kind {
-	case linGet:
-		if out.shutdown {
-			return fmt.Sprintf("Get() -> %s, shutdown", linKeyName(out.key))
+	case linGet, linGetContext:
+		switch {
+		case out.shutdown:
+			return fmt.Sprintf("%s() -> %s, shutdown", name, linKeyName(out.key))
+		case out.cancelled:
+			return fmt.Sprintf("%s() -> %s, cancelled", name, linKeyName(out.key))
 		}
-		return fmt.Sprintf("Get() -> %s", linKeyName(out.key))
+		return fmt.Sprintf("%s() -> %s", name, linKeyName(out.key))
+	case linRemove:
+		return fmt.Sprintf("Remove(%s) -> %v", linKeyName(in.key), out.n == 1)
 	case linLen:
 		return fmt.Sprintf("Len() -> %d", out.n)
 	case linNumRequeues:
@@ -144,6 +161,16 @@ type linState struct {
 	failures   [linMaxKeys]uint8
 	shutdown   bool
 	released   bool // a ShutDown has released every drain
+	// custom is set for a queue with custom storage, where a removed item
+	// stays in the FIFO, hidden (bit per key), until a Get passes it or an
+	// add shows it again in its old place.
+	custom bool
+	hidden uint8
+}
+
+// visible returns the number of items Get can hand out.
+func (s linState) visible() int {
+	return int(s.queued) - bits.OnesCount8(s.hidden)
 }
 
 func (s linState) add(key int8) linState {
@@ -153,6 +180,7 @@ func (s linState) add(key int8) linState {
 	case s.processing&bit != 0:
 		s.dirty |= bit
 	case slices.Contains(s.fifo[:s.queued], key):
+		s.hidden &^= bit
 	default:
 		s.fifo[s.queued] = key
 		s.queued++
@@ -166,7 +194,7 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	key := in.key
 	if key < 0 || key >= linMaxKeys {
 		switch in.kind {
-		case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone:
+		case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone, linRemove:
 			return false, s // a Done of something no Get returned
 		}
 	}
@@ -185,19 +213,38 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	case linNumRequeues:
 		return out.n == int(s.failures[key]), s
 	case linLen:
-		return out.n == int(s.queued), s
+		return out.n == s.visible(), s
 	case linShuttingDown:
 		return out.shutdown == s.shutdown, s
-	case linGet:
+	case linRemove:
+		bit := uint8(1) << key
+		removed := s.dirty&bit != 0
+		s.dirty &^= bit
+		if i := slices.Index(s.fifo[:s.queued], key); i >= 0 && s.hidden&bit == 0 {
+			if s.custom {
+				s.hidden |= bit
+			} else {
+				s = s.drop(i)
+			}
+			removed = true
+		}
+		s.failures[key] = 0
+		return out.n == 1 == removed, s
+	case linGet, linGetContext:
+		if out.cancelled {
+			return in.kind == linGetContext && out.key == -1 && !out.shutdown, s
+		}
 		if out.shutdown {
-			return out.key == -1 && s.queued == 0 && s.shutdown, s
+			return out.key == -1 && s.visible() == 0 && s.shutdown, s
+		}
+		for s.queued > 0 && s.hidden&(1<<s.fifo[0]) != 0 { // Get passes removed items
+			s.hidden &^= 1 << s.fifo[0]
+			s = s.drop(0)
 		}
 		if s.queued == 0 || s.fifo[0] != out.key {
 			return false, s
 		}
-		copy(s.fifo[:], s.fifo[1:s.queued])
-		s.queued--
-		s.fifo[s.queued] = 0
+		s = s.drop(0)
 		s.processing |= 1 << out.key
 		return true, s
 	case linDone:
@@ -219,9 +266,17 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		s.shutdown = true
 		return true, s
 	case linDrainEnd:
-		return s.released || s.shutdown && s.queued == 0 && s.processing == 0, s
+		return s.released || s.shutdown && s.visible() == 0 && s.processing == 0, s
 	}
 	panic(fmt.Sprintf("linState.step: unexpected operation %v", in.kind))
+}
+
+// drop takes the item at position i out of the FIFO.
+func (s linState) drop(i int) linState {
+	copy(s.fifo[i:], s.fifo[i+1:s.queued])
+	s.queued--
+	s.fifo[s.queued] = 0
+	return s
 }
 
 func (s linState) hash() uint64 {
@@ -236,7 +291,7 @@ func (s linState) hash() uint64 {
 	if s.released {
 		h |= 1 << 31
 	}
-	return h
+	return h ^ uint64(s.hidden)<<56
 }
 
 func (s linState) String() string {
@@ -247,6 +302,9 @@ func (s linState) String() string {
 			b.WriteString(" ")
 		}
 		b.WriteString(linKeyNames[key])
+		if s.hidden&(1<<key) != 0 {
+			b.WriteString("(removed)")
+		}
 	}
 	b.WriteString("] processing {")
 	sep := ""
@@ -273,17 +331,25 @@ func (s linState) String() string {
 	return b.String()
 }
 
-// linModel is the sequential specification for porcupine.
-var linModel = porcupine.Model{
-	Init: func() any { return linState{} },
-	Step: func(state, input, output any) (bool, any) {
-		return state.(linState).step(input.(linInput), output.(linOutput))
-	},
-	Hash: func(state any) uint64 { return state.(linState).hash() },
-	DescribeOperation: func(input, output any) string {
-		return linDescribe(input.(linInput), output.(linOutput))
-	},
-	DescribeState: func(state any) string { return state.(linState).String() },
+// linModel is the sequential specification for porcupine, and
+// linCustomModel the same for a queue with custom storage.
+var (
+	linModel       = linModelFor(false)
+	linCustomModel = linModelFor(true)
+)
+
+func linModelFor(custom bool) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return linState{custom: custom} },
+		Step: func(state, input, output any) (bool, any) {
+			return state.(linState).step(input.(linInput), output.(linOutput))
+		},
+		Hash: func(state any) uint64 { return state.(linState).hash() },
+		DescribeOperation: func(input, output any) string {
+			return linDescribe(input.(linInput), output.(linOutput))
+		},
+		DescribeState: func(state any) string { return state.(linState).String() },
+	}
 }
 
 // linSubject is the queue a history runs on. rl is nil for a queue without
@@ -292,7 +358,14 @@ var linModel = porcupine.Model{
 type linSubject struct {
 	q     TypedInterface[string]
 	rl    TypedRateLimitingInterface[string]
+	ext   linExtras
 	typed *Typed[string]
+}
+
+// linExtras are the methods this package adds to client-go's.
+type linExtras interface {
+	GetContext(ctx context.Context) (string, error)
+	Remove(item string) bool
 }
 
 // linLimiter is a rate limiter that delays nothing and counts failures.
@@ -356,6 +429,14 @@ type linSetup struct {
 	rateLimiting bool
 }
 
+// model returns the specification the setup's queue must meet.
+func (c linSetup) model() porcupine.Model {
+	if c.custom {
+		return linCustomModel
+	}
+	return linModel
+}
+
 func (c linSetup) build() linSubject {
 	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
 	config := TypedQueueConfig[string]{Clock: clock}
@@ -367,7 +448,7 @@ func (c linSetup) build() linSubject {
 	}
 	typed := NewTypedWithConfig(config)
 	if !c.rateLimiting {
-		return linSubject{q: typed, typed: typed}
+		return linSubject{q: typed, ext: typed, typed: typed}
 	}
 	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
@@ -375,7 +456,7 @@ func (c linSetup) build() linSubject {
 	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying,
 	})
-	return linSubject{q: rl, rl: rl, typed: typed}
+	return linSubject{q: rl, rl: rl, ext: rl.(TypedRateLimitingQueue[string]), typed: typed}
 }
 
 // linPlan is what the goroutines of one history do.
@@ -412,7 +493,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
 		kind   linKind
 		weight int
 	}
-	kinds := []weighted{{linAdd, 30}, {linGet, 25}, {linLen, 10}, {linShuttingDown, 4}}
+	kinds := []weighted{{linAdd, 30}, {linGet, 20}, {linGetContext, 8}, {linRemove, 6}, {linLen, 10}, {linShuttingDown, 4}}
 	if rateLimiting {
 		kinds = append(kinds, []weighted{{linAddAfterZero, 8}, {linAddAfterNegative, 4}, {linAddRateLimited, 12}, {linForget, 5}, {linNumRequeues, 10}}...)
 	}
@@ -425,7 +506,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
 			r := rng.IntN(total)
 			for _, k := range kinds {
 				if r < k.weight {
-					if k.kind == linGet && !allowGet {
+					if (k.kind == linGet || k.kind == linGetContext) && !allowGet {
 						break
 					}
 					return k.kind
@@ -436,7 +517,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
 	}
 	input := func(kind linKind) linInput {
 		switch kind {
-		case linLen, linShuttingDown, linGet, linShutDown, linDrain:
+		case linLen, linShuttingDown, linGet, linGetContext, linShutDown, linDrain:
 			return linInput{kind: kind, key: -1}
 		}
 		return linInput{kind: kind, key: key()}
@@ -455,7 +536,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
 				continue
 			}
 			kind := pick(held < 2)
-			if kind == linGet {
+			if kind == linGet || kind == linGetContext {
 				held++
 			}
 			script = append(script, input(kind))
@@ -613,6 +694,19 @@ func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
 	case linGet:
 		item, shutdown := q.Get()
 		out.key, out.shutdown = linKeyIndex(item), shutdown
+	case linGetContext:
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(30))*time.Microsecond)
+		if rng.IntN(4) == 0 {
+			cancel()
+		}
+		item, err := r.subject.ext.GetContext(ctx)
+		cancel()
+		out.key, out.shutdown = linKeyIndex(item), errors.Is(err, ErrShutDown)
+		out.cancelled = err != nil && !out.shutdown
+	case linRemove:
+		if r.subject.ext.Remove(key) {
+			out.n = 1
+		}
 	case linDone:
 		q.Done(key)
 	case linShutDown:
@@ -645,10 +739,10 @@ func (r *linRun) startLine() {
 	}
 }
 
-func (r *linRun) get(client int, rng *rand.Rand) linOutput {
+func (r *linRun) get(client int, kind linKind, rng *rand.Rand) linOutput {
 	r.gate.enterGet()
 	defer r.gate.leaveGet()
-	return r.call(client, linInput{kind: linGet, key: -1}, rng)
+	return r.call(client, linInput{kind: kind, key: -1}, rng)
 }
 
 func (r *linRun) worker(client int, script []linInput, rng *rand.Rand) {
@@ -658,8 +752,8 @@ func (r *linRun) worker(client int, script []linInput, rng *rand.Rand) {
 	for _, in := range script {
 		r.gate.opStarted()
 		switch in.kind {
-		case linGet:
-			if out := r.get(client, rng); !out.shutdown {
+		case linGet, linGetContext:
+			if out := r.get(client, in.kind, rng); !out.shutdown && !out.cancelled {
 				held = append(held, out.key)
 			}
 		case linDone:
@@ -676,7 +770,7 @@ func (r *linRun) worker(client int, script []linInput, rng *rand.Rand) {
 	}
 	r.gate.scriptEnded()
 	for range linTailLimit {
-		out := r.get(client, rng)
+		out := r.get(client, linGet, rng)
 		if out.shutdown {
 			return
 		}
@@ -763,9 +857,9 @@ const linCheckTimeout = time.Minute
 
 // checkLinHistory reports whether porcupine finds ops linearizable. Unknown
 // (the search timed out) fails the test.
-func checkLinHistory(t *testing.T, ops []porcupine.Operation) bool {
+func checkLinHistory(t *testing.T, model porcupine.Model, ops []porcupine.Operation) bool {
 	t.Helper()
-	result := porcupine.CheckOperationsTimeout(linModel, ops, linCheckTimeout)
+	result := porcupine.CheckOperationsTimeout(model, ops, linCheckTimeout)
 	require.NotEqualf(t, porcupine.Unknown, result, "porcupine timed out on:\n%s", formatLinHistory(ops))
 	return result == porcupine.Ok
 }
@@ -778,9 +872,9 @@ var linTempDir = sync.OnceValues(func() (string, error) {
 
 // visualizeLinHistory writes porcupine's HTML view of ops, with the longest
 // orders it found, and returns the file's path.
-func visualizeLinHistory(t *testing.T, ops []porcupine.Operation, name string) string {
+func visualizeLinHistory(t *testing.T, model porcupine.Model, ops []porcupine.Operation, name string) string {
 	t.Helper()
-	_, info := porcupine.CheckOperationsVerbose(linModel, ops, linCheckTimeout)
+	_, info := porcupine.CheckOperationsVerbose(model, ops, linCheckTimeout)
 	dir := *linVisDir
 	if dir == "" {
 		var err error
@@ -788,7 +882,7 @@ func visualizeLinHistory(t *testing.T, ops []porcupine.Operation, name string) s
 		require.NoError(t, err)
 	}
 	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name)+".html")
-	require.NoError(t, porcupine.VisualizePath(linModel, info, path))
+	require.NoError(t, porcupine.VisualizePath(model, info, path))
 	return path
 }
 
@@ -839,7 +933,7 @@ func TestLinearizability(t *testing.T) {
 				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting)
 				ops := runLinHistory(t, tt.setup.build(), plan, historySeed)
 				operations += len(ops)
-				if !checkLinHistory(t, ops) {
+				if !checkLinHistory(t, tt.setup.model(), ops) {
 					rejected++
 					if shortest == nil || len(ops) < len(shortest) {
 						shortest, shortestIndex = ops, h
@@ -850,7 +944,7 @@ func TestLinearizability(t *testing.T) {
 			if rejected == 0 {
 				return
 			}
-			path := visualizeLinHistory(t, shortest, t.Name())
+			path := visualizeLinHistory(t, tt.setup.model(), shortest, t.Name())
 			assert.Failf(t, "not linearizable", "%d of %d histories are not linearizable; the shortest, history %d with %d operations (view: %s):\n%s",
 				rejected, histories, shortestIndex, len(shortest), path, formatLinHistory(shortest))
 		})
@@ -946,18 +1040,51 @@ func (q *linRefQueue) Len() int {
 }
 
 func (q *linRefQueue) Get() (string, bool) {
+	item, err := q.GetContext(context.Background())
+	return item, err != nil
+}
+
+func (q *linRefQueue) GetContext(ctx context.Context) (string, error) {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.changed.Broadcast()
+	})
+	defer stop()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for len(q.fifo) == 0 && !q.shutdown {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
 		q.changed.Wait()
 	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	if len(q.fifo) == 0 {
-		return "", true
+		return "", ErrShutDown
 	}
 	item := q.fifo[0]
 	q.fifo = q.fifo[1:]
 	q.processing[item]++
-	return item, false
+	return item, nil
+}
+
+func (q *linRefQueue) Remove(item string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, item)
+	removed := q.dirty[item]
+	delete(q.dirty, item)
+	if i := slices.Index(q.fifo, item); i >= 0 {
+		q.fifo = slices.Delete(q.fifo, i, i+1)
+		removed = true
+	}
+	if removed {
+		q.changed.Broadcast()
+	}
+	return removed
 }
 
 func (q *linRefQueue) Done(item string) {
@@ -1030,7 +1157,7 @@ func TestLinearizabilityCheckerCatchesBrokenQueues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := runLinHistory(t, linSubject{q: newLinRefQueue(tt.bug)}, scripted, seed)
-			assert.Equalf(t, tt.bug == linNoBug, checkLinHistory(t, ops), "scripted history:\n%s", formatLinHistory(ops))
+			assert.Equalf(t, tt.bug == linNoBug, checkLinHistory(t, linModel, ops), "scripted history:\n%s", formatLinHistory(ops))
 
 			histories := randomLimit
 			if tt.bug == linNoBug {
@@ -1041,10 +1168,10 @@ func TestLinearizabilityCheckerCatchesBrokenQueues(t *testing.T) {
 				historySeed := seed + uint64(h)
 				q := newLinRefQueue(tt.bug)
 				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true)
-				ops := runLinHistory(t, linSubject{q: q, rl: q}, plan, historySeed)
-				if !checkLinHistory(t, ops) {
+				ops := runLinHistory(t, linSubject{q: q, rl: q, ext: q}, plan, historySeed)
+				if !checkLinHistory(t, linModel, ops) {
 					if tt.bug == linNoBug {
-						require.Failf(t, "reference queue rejected", "history %d (view: %s):\n%s", h, visualizeLinHistory(t, ops, t.Name()), formatLinHistory(ops))
+						require.Failf(t, "reference queue rejected", "history %d (view: %s):\n%s", h, visualizeLinHistory(t, linModel, ops, t.Name()), formatLinHistory(ops))
 					}
 					caught = h + 1
 					break
@@ -1065,7 +1192,6 @@ func TestLinearizabilityModel(t *testing.T) {
 	type op struct {
 		in      linInput
 		out     linOutput
-		client  int
 		overlap int // extra length of the interval, to overlap later operations
 	}
 	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
@@ -1117,7 +1243,7 @@ func TestLinearizabilityModel(t *testing.T) {
 					})
 				}
 			}
-			assert.Equalf(t, tt.want, checkLinHistory(t, ops), "history:\n%s", formatLinHistory(ops))
+			assert.Equalf(t, tt.want, checkLinHistory(t, linModel, ops), "history:\n%s", formatLinHistory(ops))
 		})
 	}
 }

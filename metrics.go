@@ -167,6 +167,12 @@ func (m *queueMetrics[T]) add(item T) {
 	}
 }
 
+// remove is told of an add taken back before Get handed it out.
+func (m *queueMetrics[T]) remove(item T) {
+	m.depth.Dec()
+	delete(m.addedAt, item)
+}
+
 func (m *queueMetrics[T]) get(item T) {
 	now := m.clock.Now()
 	m.depth.Dec()

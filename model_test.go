@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -32,10 +33,14 @@ const (
 	opStep
 	opShutDown
 	opShutDownWithDrain
+	opRemove
+	// opGetContext: with a negative duration, the context has ended before
+	// the call; otherwise it ends while the call waits, if it waits.
+	opGetContext
 	opKinds
 )
 
-var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain"}
+var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Remove", "GetContext"}
 
 type modelOp struct {
 	kind opKind
@@ -167,6 +172,22 @@ func (m *queueModel) step(d time.Duration) {
 	}
 }
 
+// remove takes item out of the queue and the waiting items, and forgets
+// its failures; a processing item stays processing, but is not queued again.
+func (m *queueModel) remove(item int) bool {
+	_, removed := m.waiting[item]
+	delete(m.waiting, item)
+	delete(m.failures, item)
+	if m.dirty[item] {
+		delete(m.dirty, item)
+		removed = true
+		if i := slices.Index(m.fifo, item); i >= 0 {
+			m.fifo = slices.Delete(m.fifo, i, i+1)
+		}
+	}
+	return removed
+}
+
 func (m *queueModel) shutDown() {
 	m.shuttingDown = true
 	clear(m.waiting)
@@ -203,7 +224,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
 		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
 	)}
-	q := NewTypedRateLimitingQueue[string](limiter)
+	q := NewTypedRateLimitingQueue[string](limiter).(TypedRateLimitingQueue[string])
 	delaying := q.(*rateLimitingQueue[string]).TypedDelayingInterface.(*delayingQueue[string])
 	typed := delaying.queue.(*Typed[string])
 	m := newQueueModel()
@@ -218,7 +239,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 	}
 	for i, op := range ops {
 		key := modelKeys[op.item]
-		if m.draining && op.kind != opGet && op.kind != opDone && op.kind != opLen {
+		if m.draining && op.kind != opGet && op.kind != opGetContext && op.kind != opDone && op.kind != opLen {
 			continue // while a drain waits, only workers act
 		}
 		switch op.kind {
@@ -236,6 +257,14 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			want := m.get()
 			if shutdown || got != modelKeys[want] {
 				return diverged(i, op, "Get = %q, %v; model k%d", got, shutdown, want)
+			}
+		case opGetContext:
+			if div := modelGetContext(q, m, op); div != "" {
+				return diverged(i, op, "%s", div)
+			}
+		case opRemove:
+			if got, want := q.Remove(key), m.remove(op.item); got != want {
+				return diverged(i, op, "Remove = %v, model %v", got, want)
 			}
 		case opDone:
 			q.Done(key)
@@ -312,6 +341,38 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 	return executed, ""
 }
 
+// modelGetContext calls GetContext as op says, compares the outcome with
+// the model's and returns a description of the difference, or "". An item
+// it gets is processing, as after a Get.
+func modelGetContext(q TypedRateLimitingQueue[string], m *queueModel, op modelOp) string {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if op.dur < 0 {
+		cancel()
+		if got, err := q.GetContext(ctx); err != context.Canceled {
+			return fmt.Sprintf("GetContext with an ended context = %q, %v; want context.Canceled", got, err)
+		}
+		return ""
+	}
+	out := goGetContext(q, ctx)
+	synctest.Wait() // returned, or asleep waiting
+	cancel()
+	got := <-out
+	switch {
+	case len(m.fifo) > 0:
+		if want := m.get(); got.err != nil || got.item != modelKeys[want] {
+			return fmt.Sprintf("GetContext = %q, %v; model k%d", got.item, got.err, want)
+		}
+	case m.shuttingDown:
+		if got.err != ErrShutDown {
+			return fmt.Sprintf("GetContext on a shut down, empty queue = %q, %v; want ErrShutDown", got.item, got.err)
+		}
+	case got.err != context.Canceled:
+		return fmt.Sprintf("GetContext on an empty queue = %q, %v; want context.Canceled", got.item, got.err)
+	}
+	return ""
+}
+
 // randomOps returns a walk of n operations; shutdowns are rare, so most of
 // a walk exercises a live queue.
 func randomOps(rng *rand.Rand, n int) []modelOp {
@@ -319,22 +380,26 @@ func randomOps(rng *rand.Rand, n int) []modelOp {
 	for i := range ops {
 		var kind opKind
 		switch r := rng.IntN(1000); {
-		case r < 250:
+		case r < 230:
 			kind = opAdd
-		case r < 450:
+		case r < 400:
 			kind = opGet
-		case r < 620:
+		case r < 560:
 			kind = opDone
-		case r < 720:
+		case r < 660:
 			kind = opAddAfter
-		case r < 820:
+		case r < 760:
 			kind = opAddRateLimited
-		case r < 870:
+		case r < 800:
 			kind = opForget
-		case r < 910:
+		case r < 830:
 			kind = opNumRequeues
-		case r < 930:
+		case r < 845:
 			kind = opLen
+		case r < 890:
+			kind = opRemove
+		case r < 930:
+			kind = opGetContext
 		case r < 998:
 			kind = opStep
 		case r < 999:

@@ -1,6 +1,8 @@
 package workqueue
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -87,6 +89,12 @@ const (
 	stateProcessing
 	// stateDirty: processing, and added again meanwhile; Done queues it.
 	stateDirty
+	// stateRemoved: still in the storage, but removed by Remove; Get
+	// skips it. With the default storage its record is detached from the
+	// table's index, so that an add of the item files a new one and goes
+	// to the back; custom storage, which must never hold an item twice,
+	// keeps it indexed, and an add takes it back where it is.
+	stateRemoved
 )
 
 // Typed is a work queue; see the package documentation for its guarantees.
@@ -97,27 +105,29 @@ const (
 // (Get and ShutDownWithDrain may block before that instant).
 type Typed[T comparable] struct {
 	mu sync.Mutex
-	// itemReady wakes Get callers: an item was queued or a shutdown began.
-	itemReady sync.Cond
 	// drained wakes ShutDownWithDrain callers: the queue became idle, or a
 	// ShutDown released them.
 	drained sync.Cond
 
 	// items holds a record of every item that is queued or processing.
 	// Invariant (verifyQueue checks it): an item is in the storage if and
-	// only if its state is stateQueued; the others are being processed.
+	// only if its state is stateQueued or stateRemoved; the others are
+	// being processed.
 	items itemTable[T, itemState]
+	// removed counts the records in the storage in stateRemoved.
+	removed int
 	// order is the default storage: the ids of the queued items in items,
 	// oldest first. custom, if set, is the storage instead.
 	order  ring[int32]
 	custom Queue[T]
 
-	// sleepingGets counts the Get callers waiting on itemReady, and
-	// wakeupsPending those of them woken and not yet running. A push wakes
+	// sleepers are the Get callers asleep and not yet woken, and
+	// wakeupsPending counts those woken and not yet running. A push wakes
 	// a sleeper only when more items are queued than wakeups are pending,
 	// so a burst does not wake more workers than it has items for.
-	sleepingGets, wakeupsPending int
-	drainWaiters                 int
+	sleepers       waiterLine
+	wakeupsPending int
+	drainWaiters   int
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
 	drainReleased bool
 	// shuttingDown is written under mu; ShuttingDown reads it without.
@@ -142,7 +152,6 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 		config.Clock = clock.RealClock{}
 	}
 	q := &Typed[T]{items: newItemTable[T, itemState](), custom: config.Queue}
-	q.itemReady.L = &q.mu
 	q.drained.L = &q.mu
 	q.metrics = newQueueMetrics[T](config.MetricsProvider, config.Name, config.Clock, &q.mu)
 	if q.custom != nil && q.custom.Len() > 0 {
@@ -170,6 +179,11 @@ func (q *Typed[T]) tryAdd(item T) (accepted bool) {
 	hash := q.items.hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.addLocked(item, hash)
+}
+
+// addLocked is tryAdd with mu held and item's hash computed.
+func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	if q.shuttingDown.Load() {
 		return false
 	}
@@ -193,6 +207,11 @@ func (q *Typed[T]) tryAdd(item T) (accepted bool) {
 		return true
 	case record.val == stateProcessing:
 		record.val = stateDirty
+	case record.val == stateRemoved: // only with custom storage
+		q.custom.Touch(item)
+		record.val = stateQueued
+		q.removed--
+		q.wakeOne()
 	default: // dirty already
 		return true
 	}
@@ -206,18 +225,18 @@ func (q *Typed[T]) tryAdd(item T) (accepted bool) {
 // item: if more items are queued than wakeups are pending. The caller holds
 // mu.
 func (q *Typed[T]) wakeOne() {
-	if q.sleepingGets > q.wakeupsPending && q.queued() > q.wakeupsPending {
+	if q.sleepers.n > 0 && q.queued() > q.wakeupsPending {
 		q.wakeupsPending++
-		q.itemReady.Signal()
+		q.sleepers.wakeFirst()
 	}
 }
 
 // queued returns the number of items in the storage. The caller holds mu.
 func (q *Typed[T]) queued() int {
 	if q.custom != nil {
-		return q.custom.Len()
+		return q.custom.Len() - q.removed
 	}
-	return q.order.Len()
+	return q.order.Len() - q.removed
 }
 
 // Len returns the number of items waiting to be handed out by Get. Items
@@ -235,32 +254,105 @@ func (q *Typed[T]) Len() int {
 // once none is left it returns the zero value and shutdown true at once.
 // It panics if custom storage pops an item the queue did not push.
 func (q *Typed[T]) Get() (item T, shutdown bool) {
+	item, err := q.get(context.Background())
+	return item, err != nil
+}
+
+// ErrShutDown is the error GetContext returns once a shutdown has begun and
+// no item is left to hand out.
+var ErrShutDown = errors.New("workqueue: queue is shut down")
+
+// GetContext is Get with a context: it returns an item and a nil error, or,
+// if ctx ends before an item can be handed out, ctx.Err() and no item, or
+// ErrShutDown once a shutdown has begun and no item is left. A caller whose
+// context ends takes no item with it: an item queued meanwhile stays queued
+// for the next caller. If ctx has ended already, GetContext returns
+// ctx.Err() without taking an item. The caller must call Done with each
+// item it gets.
+func (q *Typed[T]) GetContext(ctx context.Context) (item T, err error) {
+	if err := ctx.Err(); err != nil {
+		return item, err
+	}
+	return q.get(ctx)
+}
+
+// get hands out the next item, sleeping until there is one. It returns
+// ErrShutDown once a shutdown has begun and none is left, and ctx's error
+// when it ends first.
+func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.queued() == 0 {
 		if q.shuttingDown.Load() {
-			return item, true
+			return item, ErrShutDown
 		}
-		q.sleepingGets++
-		q.itemReady.Wait()
-		q.sleepingGets--
-		q.wakeupsPending-- // every wakeup was counted: Wait never returns spuriously
-	}
-	var record *tableEntry[T, itemState]
-	if q.custom != nil {
-		item = q.custom.Pop()
-		if record, _ = q.items.lookup(item, q.items.hash(item)); record == nil || record.val != stateQueued {
-			panic("workqueue: the queue's storage popped an item that was not queued in it")
+		if err := q.sleep(ctx); err != nil {
+			return item, err
 		}
-	} else {
-		record = q.items.at(q.order.Pop())
-		item = record.item
 	}
+	record := q.popQueued()
+	item = record.item
 	record.val = stateProcessing
 	if q.metrics != nil {
 		q.metrics.get(item)
 	}
-	return item, false
+	return item, nil
+}
+
+// popQueued takes the next queued item out of the storage, skipping removed
+// ones, and returns its record. The caller holds mu, and at least one item
+// is queued.
+func (q *Typed[T]) popQueued() *tableEntry[T, itemState] {
+	for {
+		if q.custom == nil {
+			id := q.order.Pop()
+			if record := q.items.at(id); record.val != stateRemoved {
+				return record
+			}
+			q.items.release(id)
+			q.removed--
+			continue
+		}
+		item := q.custom.Pop()
+		record, id := q.items.lookup(item, q.items.hash(item))
+		switch {
+		case record == nil || record.val != stateQueued && record.val != stateRemoved:
+			panic("workqueue: the queue's storage popped an item that was not queued in it")
+		case record.val == stateQueued:
+			return record
+		}
+		q.items.remove(id)
+		q.removed--
+	}
+}
+
+// sleep waits, with mu released, until a push or a shutdown wakes the
+// caller, or ctx ends; then it returns ctx's error. The caller
+// holds mu, and holds it again when sleep returns.
+func (q *Typed[T]) sleep(ctx context.Context) error {
+	w := q.sleepers.join()
+	q.mu.Unlock()
+	select {
+	case <-w.wake:
+		q.mu.Lock()
+		q.wakeupsPending--
+	case <-ctx.Done(): // nil, never ready, for context.Background()
+		q.mu.Lock()
+		if !w.woken {
+			q.sleepers.leave(w)
+			q.sleepers.recycle(w)
+			return ctx.Err()
+		}
+		// Woken as the context ended: the wakeup is passed on to a
+		// sleeper that still wants an item.
+		<-w.wake
+		q.wakeupsPending--
+		q.wakeOne()
+		q.sleepers.recycle(w)
+		return ctx.Err()
+	}
+	q.sleepers.recycle(w)
+	return nil
 }
 
 // Done marks item as done processing. If it was added while being processed,
@@ -272,7 +364,7 @@ func (q *Typed[T]) Done(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	record, id := q.items.lookup(item, hash)
-	if record == nil || record.val == stateQueued {
+	if record == nil || record.val == stateQueued || record.val == stateRemoved {
 		return
 	}
 	// The state changes before the metrics, which are user code, are
@@ -299,7 +391,48 @@ func (q *Typed[T]) Done(item T) {
 
 // idle reports whether no item is queued or being processed. The caller
 // holds mu.
-func (q *Typed[T]) idle() bool { return q.items.len() == 0 }
+func (q *Typed[T]) idle() bool {
+	if q.custom != nil {
+		return q.items.len() == q.removed // removed records stay indexed
+	}
+	return q.items.len() == 0
+}
+
+// Remove takes item back: a queued item leaves the queue, and an item
+// being processed that was added again meanwhile is not queued again by
+// Done. It reports whether it took anything back; an item being processed
+// keeps being processed. It takes O(1) time; a removed item's place in the
+// storage is freed when Get reaches it. With custom storage, an item added
+// again before Get reaches its old place is handed out from there, as if
+// it had never been removed.
+func (q *Typed[T]) Remove(item T) bool {
+	hash := q.items.hash(item)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	record, id := q.items.lookup(item, hash)
+	if record == nil {
+		return false
+	}
+	switch record.val {
+	case stateQueued:
+		record.val = stateRemoved
+		q.removed++
+		if q.custom == nil {
+			q.items.detach(id)
+		}
+	case stateDirty:
+		record.val = stateProcessing
+	default:
+		return false
+	}
+	if q.metrics != nil {
+		q.metrics.remove(item)
+	}
+	if q.drainWaiters > 0 && q.idle() {
+		q.drained.Broadcast()
+	}
+	return true
+}
 
 // ShutDown makes the queue ignore further adds, wakes every Get caller
 // (which then drain what is queued and return shutdown true), releases every
@@ -343,8 +476,10 @@ func (q *Typed[T]) stopAdds() {
 
 func (q *Typed[T]) stopAddsLocked() {
 	q.shuttingDown.Store(true)
-	q.wakeupsPending = q.sleepingGets // every sleeper wakes
-	q.itemReady.Broadcast()
+	for q.sleepers.n > 0 {
+		q.wakeupsPending++
+		q.sleepers.wakeFirst()
+	}
 }
 
 // ShuttingDown reports whether a shutdown has begun: ShutDown or

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"context"
 	"sync"
 
 	"k8s.io/utils/clock"
@@ -21,6 +22,23 @@ type TypedRateLimitingInterface[T comparable] interface {
 	// NumRequeues returns how many times item has been rate limited since it
 	// was last forgotten.
 	NumRequeues(item T) int
+}
+
+// TypedRateLimitingQueue is the rate-limiting queue this package makes: a
+// [TypedRateLimitingInterface] with this package's additions, GetContext and
+// Remove. Its methods are safe for concurrent use. The constructors keep
+// client-go's signatures, so every queue they return holds this interface
+// behind the client-go one:
+//
+//	q := workqueue.NewTypedRateLimitingQueue(limiter).(workqueue.TypedRateLimitingQueue[string])
+type TypedRateLimitingQueue[T comparable] interface {
+	TypedRateLimitingInterface[T]
+	// GetContext is Get that also returns when ctx ends; see
+	// [Typed.GetContext].
+	GetContext(ctx context.Context) (item T, err error)
+	// Remove takes item back from the queue and from the items waiting for
+	// their delay, and forgets its failures; see [Typed.Remove].
+	Remove(item T) bool
 }
 
 // TypedRateLimitingQueueConfig configures a queue made by
@@ -118,6 +136,26 @@ func (q *rateLimitingQueue[T]) Forget(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.rateLimiter.Forget(item)
+}
+
+// GetContext hands out the next ready item or returns when ctx ends; see
+// [Typed.GetContext]. A delaying queue from outside this package needs a
+// GetContext method of the same shape; without one, GetContext returns an
+// error that wraps [errors.ErrUnsupported].
+func (q *rateLimitingQueue[T]) GetContext(ctx context.Context) (T, error) {
+	return getContext(ctx, q.TypedDelayingInterface)
+}
+
+// Remove takes item back from the delaying queue, with its Remove, and
+// forgets its failures, as one step; it reports whether the delaying queue
+// took anything back. A delaying queue from outside this package without a
+// Remove method keeps the item; its failures are forgotten all the same.
+func (q *rateLimitingQueue[T]) Remove(item T) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.rateLimiter.Forget(item)
+	r, ok := q.TypedDelayingInterface.(remover[T])
+	return ok && r.Remove(item)
 }
 
 // ShutDown begins the delaying queue's shutdown under mu, then shuts it

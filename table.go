@@ -22,7 +22,10 @@ type itemTable[T comparable, V any] struct {
 	// freePlus1 is the id plus one of the first free entry, 0 if none; a
 	// free entry's hash holds the next one the same way.
 	freePlus1 uint32
-	seed      maphash.Seed
+	// detached counts the entries taken out of the index but not yet
+	// released (see detach).
+	detached int
+	seed     maphash.Seed
 }
 
 type tableEntry[T comparable, V any] struct {
@@ -82,15 +85,36 @@ func (t *itemTable[T, V]) insert(item T, hash uint32, val V) (*tableEntry[T, V],
 	return t.entries.at(int(id)), id
 }
 
-// remove forgets the item with id. Once the table is empty it lets go of
-// memory beyond the first chunk, so that a burst does not pin its memory,
-// while a table that holds a few items at a time allocates nothing.
+// remove forgets the item with id.
 func (t *itemTable[T, V]) remove(id int32) {
-	e := t.entries.at(int(id))
-	t.index.remove(e.hash, id)
-	*e = tableEntry[T, V]{hash: t.freePlus1} // cleared for the garbage collector
+	t.index.remove(t.entries.at(int(id)).hash, id)
+	t.free(id)
+}
+
+// detach takes the entry with id out of the index: lookups no longer find
+// it, and the item can be inserted again under a new id, while this entry
+// and its id stay valid until release. The queue detaches a removed item
+// whose id is still in its FIFO, so that a later add of the item goes to
+// the back.
+func (t *itemTable[T, V]) detach(id int32) {
+	t.index.remove(t.entries.at(int(id)).hash, id)
+	t.detached++
+}
+
+// release forgets the detached entry with id.
+func (t *itemTable[T, V]) release(id int32) {
+	t.detached--
+	t.free(id)
+}
+
+// free clears the entry with id, which is in no index, and puts it on the
+// free list. Once the table is empty it lets go of memory beyond the first
+// chunk, so that a burst does not pin its memory, while a table that holds
+// a few items at a time allocates nothing.
+func (t *itemTable[T, V]) free(id int32) {
+	*t.entries.at(int(id)) = tableEntry[T, V]{hash: t.freePlus1} // cleared for the garbage collector
 	t.freePlus1 = uint32(id) + 1
-	if t.index.count == 0 {
+	if t.index.count == 0 && t.detached == 0 {
 		t.freePlus1 = 0
 		if t.entries.len() > chunkSize {
 			t.clear()
@@ -102,6 +126,7 @@ func (t *itemTable[T, V]) remove(id int32) {
 
 // clear empties the table and lets go of its memory.
 func (t *itemTable[T, V]) clear() {
+	t.detached = 0
 	t.index.reset()
 	t.entries.reset()
 	t.freePlus1 = 0

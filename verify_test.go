@@ -4,7 +4,7 @@ import "fmt"
 
 // verifyQueue checks the invariants of q, as container/heap's tests check a
 // heap's, and returns the first fault found: the item table is sound; the
-// storage holds exactly the queued items, each once; enough sleeping Get callers are being
+// storage holds exactly the queued and the removed items, each once; enough sleeping Get callers are being
 // woken for the queued items; and a drain waiter is not left waiting on an
 // idle queue. It takes the queue's lock.
 func verifyQueue[T comparable](q *Typed[T]) error {
@@ -13,24 +13,36 @@ func verifyQueue[T comparable](q *Typed[T]) error {
 	if err := verifyTable(&q.items); err != nil {
 		return err
 	}
-	queued := 0
+	queued, removed := 0, 0
 	for id := range int32(q.items.entries.len()) {
 		if !q.items.isLive(id) {
 			continue
 		}
-		if q.items.at(id).val == stateQueued {
+		switch q.items.at(id).val {
+		case stateQueued:
 			queued++
+		case stateRemoved:
+			removed++
 		}
 	}
-	if q.queued() != queued {
-		return fmt.Errorf("storage holds %d items, %d records are queued", q.queued(), queued)
+	if q.queued() != queued || q.removed != removed {
+		return fmt.Errorf("storage holds %d items and %d removed ones, the records say %d and %d", q.queued(), q.removed, queued, removed)
+	}
+	if q.custom == nil && q.items.detached != removed {
+		return fmt.Errorf("%d removed records, %d detached from the index", removed, q.items.detached)
+	}
+	if q.custom != nil && q.items.detached != 0 {
+		return fmt.Errorf("%d records detached from the index of a queue with custom storage", q.items.detached)
 	}
 	if q.custom == nil {
 		seen := map[int32]bool{}
 		for i := range q.order.n {
 			id := q.order.buf[(q.order.head+i)&(len(q.order.buf)-1)]
-			if !q.items.isLive(id) || q.items.at(id).val != stateQueued {
-				return fmt.Errorf("storage position %d holds id %d, which is not queued", i, id)
+			if !q.items.isLive(id) {
+				return fmt.Errorf("storage position %d holds id %d, which is free", i, id)
+			}
+			if state := q.items.at(id).val; state != stateQueued && state != stateRemoved {
+				return fmt.Errorf("storage position %d holds id %d, which is neither queued nor removed", i, id)
 			}
 			if seen[id] {
 				return fmt.Errorf("storage holds id %d twice", id)
@@ -38,14 +50,17 @@ func verifyQueue[T comparable](q *Typed[T]) error {
 			seen[id] = true
 		}
 	}
-	if q.wakeupsPending < 0 || q.wakeupsPending > q.sleepingGets {
-		return fmt.Errorf("%d wakeups pending for %d sleeping Get callers", q.wakeupsPending, q.sleepingGets)
+	if err := verifyLine(&q.sleepers); err != nil {
+		return err
 	}
-	if min(queued, q.sleepingGets) > q.wakeupsPending {
-		return fmt.Errorf("%d items queued, %d Get callers sleep, only %d woken", queued, q.sleepingGets, q.wakeupsPending)
+	if q.wakeupsPending < 0 {
+		return fmt.Errorf("%d wakeups pending", q.wakeupsPending)
 	}
-	if q.shuttingDown.Load() && q.sleepingGets > q.wakeupsPending {
-		return fmt.Errorf("shutting down, yet %d of %d sleeping Get callers not woken", q.sleepingGets-q.wakeupsPending, q.sleepingGets)
+	if q.sleepers.n > 0 && queued > q.wakeupsPending {
+		return fmt.Errorf("%d items queued, only %d Get callers woken, %d more asleep", queued, q.wakeupsPending, q.sleepers.n)
+	}
+	if q.shuttingDown.Load() && q.sleepers.n > 0 {
+		return fmt.Errorf("shutting down, yet %d sleeping Get callers not woken", q.sleepers.n)
 	}
 	return nil
 }
@@ -62,4 +77,25 @@ func (t *itemTable[T, V]) isLive(id int32) bool {
 		}
 	}
 	return true
+}
+
+// verifyLine checks that the line's links agree with its count and that
+// no waiter in it is marked woken.
+func verifyLine(l *waiterLine) error {
+	n := 0
+	var prev *getWaiter
+	for w := l.head; w != nil; w = w.next {
+		if w.prev != prev {
+			return fmt.Errorf("waiter %d of the line links back to the wrong waiter", n)
+		}
+		if w.woken {
+			return fmt.Errorf("waiter %d of the line is marked woken", n)
+		}
+		prev = w
+		n++
+	}
+	if prev != l.tail || n != l.n {
+		return fmt.Errorf("line holds %d waiters ending at %p, its count says %d ending at %p", n, prev, l.n, l.tail)
+	}
+	return nil
 }
