@@ -170,14 +170,14 @@ func ExampleRunner() {
 		settled <- struct{}{}
 		return workqueue.Result{}, nil
 	}
-	runner := workqueue.NewRunner(queue, reconcile,
+	giveUp := func(key string, err error) {
+		fmt.Printf("%s given up after %d attempts: %v\n", key, attempts[key], err)
+		settled <- struct{}{}
+	}
+	runner := workqueue.NewRunnerWithDeadLetter(queue, reconcile, giveUp,
 		workqueue.WithMaxRetries(3),
 		workqueue.WithItemTimeout(time.Minute),
-		workqueue.WithLogger(slog.New(slog.DiscardHandler)),
-		workqueue.WithDeadLetter(func(key string, err error) {
-			fmt.Printf("%s given up after %d attempts: %v\n", key, attempts[key], err)
-			settled <- struct{}{}
-		}))
+		workqueue.WithLogger(slog.New(slog.DiscardHandler)))
 
 	done := make(chan struct{})
 	go func() {

@@ -44,7 +44,7 @@ type Runner[T comparable] struct {
 	reconcile  ReconcileFunc[T]
 	maxRetries int
 	timeout    time.Duration
-	deadLetter func(item T, err error)
+	deadLetter DeadLetterFunc[T]
 	logger     *slog.Logger
 
 	// failures counts consecutive failed reconciles per item. It is kept
@@ -59,13 +59,23 @@ type Runner[T comparable] struct {
 	failing atomic.Int64
 }
 
-// RunnerOption configures a [Runner] made by [NewRunner].
+// DeadLetterFunc receives an item that a [Runner] made by
+// [NewRunnerWithDeadLetter] gives up on: after the maximum number of retries
+// (see [WithMaxRetries]), or at once for a [TerminalError]. It gets the item
+// and the last error, runs on the worker before the item is marked Done (so
+// an Add from it queues the item again after Done), and must be safe for
+// concurrent use when there are several workers. A panic in it is not
+// recovered. A nil DeadLetterFunc means no callback.
+type DeadLetterFunc[T comparable] func(item T, err error)
+
+// RunnerOption configures a [Runner] made by [NewRunner] or
+// [NewRunnerWithDeadLetter]. Options do not depend on the item type, so one
+// option value can configure Runners of different item types.
 type RunnerOption func(*runnerOptions)
 
 type runnerOptions struct {
 	maxRetries int
 	timeout    time.Duration
-	deadLetter any // func(T, error), checked against the queue's T in NewRunner
 	logger     *slog.Logger
 }
 
@@ -74,11 +84,11 @@ type runnerOptions struct {
 const UnlimitedRetries = -1
 
 // WithMaxRetries sets how many times a failing item is retried before the
-// Runner gives up on it, forgets it and hands it to the dead-letter callback
-// (see [WithDeadLetter]): an item is reconciled at most n+1 times in a row
-// without success. 0 means never retry; [UnlimitedRetries] (-1), the
-// default, means retry for as long as the Runner runs. NewRunner panics if n
-// is below -1.
+// Runner gives up on it, forgets it and hands it to the dead-letter callback,
+// if it has one (see [NewRunnerWithDeadLetter]): an item is reconciled at
+// most n+1 times in a row without success. 0 means never retry;
+// [UnlimitedRetries] (-1), the default, means retry for as long as the
+// Runner runs. NewRunner panics if n is below -1.
 func WithMaxRetries(n int) RunnerOption {
 	return func(o *runnerOptions) { o.maxRetries = n }
 }
@@ -91,17 +101,6 @@ func WithItemTimeout(d time.Duration) RunnerOption {
 	return func(o *runnerOptions) { o.timeout = d }
 }
 
-// WithDeadLetter sets a callback for items the Runner gives up on: after the
-// maximum number of retries, or at once for a [TerminalError]. It receives
-// the item and the last error, runs on the worker before the item is marked
-// Done (so an Add from the callback queues the item again after Done), and
-// must be safe for concurrent use when there are several workers. A panic in
-// the callback is not recovered. NewRunner panics if fn's item type is not
-// the queue's.
-func WithDeadLetter[T comparable](fn func(item T, err error)) RunnerOption {
-	return func(o *runnerOptions) { o.deadLetter = fn }
-}
-
 // WithLogger sets where the Runner logs failed reconciles, recovered panics
 // and retries dropped at shutdown. Nil or unset means slog.Default().
 func WithLogger(logger *slog.Logger) RunnerOption {
@@ -109,14 +108,31 @@ func WithLogger(logger *slog.Logger) RunnerOption {
 }
 
 // NewRunner returns a Runner that reconciles the items of queue with
-// reconcile, configured by opts. It panics with a "workqueue:" message if
-// queue or reconcile is nil or an option is invalid.
+// reconcile, configured by opts. An item it gives up on is logged and
+// forgotten; [NewRunnerWithDeadLetter] also hands it to a callback. It
+// panics with a "workqueue:" message if queue or reconcile is nil or an
+// option is invalid.
 func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], opts ...RunnerOption) *Runner[T] {
+	return newRunner("NewRunner", queue, reconcile, nil, opts)
+}
+
+// NewRunnerWithDeadLetter is [NewRunner] with a callback, deadLetter, for
+// the items the Runner gives up on; see [DeadLetterFunc]. The callback takes
+// the queue's item type, so a mismatch is a compile error. A nil deadLetter
+// means none, as with NewRunner. It may be called concurrently, and it
+// panics as NewRunner does.
+func NewRunnerWithDeadLetter[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], deadLetter DeadLetterFunc[T], opts ...RunnerOption) *Runner[T] {
+	return newRunner("NewRunnerWithDeadLetter", queue, reconcile, deadLetter, opts)
+}
+
+// newRunner is NewRunner and NewRunnerWithDeadLetter; name is the one called,
+// for the panic messages.
+func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], deadLetter DeadLetterFunc[T], opts []RunnerOption) *Runner[T] {
 	if queue == nil {
-		panic("workqueue: NewRunner needs a queue, got nil")
+		panic("workqueue: " + name + " needs a queue, got nil")
 	}
 	if reconcile == nil {
-		panic("workqueue: NewRunner needs a reconcile function, got nil")
+		panic("workqueue: " + name + " needs a reconcile function, got nil")
 	}
 	o := runnerOptions{maxRetries: UnlimitedRetries}
 	for _, opt := range opts {
@@ -133,19 +149,12 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 		reconcile:  reconcile,
 		maxRetries: o.maxRetries,
 		timeout:    o.timeout,
+		deadLetter: deadLetter,
 		logger:     o.logger,
 		failures:   make(map[T]int),
 	}
 	if r.logger == nil {
 		r.logger = slog.Default()
-	}
-	if o.deadLetter != nil {
-		fn, ok := o.deadLetter.(func(T, error))
-		if !ok {
-			var item T
-			panic(fmt.Sprintf("workqueue: WithDeadLetter callback is %T, the queue holds %T", o.deadLetter, item))
-		}
-		r.deadLetter = fn
 	}
 	return r
 }

@@ -5,7 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"io"
 	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,15 +42,13 @@ func runOneItem(t *testing.T, reconcile func(ctx context.Context, attempt int) (
 	var logs bytes.Buffer
 	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 	start := time.Now()
-	opts = append(opts,
-		WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-		WithDeadLetter(func(item string, err error) {
-			assert.Equal(t, "a", item)
-			out.deadLetters = append(out.deadLetters, err)
-		}))
-	runner := NewRunner(q, func(ctx context.Context, item string) (Result, error) {
+	opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	runner := NewRunnerWithDeadLetter(q, func(ctx context.Context, item string) (Result, error) {
 		out.attempts = append(out.attempts, time.Since(start))
 		return reconcile(ctx, len(out.attempts))
+	}, func(item string, err error) {
+		assert.Equal(t, "a", item)
+		out.deadLetters = append(out.deadLetters, err)
 	}, opts...)
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -351,12 +358,12 @@ func TestRunnerDropsRetriesDuringDrain(t *testing.T) {
 		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 		var attempts atomic.Int32
 		deadLetters := 0
-		runner := NewRunner(q, func(context.Context, string) (Result, error) {
+		runner := NewRunnerWithDeadLetter(q, func(context.Context, string) (Result, error) {
 			attempts.Add(1)
 			time.Sleep(time.Second)
 			return Result{}, errors.New("boom")
-		}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-			WithDeadLetter(func(string, error) { deadLetters++ }))
+		}, func(string, error) { deadLetters++ },
+			WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := startRunner(ctx, runner, 1)
 		q.Add("a")
@@ -429,8 +436,12 @@ func TestRunnerMisuse(t *testing.T) {
 		{"nil reconcile", func() { NewRunner(q, nil) }, "workqueue: NewRunner needs a reconcile function, got nil"},
 		{"max retries -2", func() { NewRunner(q, ok, WithMaxRetries(-2)) }, "workqueue: WithMaxRetries(-2): want -1 (unlimited) or more"},
 		{"negative timeout", func() { NewRunner(q, ok, WithItemTimeout(-time.Second)) }, "workqueue: WithItemTimeout(-1s): negative timeout"},
-		{"dead letter of another type", func() { NewRunner(q, ok, WithDeadLetter(func(int, error) {})) },
-			"workqueue: WithDeadLetter callback is func(int, error), the queue holds string"},
+		{"nil queue with a dead letter", func() { NewRunnerWithDeadLetter(nil, ok, func(string, error) {}) },
+			"workqueue: NewRunnerWithDeadLetter needs a queue, got nil"},
+		{"nil reconcile with a dead letter", func() { NewRunnerWithDeadLetter(q, nil, func(string, error) {}) },
+			"workqueue: NewRunnerWithDeadLetter needs a reconcile function, got nil"},
+		{"invalid option with a dead letter", func() { NewRunnerWithDeadLetter(q, ok, nil, WithMaxRetries(-2)) },
+			"workqueue: WithMaxRetries(-2): want -1 (unlimited) or more"},
 		{"zero workers", func() { NewRunner(q, ok).Run(context.Background(), 0) }, "workqueue: Run needs at least one worker, got 0"},
 	}
 	for _, tt := range tests {
@@ -439,4 +450,80 @@ func TestRunnerMisuse(t *testing.T) {
 		})
 	}
 	assert.NotPanics(t, func() { NewRunner(q, ok, WithLogger(nil), WithMaxRetries(0), WithItemTimeout(0)) })
+	assert.NotPanics(t, func() { NewRunnerWithDeadLetter(q, ok, nil, WithMaxRetries(0)) }, "a nil dead letter means none")
+}
+
+// TestRunnerDeadLetterTypeIsCheckedAtCompileTime type-checks small programs
+// against this package: a dead-letter callback for another item type than
+// the queue's must not compile, and one option value must configure Runners
+// of different item types.
+func TestRunnerDeadLetterTypeIsCheckedAtCompileTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the go command for this package's export data")
+	}
+	tests := []struct {
+		name    string
+		body    string
+		wantErr string // a substring of the type error, or "" to compile
+	}{
+		{
+			name: "dead letter of the queue's type",
+			body: `workqueue.NewRunnerWithDeadLetter(strings, ok, func(key string, err error) {}, workqueue.WithMaxRetries(10))`,
+		},
+		{
+			name:    "dead letter of another type",
+			body:    `workqueue.NewRunnerWithDeadLetter(strings, ok, func(key int, err error) {}, workqueue.WithMaxRetries(10))`,
+			wantErr: "func(key int, err error) literal) does not match inferred type workqueue.DeadLetterFunc[string]",
+		},
+		{
+			name: "one option value for Runners of two item types",
+			body: `opts := []workqueue.RunnerOption{workqueue.WithMaxRetries(10), workqueue.WithItemTimeout(time.Minute)}
+	workqueue.NewRunner(strings, ok, opts...)
+	workqueue.NewRunnerWithDeadLetter(ints, func(context.Context, int) (workqueue.Result, error) { return workqueue.Result{}, nil }, func(int, error) {}, opts...)`,
+		},
+	}
+	const header = `package p
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+var _ = time.Minute
+
+func f(strings workqueue.TypedRateLimitingInterface[string], ints workqueue.TypedRateLimitingInterface[int]) {
+	ok := func(context.Context, string) (workqueue.Result, error) { return workqueue.Result{}, nil }
+	_ = ok
+	`
+	// The export data of this package and of what the programs import, as
+	// the go command builds them.
+	list, err := exec.Command("go", "list", "-export", "-deps", "-f", "{{.ImportPath}} {{.Export}}", ".", "context", "time").Output()
+	require.NoError(t, err)
+	exports := map[string]string{}
+	for line := range strings.Lines(string(list)) {
+		path, file, _ := strings.Cut(strings.TrimSpace(line), " ")
+		exports[path] = file
+	}
+	lookup := func(path string) (io.ReadCloser, error) {
+		if exports[path] == "" {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(exports[path])
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, "p.go", header+tt.body+"\n}\n", 0)
+			require.NoError(t, err)
+			conf := types.Config{Importer: importer.ForCompiler(fset, "gc", lookup)}
+			_, err = conf.Check("p", fset, []*ast.File{file}, nil)
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorContains(t, err, tt.wantErr)
+			}
+		})
+	}
 }

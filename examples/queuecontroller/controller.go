@@ -96,14 +96,12 @@ func newController(store *Store, config controllerConfig) *controller {
 // run reconciles requests and commands, each queue with its own workers,
 // until ctx is cancelled; then both queues drain and run returns.
 func (c *controller) run(ctx context.Context) {
-	requests := workqueue.NewRunner(c.queue, c.reconcileRequest,
+	opts := []workqueue.RunnerOption{
 		workqueue.WithMaxRetries(c.config.maxRequeueNum),
-		workqueue.WithDeadLetter(c.requestGivenUp),
-		workqueue.WithLogger(c.config.logger))
-	commands := workqueue.NewRunner(c.commandQueue, c.reconcileCommand,
-		workqueue.WithMaxRetries(c.config.maxRequeueNum),
-		workqueue.WithDeadLetter(c.commandGivenUp),
-		workqueue.WithLogger(c.config.logger))
+		workqueue.WithLogger(c.config.logger),
+	}
+	requests := workqueue.NewRunnerWithDeadLetter(c.queue, c.reconcileRequest, c.requestGivenUp, opts...)
+	commands := workqueue.NewRunnerWithDeadLetter(c.commandQueue, c.reconcileCommand, c.commandGivenUp, opts...)
 	var wg sync.WaitGroup
 	wg.Go(func() { requests.Run(ctx, c.config.workers) })
 	wg.Go(func() { commands.Run(ctx, c.config.workers) })
