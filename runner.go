@@ -37,8 +37,8 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // Runner runs the worker loop every controller writes: Get an item,
 // reconcile it, then Forget it, retry it with backoff or requeue it as the
 // reconcile asked, and mark it Done. A reconcile that panics is recovered,
-// logged and counted as a failure. A Runner is safe for concurrent use; its
-// Run may be called more than once, and each call shares the queue.
+// logged and counted as a failure. A Runner runs once, and owns the shutdown
+// of its queue: see [Runner.Run]. A Runner is safe for concurrent use.
 type Runner[T comparable] struct {
 	queue      TypedRateLimitingInterface[T]
 	reconcile  ReconcileFunc[T]
@@ -57,6 +57,9 @@ type Runner[T comparable] struct {
 	// orders an item's reconciles, so a worker sees the count its item's
 	// previous worker left.
 	failing atomic.Int64
+
+	// started is set by the one Run a Runner allows.
+	started atomic.Bool
 }
 
 // DeadLetterFunc receives an item that a [Runner] made by
@@ -166,10 +169,22 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 // progress: reconciles get a context that keeps ctx's values but is not
 // cancelled with it; use [WithItemTimeout] to bound them. A retry that falls
 // due during the drain is dropped and logged, as the queue no longer takes
-// items. Run panics if workers is less than 1.
+// items.
+//
+// A Runner runs once, as a controller starts its workers once: start them
+// all with one Run, whose workers argument says how many. Run owns the
+// queue's shutdown (it shuts the queue down when it stops), so give each
+// Runner a queue of its own: a second Runner reading the same queue would
+// stop when the first does. Run may be called from any goroutine. It panics
+// if workers is less than 1, or if Run was called on this Runner before,
+// even if that call has returned; a call that panicked on its workers
+// argument does not count.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if workers < 1 {
 		panic(fmt.Sprintf("workqueue: Run needs at least one worker, got %d", workers))
+	}
+	if !r.started.CompareAndSwap(false, true) {
+		panic("workqueue: Run called twice on one Runner; start all its workers in one Run")
 	}
 	workCtx := context.WithoutCancel(ctx)
 	var wg sync.WaitGroup

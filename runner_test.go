@@ -527,3 +527,75 @@ func f(strings workqueue.TypedRateLimitingInterface[string], ints workqueue.Type
 		})
 	}
 }
+
+// TestRunnerRunsOnce pins that a Runner runs once: a second Run panics,
+// whether the first is still running or has returned, and a Run that
+// panicked on its workers argument does not use up the one run. Each case
+// gets a Runner over a queue holding "a" and a context whose cancel stops
+// the Run that runs; the item must be reconciled once, by that Run.
+func TestRunnerRunsOnce(t *testing.T) {
+	const twice = "workqueue: Run called twice on one Runner; start all its workers in one Run"
+	tests := []struct {
+		name string
+		run  func(t *testing.T, ctx context.Context, cancel context.CancelFunc, runner *Runner[string])
+	}{
+		{
+			name: "second Run after the first returned",
+			run: func(t *testing.T, ctx context.Context, cancel context.CancelFunc, runner *Runner[string]) {
+				cancel()
+				runner.Run(ctx, 1)
+				assert.PanicsWithValue(t, twice, func() { runner.Run(t.Context(), 1) })
+			},
+		},
+		{
+			name: "two Runs at once",
+			run: func(t *testing.T, ctx context.Context, cancel context.CancelFunc, runner *Runner[string]) {
+				var twices atomic.Int32
+				// Should both Runs run, end them anyway: the case then
+				// fails instead of hanging.
+				defer time.AfterFunc(time.Hour, cancel).Stop()
+				var callers sync.WaitGroup
+				for range 2 {
+					callers.Go(func() {
+						defer func() {
+							if v := recover(); v != nil {
+								assert.Equal(t, twice, v)
+								twices.Add(1)
+								cancel() // the Run that won may stop now
+							}
+						}()
+						runner.Run(ctx, 2)
+					})
+				}
+				callers.Wait()
+				assert.Equal(t, int32(1), twices.Load(), "exactly one of the two Runs panics")
+			},
+		},
+		{
+			name: "a Run with no workers does not count",
+			run: func(t *testing.T, ctx context.Context, cancel context.CancelFunc, runner *Runner[string]) {
+				assert.PanicsWithValue(t, "workqueue: Run needs at least one worker, got 0", func() { runner.Run(ctx, 0) })
+				cancel()
+				assert.NotPanics(t, func() { runner.Run(ctx, 1) })
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+				var reconciled atomic.Int32
+				runner := NewRunner(q, func(context.Context, string) (Result, error) {
+					reconciled.Add(1)
+					return Result{}, nil
+				})
+				q.Add("a")
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				tt.run(t, ctx, cancel, runner)
+				assert.Equal(t, int32(1), reconciled.Load(), "the Run that ran drained the queue")
+				assert.True(t, q.ShuttingDown(), "the Run that ran shut the queue down")
+			})
+		})
+	}
+}
