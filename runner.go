@@ -31,14 +31,18 @@ type Result struct {
 // [TerminalError] to give up on it at once, or a [Result] asking for a
 // requeue; with an error the Result is ignored. The context carries the
 // values of the context given to [Runner.Run] and is cancelled when the
-// item's timeout (see [WithItemTimeout]) expires.
+// item's timeout (see [WithItemTimeout]) expires. A Runner with several
+// workers calls it concurrently, never for one item twice at once. A nil
+// ReconcileFunc is not usable: NewRunner panics on one.
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
 // Runner runs the worker loop every controller writes: Get an item,
 // reconcile it, then Forget it, retry it with backoff or requeue it as the
 // reconcile asked, and mark it Done. A reconcile that panics is recovered,
 // logged and counted as a failure. A Runner runs once, and owns the shutdown
-// of its queue: see [Runner.Run]. A Runner is safe for concurrent use.
+// of its queue: see [Runner.Run]. A Runner is safe for concurrent use. The
+// zero value is not usable: make a Runner with [NewRunner] or
+// [NewRunnerWithDeadLetter]; Run panics on a zero Runner.
 type Runner[T comparable] struct {
 	queue      TypedRateLimitingInterface[T]
 	reconcile  ReconcileFunc[T]
@@ -73,7 +77,8 @@ type DeadLetterFunc[T comparable] func(item T, err error)
 
 // RunnerOption configures a [Runner] made by [NewRunner] or
 // [NewRunnerWithDeadLetter]. Options do not depend on the item type, so one
-// option value can configure Runners of different item types.
+// option value can configure Runners of different item types. A nil
+// RunnerOption is not usable: NewRunner panics on one.
 type RunnerOption func(*runnerOptions)
 
 type runnerOptions struct {
@@ -113,8 +118,8 @@ func WithLogger(logger *slog.Logger) RunnerOption {
 // NewRunner returns a Runner that reconciles the items of queue with
 // reconcile, configured by opts. An item it gives up on is logged and
 // forgotten; [NewRunnerWithDeadLetter] also hands it to a callback. It
-// panics with a "workqueue:" message if queue or reconcile is nil or an
-// option is invalid.
+// panics with a "workqueue:" message if queue, reconcile or an option is nil,
+// or an option is invalid.
 func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], opts ...RunnerOption) *Runner[T] {
 	return newRunner("NewRunner", queue, reconcile, nil, opts)
 }
@@ -138,7 +143,10 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 		panic("workqueue: " + name + " needs a reconcile function, got nil")
 	}
 	o := runnerOptions{maxRetries: UnlimitedRetries}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			panic(fmt.Sprintf("workqueue: %s got a nil option at position %d", name, i))
+		}
 		opt(&o)
 	}
 	if o.maxRetries < UnlimitedRetries {
@@ -176,10 +184,14 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 // queue's shutdown (it shuts the queue down when it stops), so give each
 // Runner a queue of its own: a second Runner reading the same queue would
 // stop when the first does. Run may be called from any goroutine. It panics
-// if workers is less than 1, or if Run was called on this Runner before,
-// even if that call has returned; a call that panicked on its workers
-// argument does not count.
+// on a Runner not made by NewRunner or NewRunnerWithDeadLetter, if workers
+// is less than 1, or if Run was called on this Runner before, even if that
+// call has returned; a call that panicked on its workers argument does not
+// count.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
+	if r == nil || r.queue == nil {
+		panic("workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter")
+	}
 	if workers < 1 {
 		panic(fmt.Sprintf("workqueue: Run needs at least one worker, got %d", workers))
 	}

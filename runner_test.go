@@ -443,6 +443,13 @@ func TestRunnerMisuse(t *testing.T) {
 		{"invalid option with a dead letter", func() { NewRunnerWithDeadLetter(q, ok, nil, WithMaxRetries(-2)) },
 			"workqueue: WithMaxRetries(-2): want -1 (unlimited) or more"},
 		{"zero workers", func() { NewRunner(q, ok).Run(context.Background(), 0) }, "workqueue: Run needs at least one worker, got 0"},
+		{"nil option", func() { NewRunner(q, ok, WithMaxRetries(1), nil) }, "workqueue: NewRunner got a nil option at position 1"},
+		{"nil option with a dead letter", func() { NewRunnerWithDeadLetter(q, ok, nil, nil) },
+			"workqueue: NewRunnerWithDeadLetter got a nil option at position 0"},
+		{"Run on a zero Runner", func() { new(Runner[string]).Run(context.Background(), 1) },
+			"workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter"},
+		{"Run on a nil Runner", func() { (*Runner[string])(nil).Run(context.Background(), 1) },
+			"workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
