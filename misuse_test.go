@@ -41,6 +41,23 @@ func TestMisuse(t *testing.T) {
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 0, 3, never) }},
 		{"ParallelizeUntil with no pieces", "",
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 0, 0, never) }},
+		{"When on a zero bucket limiter", "workqueue: TypedBucketRateLimiter needs a Limiter, got nil; build it as &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}",
+			func(t *testing.T) {
+				var limiter TypedBucketRateLimiter[int]
+				limiter.When(1)
+			}},
+		{"When on a zero max-wait limiter", "workqueue: When on a zero TypedWithMaxWaitRateLimiter; make one with NewTypedWithMaxWaitRateLimiter",
+			func(t *testing.T) { TypedWithMaxWaitRateLimiter[int]{}.When(1) }},
+		{"Forget on a zero max-wait limiter", "workqueue: Forget on a zero TypedWithMaxWaitRateLimiter; make one with NewTypedWithMaxWaitRateLimiter",
+			func(t *testing.T) { TypedWithMaxWaitRateLimiter[int]{}.Forget(1) }},
+		{"NumRequeues on a zero max-wait limiter", "workqueue: NumRequeues on a zero TypedWithMaxWaitRateLimiter; make one with NewTypedWithMaxWaitRateLimiter",
+			func(t *testing.T) { TypedWithMaxWaitRateLimiter[int]{}.NumRequeues(1) }},
+		{"zero max-wait limiter in a queue", "workqueue: When on a zero TypedWithMaxWaitRateLimiter; make one with NewTypedWithMaxWaitRateLimiter",
+			func(t *testing.T) {
+				q := NewTypedRateLimitingQueue[int](TypedWithMaxWaitRateLimiter[int]{})
+				defer q.ShutDown()
+				q.AddRateLimited(1)
+			}},
 		{"ParallelizeUntil with a cancelled context", "", func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()

@@ -178,8 +178,9 @@ func (r *TypedItemFastSlowRateLimiter[T]) Forget(item T) {
 // TypedBucketRateLimiter limits all items together with a token bucket: each
 // When takes a token and returns how long until that token is available.
 // Failures are not counted per item. Build it as a struct literal,
-// &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}; Limiter must
-// not be nil. It is safe for concurrent use.
+// &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}. The zero
+// value, with a nil Limiter, is not usable: When panics on it. It is safe
+// for concurrent use.
 type TypedBucketRateLimiter[T comparable] struct {
 	*rate.Limiter
 }
@@ -192,8 +193,11 @@ const maxUnreservableDelay = 1000 * time.Second
 // grant the token (a burst of 0, or a zero rate with the burst spent), x/time
 // would answer with a wait of centuries that loses the item; When instead
 // returns one token interval at the bucket's rate, at most 1000 s, counted
-// from now for each item.
+// from now for each item. It panics if Limiter is nil.
 func (r *TypedBucketRateLimiter[T]) When(item T) time.Duration {
+	if r.Limiter == nil {
+		panic("workqueue: TypedBucketRateLimiter needs a Limiter, got nil; build it as &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}")
+	}
 	// ReserveN, unlike Reserve, inlines here, so the reservation stays on
 	// the stack and When does not allocate.
 	reservation := r.Limiter.ReserveN(time.Now(), 1)
@@ -219,7 +223,8 @@ func (r *TypedBucketRateLimiter[T]) Forget(item T) {}
 
 // TypedMaxOfRateLimiter combines limiters: it returns the longest delay and
 // the largest requeue count of any of them, and forgets an item in all of
-// them. With no limiters it never delays. It is safe for concurrent use.
+// them. With no limiters, as in the zero value, it never delays. It is safe
+// for concurrent use.
 type TypedMaxOfRateLimiter[T comparable] struct {
 	limiters []TypedRateLimiter[T]
 }
@@ -262,7 +267,9 @@ func (r *TypedMaxOfRateLimiter[T]) Forget(item T) {
 }
 
 // TypedWithMaxWaitRateLimiter caps the delay of another limiter at
-// maxDelay. It is safe for concurrent use if the wrapped limiter is.
+// maxDelay. It is safe for concurrent use if the wrapped limiter is. The
+// zero value is not usable: make one with [NewTypedWithMaxWaitRateLimiter];
+// its methods panic on a zero value.
 type TypedWithMaxWaitRateLimiter[T comparable] struct {
 	limiter  TypedRateLimiter[T]
 	maxDelay time.Duration
@@ -280,17 +287,27 @@ func NewTypedWithMaxWaitRateLimiter[T comparable](limiter TypedRateLimiter[T], m
 	return &TypedWithMaxWaitRateLimiter[T]{limiter: limiter, maxDelay: maxDelay}
 }
 
-// When returns the wrapped limiter's delay, at most maxDelay.
+// When returns the wrapped limiter's delay, at most maxDelay. It panics on a
+// zero value.
 func (w TypedWithMaxWaitRateLimiter[T]) When(item T) time.Duration {
-	return min(w.limiter.When(item), w.maxDelay)
+	return min(w.wrapped("When").When(item), w.maxDelay)
 }
 
-// Forget forgets item in the wrapped limiter.
+// Forget forgets item in the wrapped limiter. It panics on a zero value.
 func (w TypedWithMaxWaitRateLimiter[T]) Forget(item T) {
-	w.limiter.Forget(item)
+	w.wrapped("Forget").Forget(item)
 }
 
-// NumRequeues returns the wrapped limiter's count.
+// NumRequeues returns the wrapped limiter's count. It panics on a zero
+// value.
 func (w TypedWithMaxWaitRateLimiter[T]) NumRequeues(item T) int {
-	return w.limiter.NumRequeues(item)
+	return w.wrapped("NumRequeues").NumRequeues(item)
+}
+
+// wrapped returns the wrapped limiter, which only a zero value lacks.
+func (w TypedWithMaxWaitRateLimiter[T]) wrapped(method string) TypedRateLimiter[T] {
+	if w.limiter == nil {
+		panic("workqueue: " + method + " on a zero TypedWithMaxWaitRateLimiter; make one with NewTypedWithMaxWaitRateLimiter")
+	}
+	return w.limiter
 }

@@ -93,6 +93,16 @@ func TestRateLimiters(t *testing.T) {
 		{"max-of with no limiters never delays",
 			NewTypedMaxOfRateLimiter[string](),
 			[]limiterStep{{item: "a", wantDelay: 0, wantRequeues: 0}}},
+		{"max-of zero value never delays",
+			&TypedMaxOfRateLimiter[string]{},
+			[]limiterStep{{item: "a", wantDelay: 0, wantRequeues: 0}}},
+		{"fast-slow zero value never delays",
+			&TypedItemFastSlowRateLimiter[string]{},
+			[]limiterStep{
+				{item: "a", wantDelay: 0, wantRequeues: 1},
+				{item: "a", wantDelay: 0, wantRequeues: 2},
+				{item: "a", forget: true, wantRequeues: 0},
+			}},
 		{"max wait caps the delay",
 			NewTypedWithMaxWaitRateLimiter(NewTypedItemExponentialFailureRateLimiter[string](ms, time.Hour), 3*ms),
 			[]limiterStep{
