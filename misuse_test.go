@@ -41,6 +41,16 @@ func TestMisuse(t *testing.T) {
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 0, 3, never) }},
 		{"ParallelizeUntil with no pieces", "",
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 0, 0, never) }},
+		{"Get that would wait on a zero Typed", "workqueue: Get on a zero Typed; make one with NewTyped or NewTypedWithConfig",
+			func(t *testing.T) {
+				var q Typed[int]
+				q.Get()
+			}},
+		{"ShutDownWithDrain on a zero Typed", "workqueue: ShutDownWithDrain on a zero Typed; make one with NewTyped or NewTypedWithConfig",
+			func(t *testing.T) {
+				var q Typed[int]
+				q.ShutDownWithDrain()
+			}},
 		{"When on a zero bucket limiter", "workqueue: TypedBucketRateLimiter needs a Limiter, got nil; build it as &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}",
 			func(t *testing.T) {
 				var limiter TypedBucketRateLimiter[int]

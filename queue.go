@@ -99,7 +99,9 @@ const (
 
 // Typed is a work queue; see the package documentation for its guarantees.
 // Create one with [NewTyped] or [NewTypedWithConfig]; the zero value is not
-// usable. All methods are safe for concurrent use, and each takes effect at
+// usable. On a zero Typed, a Get that has to wait for an item and
+// ShutDownWithDrain panic with a "workqueue:" message; the other methods
+// may seem to work until then. All methods are safe for concurrent use, and each takes effect at
 // one instant between its call and its return, so that any concurrent
 // history of calls is one that the calls made one at a time could produce
 // (Get and ShutDownWithDrain may block before that instant).
@@ -252,7 +254,8 @@ func (q *Typed[T]) Len() int {
 // returns it. The caller must call Done with the item when it has finished
 // with it. After a shutdown has begun, Get keeps handing out queued items;
 // once none is left it returns the zero value and shutdown true at once.
-// It panics if custom storage pops an item the queue did not push.
+// It panics if custom storage pops an item the queue did not push, and if
+// it has to wait on a zero Typed.
 func (q *Typed[T]) Get() (item T, shutdown bool) {
 	item, err := q.get(context.Background())
 	return item, err != nil
@@ -285,6 +288,9 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 	for q.queued() == 0 {
 		if q.shuttingDown.Load() {
 			return item, ErrShutDown
+		}
+		if q.drained.L == nil {
+			panic(zeroTyped("Get"))
 		}
 		if err := q.sleep(ctx); err != nil {
 			return item, err
@@ -452,8 +458,12 @@ func (q *Typed[T]) ShutDown() {
 // being processed and are queued again by Done. Workers must keep calling
 // Get and Done meanwhile, or it waits forever. A concurrent ShutDown releases
 // it at once; after ShutDown it returns at once. It stops the metrics
-// goroutine before it returns.
+// goroutine before it returns. It panics on a zero Typed.
 func (q *Typed[T]) ShutDownWithDrain() {
+	// Read without the lock: only construction sets it.
+	if q.drained.L == nil {
+		panic(zeroTyped("ShutDownWithDrain"))
+	}
 	q.mu.Lock()
 	q.stopAddsLocked()
 	q.drainWaiters++
@@ -463,6 +473,13 @@ func (q *Typed[T]) ShutDownWithDrain() {
 	q.drainWaiters--
 	q.mu.Unlock()
 	q.stopMetrics()
+}
+
+// zeroTyped is the panic message of method called on a zero Typed, which
+// lacks the locks of its condition variables: waiting on one would
+// dereference nil.
+func zeroTyped(method string) string {
+	return "workqueue: " + method + " on a zero Typed; make one with NewTyped or NewTypedWithConfig"
 }
 
 // stopAdds is the instant at which a shutdown begins: from then on every
