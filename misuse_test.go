@@ -41,6 +41,12 @@ func TestMisuse(t *testing.T) {
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 0, 3, never) }},
 		{"ParallelizeUntil with no pieces", "",
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 0, 0, never) }},
+		{"ParallelizeUntil with a nil work function", "workqueue: ParallelizeUntil needs a work function, got nil",
+			func(t *testing.T) { ParallelizeUntil(context.Background(), 2, 3, nil) }},
+		{"ParallelizeUntil with a nil work function and no pieces", "",
+			func(t *testing.T) { ParallelizeUntil(context.Background(), 2, 0, nil) }},
+		{"ParallelizeUntil with a nil option", "workqueue: ParallelizeUntil got a nil option at position 1",
+			func(t *testing.T) { ParallelizeUntil(context.Background(), 2, 3, never, WithChunkSize(2), nil) }},
 		{"Get that would wait on a zero Typed", "workqueue: Get on a zero Typed; make one with NewTyped or NewTypedWithConfig",
 			func(t *testing.T) {
 				var q Typed[int]

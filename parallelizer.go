@@ -8,13 +8,17 @@ import (
 )
 
 // DoWorkPieceFunc does the work of one piece, numbered from 0.
+// [ParallelizeUntil] calls it from several goroutines at once, each time for
+// another piece. A nil DoWorkPieceFunc is not usable: ParallelizeUntil
+// panics on one when there are pieces to do.
 type DoWorkPieceFunc func(piece int)
 
 type options struct {
 	chunkSize int
 }
 
-// Options configures [ParallelizeUntil].
+// Options configures [ParallelizeUntil]. A nil Options is not usable:
+// ParallelizeUntil panics on one when there are pieces to do.
 type Options func(*options)
 
 // WithChunkSize makes each worker take c consecutive pieces at a time
@@ -34,7 +38,8 @@ func WithChunkSize(c int) func(*options) {
 // value in the calling goroutine, where it can be recovered.
 //
 // With pieces == 0 it returns at once. It panics if pieces is negative, or if
-// there are pieces to do and workers is less than 1.
+// there are pieces to do and workers is less than 1, doWorkPiece is nil or
+// an option is nil.
 func ParallelizeUntil(ctx context.Context, workers, pieces int, doWorkPiece DoWorkPieceFunc, opts ...Options) {
 	if pieces < 0 {
 		panic(fmt.Sprintf("workqueue: ParallelizeUntil needs a non-negative number of pieces, got %d", pieces))
@@ -45,8 +50,14 @@ func ParallelizeUntil(ctx context.Context, workers, pieces int, doWorkPiece DoWo
 	if workers < 1 {
 		panic(fmt.Sprintf("workqueue: ParallelizeUntil needs at least one worker for %d pieces, got %d", pieces, workers))
 	}
+	if doWorkPiece == nil {
+		panic("workqueue: ParallelizeUntil needs a work function, got nil")
+	}
 	var o options
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			panic(fmt.Sprintf("workqueue: ParallelizeUntil got a nil option at position %d", i))
+		}
 		opt(&o)
 	}
 	chunkSize := max(o.chunkSize, 1)
