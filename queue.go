@@ -476,8 +476,8 @@ func (q *Typed[T]) ShutDownWithDrain() {
 }
 
 // zeroTyped is the panic message of method called on a zero Typed, which
-// lacks the locks of its condition variables: waiting on one would
-// dereference nil.
+// lacks what its constructor sets up: a Get there would wait for ever, a
+// drain would dereference nil.
 func zeroTyped(method string) string {
 	return "workqueue: " + method + " on a zero Typed; make one with NewTyped or NewTypedWithConfig"
 }
