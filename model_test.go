@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -37,10 +38,12 @@ const (
 	// opGetContext: with a negative duration, the context has ended before
 	// the call; otherwise it ends while the call waits, if it waits.
 	opGetContext
+	// opSnapshot lists as many items of each kind as the item number says.
+	opSnapshot
 	opKinds
 )
 
-var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Remove", "GetContext"}
+var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Remove", "GetContext", "Snapshot"}
 
 type modelOp struct {
 	kind opKind
@@ -239,7 +242,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 	}
 	for i, op := range ops {
 		key := modelKeys[op.item]
-		if m.draining && op.kind != opGet && op.kind != opGetContext && op.kind != opDone && op.kind != opLen {
+		if m.draining && op.kind != opGet && op.kind != opGetContext && op.kind != opDone && op.kind != opLen && op.kind != opSnapshot {
 			continue // while a drain waits, only workers act
 		}
 		switch op.kind {
@@ -260,6 +263,10 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			}
 		case opGetContext:
 			if div := modelGetContext(q, m, op); div != "" {
+				return diverged(i, op, "%s", div)
+			}
+		case opSnapshot:
+			if div := modelSnapshot(q.(snapshotter[string]), m, op.item); div != "" {
 				return diverged(i, op, "%s", div)
 			}
 		case opRemove:
@@ -373,6 +380,57 @@ func modelGetContext(q TypedRateLimitingQueue[string], m *queueModel, op modelOp
 	return ""
 }
 
+// modelSnapshot takes a snapshot listing n items of each kind and compares
+// it with the model.
+func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
+	s := q.Snapshot(n)
+	if s.Depth != len(m.fifo) || s.Processing != len(m.processing) || s.Waiting != len(m.waiting) {
+		return fmt.Sprintf("Snapshot counts %d queued, %d processing, %d waiting; model %d, %d, %d",
+			s.Depth, s.Processing, s.Waiting, len(m.fifo), len(m.processing), len(m.waiting))
+	}
+	var queued []string
+	for _, item := range m.fifo[:min(n, len(m.fifo))] {
+		queued = append(queued, modelKeys[item])
+	}
+	if !slices.Equal(s.Queued, queued) {
+		return fmt.Sprintf("Snapshot lists queued %v; model %v", s.Queued, queued)
+	}
+	waiting := slices.Collect(maps.Keys(m.waiting))
+	slices.SortFunc(waiting, func(a, b int) int {
+		wa, wb := m.waiting[a], m.waiting[b]
+		if c := cmp.Compare(wa.readyAt, wb.readyAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(wa.seq, wb.seq)
+	})
+	var delayed []string
+	for _, item := range waiting[:min(n, len(waiting))] {
+		delayed = append(delayed, modelKeys[item])
+	}
+	var gotDelayed []string
+	for _, d := range s.Delayed {
+		gotDelayed = append(gotDelayed, d.Item)
+	}
+	if !slices.Equal(gotDelayed, delayed) {
+		return fmt.Sprintf("Snapshot lists delayed %v; model %v", gotDelayed, delayed)
+	}
+	if len(s.InFlight) > min(n, len(m.processing)) {
+		return fmt.Sprintf("Snapshot lists %d in flight, for n %d and %d processing", len(s.InFlight), n, len(m.processing))
+	}
+	for _, f := range s.InFlight {
+		item := slices.Index(modelKeys, f.Item)
+		if !m.processing[item] || f.Requeue != m.dirty[item] {
+			return fmt.Sprintf("Snapshot lists %q in flight, requeue %v; model processing %v, dirty %v", f.Item, f.Requeue, m.processing[item], m.dirty[item])
+		}
+	}
+	for item, failures := range s.Failures {
+		if want := m.failures[slices.Index(modelKeys, item)]; failures != want {
+			return fmt.Sprintf("Snapshot counts %d failures of %q; model %d", failures, item, want)
+		}
+	}
+	return ""
+}
+
 // randomOps returns a walk of n operations; shutdowns are rare, so most of
 // a walk exercises a live queue.
 func randomOps(rng *rand.Rand, n int) []modelOp {
@@ -398,8 +456,10 @@ func randomOps(rng *rand.Rand, n int) []modelOp {
 			kind = opLen
 		case r < 890:
 			kind = opRemove
-		case r < 930:
+		case r < 920:
 			kind = opGetContext
+		case r < 930:
+			kind = opSnapshot
 		case r < 998:
 			kind = opStep
 		case r < 999:

@@ -137,6 +137,12 @@ type Typed[T comparable] struct {
 
 	// metrics is nil when the queue records no metrics; mu guards it.
 	metrics *queueMetrics[T]
+
+	// For Snapshot: the queue's clock, the adds so far, and the items
+	// being processed in the order they were handed out.
+	clock  clock.PassiveClock
+	adds   uint64
+	flight flightList
 }
 
 // NewTyped returns a new FIFO work queue with no name and no metrics. It is
@@ -153,7 +159,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
-	q := &Typed[T]{items: newItemTable[T, itemState](), custom: config.Queue}
+	q := &Typed[T]{items: newItemTable[T, itemState](), custom: config.Queue, clock: config.Clock, flight: newFlightList()}
 	q.drained.L = &q.mu
 	q.metrics = newQueueMetrics[T](config.MetricsProvider, config.Name, config.Clock, &q.mu)
 	if q.custom != nil && q.custom.Len() > 0 {
@@ -217,6 +223,7 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	default: // dirty already
 		return true
 	}
+	q.adds++
 	if q.metrics != nil {
 		q.metrics.add(item)
 	}
@@ -296,9 +303,12 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 			return item, err
 		}
 	}
-	record := q.popQueued()
+	record, id := q.popQueued()
 	item = record.item
 	record.val = stateProcessing
+	if q.flight.tracking {
+		q.flight.link(id, q.clock.Now())
+	}
 	if q.metrics != nil {
 		q.metrics.get(item)
 	}
@@ -306,14 +316,14 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 }
 
 // popQueued takes the next queued item out of the storage, skipping removed
-// ones, and returns its record. The caller holds mu, and at least one item
-// is queued.
-func (q *Typed[T]) popQueued() *tableEntry[T, itemState] {
+// ones, and returns its record and id. The caller holds mu, and at least
+// one item is queued.
+func (q *Typed[T]) popQueued() (*tableEntry[T, itemState], int32) {
 	for {
 		if q.custom == nil {
 			id := q.order.Pop()
 			if record := q.items.at(id); record.val != stateRemoved {
-				return record
+				return record, id
 			}
 			q.items.release(id)
 			q.removed--
@@ -325,7 +335,7 @@ func (q *Typed[T]) popQueued() *tableEntry[T, itemState] {
 		case record == nil || record.val != stateQueued && record.val != stateRemoved:
 			panic("workqueue: the queue's storage popped an item that was not queued in it")
 		case record.val == stateQueued:
-			return record
+			return record, id
 		}
 		q.items.remove(id)
 		q.removed--
@@ -373,6 +383,9 @@ func (q *Typed[T]) Done(item T) {
 	if record == nil || record.val == stateQueued || record.val == stateRemoved {
 		return
 	}
+	if q.flight.tracking {
+		q.flight.unlink(id)
+	}
 	// The state changes before the metrics, which are user code, are
 	// told, and a custom Push runs before anything changes: a panic in
 	// either leaves the queue consistent.
@@ -386,6 +399,9 @@ func (q *Typed[T]) Done(item T) {
 		q.wakeOne()
 	} else {
 		q.items.remove(id)
+		if q.flight.tracking && q.items.len() == 0 {
+			q.flight.links.reset() // nothing is linked: let go of a burst's links
+		}
 		if q.drainWaiters > 0 && q.idle() {
 			q.drained.Broadcast()
 		}

@@ -23,6 +23,9 @@ func (r *ring[T]) Touch(T) {}
 
 func (r *ring[T]) Len() int { return r.n }
 
+// at returns the i-th oldest item; i must be below Len.
+func (r *ring[T]) at(i int) T { return r.buf[(r.head+i)&(len(r.buf)-1)] }
+
 func (r *ring[T]) Push(item T) {
 	if r.n == len(r.buf) {
 		r.resize(max(2*len(r.buf), minRingSize))

@@ -50,6 +50,9 @@ func verifyQueue[T comparable](q *Typed[T]) error {
 			seen[id] = true
 		}
 	}
+	if err := verifyFlight(q); err != nil {
+		return err
+	}
 	if err := verifyLine(&q.sleepers); err != nil {
 		return err
 	}
@@ -96,6 +99,44 @@ func verifyLine(l *waiterLine) error {
 	}
 	if prev != l.tail || n != l.n {
 		return fmt.Errorf("line holds %d waiters ending at %p, its count says %d ending at %p", n, prev, l.n, l.tail)
+	}
+	return nil
+}
+
+// verifyFlight checks the list of items in flight: its links agree both
+// ways, and it holds only items being processed, each once, oldest first.
+func verifyFlight[T comparable](q *Typed[T]) error {
+	l := &q.flight
+	prev, linked := int32(-1), 0
+	for id := l.head; id >= 0; id = l.links.at(int(id)).next {
+		link := l.links.at(int(id))
+		if !link.linked || link.prev != prev {
+			return fmt.Errorf("in-flight entry %d: linked %v, links back to %d, want %d", id, link.linked, link.prev, prev)
+		}
+		if !q.items.isLive(id) {
+			return fmt.Errorf("in-flight entry %d is not in the table", id)
+		}
+		if state := q.items.at(id).val; state != stateProcessing && state != stateDirty {
+			return fmt.Errorf("in-flight entry %d is in state %d", id, state)
+		}
+		if prev >= 0 && link.since.Before(l.links.at(int(prev)).since) {
+			return fmt.Errorf("in-flight entry %d was handed out before the one ahead of it", id)
+		}
+		if linked++; linked > l.links.len() {
+			return fmt.Errorf("the in-flight list loops")
+		}
+		prev = id
+	}
+	if prev != l.tail {
+		return fmt.Errorf("the in-flight list ends at %d, its tail is %d", prev, l.tail)
+	}
+	for i := range l.links.len() {
+		if l.links.at(i).linked {
+			linked--
+		}
+	}
+	if linked != 0 {
+		return fmt.Errorf("%d entries marked linked are not in the in-flight list", -linked)
 	}
 	return nil
 }

@@ -1,0 +1,128 @@
+package workqueue
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestSnapshot(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		name string
+		n    int
+		// act runs on a rate-limiting queue whose clock reads t0; the
+		// queue has taken one snapshot already.
+		act  func(q TypedRateLimitingQueue[string], clock *clocktesting.FakeClock)
+		want Snapshot[string]
+	}{
+		{"empty", 5, func(TypedRateLimitingQueue[string], *clocktesting.FakeClock) {}, Snapshot[string]{Taken: t0}},
+		{"queued, first n in order", 2, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.Add("a")
+			q.Add("b")
+			q.Add("a")
+			q.Add("c")
+		}, Snapshot[string]{Taken: t0, Depth: 3, Queued: []string{"a", "b"}, Adds: 3}},
+		{"removed items are not listed", 5, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.Add("a")
+			q.Add("b")
+			q.Remove("a")
+		}, Snapshot[string]{Taken: t0, Depth: 1, Queued: []string{"b"}, Adds: 2}},
+		{"in flight, longest first, with requeues", 5, func(q TypedRateLimitingQueue[string], clock *clocktesting.FakeClock) {
+			q.Add("a")
+			q.Add("b")
+			q.Get()
+			clock.Step(time.Second)
+			q.Get()
+			q.Add("b")
+			clock.Step(time.Second)
+		}, Snapshot[string]{Taken: t0.Add(2 * time.Second), Processing: 2, Adds: 3, InFlight: []InFlightItem[string]{
+			{Item: "a", Since: t0}, {Item: "b", Since: t0.Add(time.Second), Requeue: true},
+		}}},
+		{"done items leave the flight", 5, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.Add("a")
+			q.Add("b")
+			q.Get()
+			q.Get()
+			q.Done("a")
+		}, Snapshot[string]{Taken: t0, Processing: 1, Adds: 2, InFlight: []InFlightItem[string]{{Item: "b", Since: t0}}}},
+		{"delayed, soonest first, with failures", 2, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.AddAfter("x", 3*time.Second)
+			q.AddAfter("y", time.Second)
+			q.AddAfter("z", 2*time.Second)
+			q.AddRateLimited("w") // 1 ms
+			q.AddRateLimited("w") // 2 ms: the earlier ready time wins
+		}, Snapshot[string]{Taken: t0, Waiting: 4, Delayed: []DelayedItem[string]{
+			{Item: "w", ReadyAt: t0.Add(time.Millisecond)}, {Item: "y", ReadyAt: t0.Add(time.Second)},
+		}, Failures: map[string]int{"w": 2}}},
+		{"counts only, n = 0", 0, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.Add("a")
+			q.Add("b")
+			q.Get()
+			q.AddAfter("x", time.Second)
+		}, Snapshot[string]{Taken: t0, Depth: 1, Processing: 1, Waiting: 1, Adds: 2}},
+		{"shutting down", 5, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.Add("a")
+			q.ShutDown()
+		}, Snapshot[string]{Taken: t0, ShuttingDown: true, Depth: 1, Queued: []string{"a"}, Adds: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				clock := clocktesting.NewFakeClock(t0)
+				limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Minute)
+				q := NewTypedRateLimitingQueueWithConfig[string](limiter, TypedRateLimitingQueueConfig[string]{Clock: clock}).(TypedRateLimitingQueue[string])
+				defer q.ShutDown()
+				snap := q.(snapshotter[string])
+				snap.Snapshot(0) // starts recording hand-out times
+				tt.act(q, clock)
+				synctest.Wait()
+				assert.Equal(t, tt.want, snap.Snapshot(tt.n))
+			})
+		})
+	}
+}
+
+// TestSnapshotInFlightBeforeFirst checks that items handed out before the
+// first snapshot are counted but not listed, and that Done of such an item
+// leaves the list alone.
+func TestSnapshotInFlightBeforeFirst(t *testing.T) {
+	q := NewTyped[string]()
+	defer q.ShutDown()
+	q.Add("early")
+	q.Add("late")
+	q.Get()
+	s := q.Snapshot(5)
+	assert.Equal(t, 1, s.Processing)
+	assert.Empty(t, s.InFlight)
+	q.Get()
+	q.Done("early")
+	s = q.Snapshot(5)
+	require.Len(t, s.InFlight, 1)
+	assert.Equal(t, "late", s.InFlight[0].Item)
+	require.NoError(t, verifyQueue(q))
+}
+
+// TestDelayHeapFirst compares first with a full sort of the heap.
+func TestDelayHeapFirst(t *testing.T) {
+	h := newDelayHeap[int]()
+	for i := range 500 {
+		h.add(i, int64((i*7919)%97)) // many ties
+	}
+	all := h.first(h.len())
+	require.Len(t, all, 500)
+	for i := 1; i < len(all); i++ {
+		require.LessOrEqual(t, all[i-1].readyAt, all[i].readyAt)
+	}
+	for _, n := range []int{0, 1, 5, 100} {
+		got := h.first(n)
+		require.Len(t, got, n)
+		for i := range got {
+			assert.Equal(t, all[i], got[i], "first %d, item %d", n, i)
+		}
+	}
+}
