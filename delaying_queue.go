@@ -21,8 +21,8 @@ type TypedDelayingInterface[T comparable] interface {
 }
 
 // TypedDelayingQueue is the delaying queue this package makes: a
-// [TypedDelayingInterface] with this package's additions, GetContext and
-// Remove. Its methods are safe for concurrent use. The constructors keep
+// [TypedDelayingInterface] with this package's additions: GetContext,
+// Remove and Snapshot. Its methods are safe for concurrent use. The constructors keep
 // client-go's signatures, so every queue they return holds this interface
 // behind the client-go one:
 //
@@ -35,6 +35,9 @@ type TypedDelayingQueue[T comparable] interface {
 	// Remove takes item back from the items waiting for their delay and
 	// from the queue; see [Typed.Remove].
 	Remove(item T) bool
+	// Snapshot returns a view of the queue at one instant, listing at
+	// most n items of each kind; see [Typed.Snapshot].
+	Snapshot(n int) Snapshot[T]
 }
 
 // TypedDelayingQueueConfig configures a queue made by

@@ -25,8 +25,8 @@ type TypedRateLimitingInterface[T comparable] interface {
 }
 
 // TypedRateLimitingQueue is the rate-limiting queue this package makes: a
-// [TypedRateLimitingInterface] with this package's additions, GetContext and
-// Remove. Its methods are safe for concurrent use. The constructors keep
+// [TypedRateLimitingInterface] with this package's additions: GetContext,
+// Remove and Snapshot. Its methods are safe for concurrent use. The constructors keep
 // client-go's signatures, so every queue they return holds this interface
 // behind the client-go one:
 //
@@ -39,6 +39,9 @@ type TypedRateLimitingQueue[T comparable] interface {
 	// Remove takes item back from the queue and from the items waiting for
 	// their delay, and forgets its failures; see [Typed.Remove].
 	Remove(item T) bool
+	// Snapshot returns a view of the queue at one instant, listing at
+	// most n items of each kind; see [Typed.Snapshot].
+	Snapshot(n int) Snapshot[T]
 }
 
 // TypedRateLimitingQueueConfig configures a queue made by
