@@ -245,8 +245,10 @@ func (f *heapFrontier) Len() int { return len(f.positions) }
 func (f *heapFrontier) Less(i, j int) bool {
 	return f.entries.at(f.positions[i]).before(f.entries.at(f.positions[j]))
 }
-func (f *heapFrontier) Swap(i, j int) { f.positions[i], f.positions[j] = f.positions[j], f.positions[i] }
-func (f *heapFrontier) Push(x any)    { f.positions = append(f.positions, x.(int)) }
+func (f *heapFrontier) Swap(i, j int) {
+	f.positions[i], f.positions[j] = f.positions[j], f.positions[i]
+}
+func (f *heapFrontier) Push(x any) { f.positions = append(f.positions, x.(int)) }
 func (f *heapFrontier) Pop() any {
 	last := f.positions[len(f.positions)-1]
 	f.positions = f.positions[:len(f.positions)-1]
