@@ -197,3 +197,38 @@ func ExampleRunner() {
 	// default/broken given up after 4 attempts: image not found
 	// default/job reconciled on attempt 2
 }
+
+// ExampleTypedRateLimitingQueue shows this package's additions to the
+// client-go interface: a Get that a context can interrupt, taking back an
+// item that no longer needs work, and a snapshot of what the queue holds.
+func ExampleTypedRateLimitingQueue() {
+	limiter := workqueue.DefaultTypedControllerRateLimiter[string]()
+	q := workqueue.NewTypedRateLimitingQueue(limiter).(workqueue.TypedRateLimitingQueue[string])
+	defer q.ShutDown()
+
+	q.Add("default/web")
+	q.Add("default/db")
+	q.AddAfter("default/cache", time.Hour)
+
+	// The object behind default/db was deleted: no need to reconcile it.
+	fmt.Println("removed default/db:", q.Remove("default/db"))
+
+	s := q.Snapshot(10)
+	fmt.Println("queued:", s.Queued, "waiting:", s.Waiting)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	key, err := q.GetContext(ctx)
+	fmt.Println("got:", key, err)
+	q.Done(key)
+
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	_, err = q.GetContext(ctx) // nothing is ready: the context ends first
+	fmt.Println("then:", err)
+	// Output:
+	// removed default/db: true
+	// queued: [default/web] waiting: 1
+	// got: default/web <nil>
+	// then: context deadline exceeded
+}
