@@ -118,7 +118,7 @@ func shortCount(n int) string {
 
 // Run measures impl in the case: b.N adds in all, split among the
 // producers, then a drained shutdown. It reports the reconciles of the
-// round and reconciles per add.
+// round, reconciles per add and the time per reconcile.
 func (c Controller) Run(b *testing.B, impl Impl) {
 	keys := Keys(c.Keys)
 	hot := max(1, c.Keys/100)
@@ -157,6 +157,11 @@ func (c Controller) Run(b *testing.B, impl Impl) {
 	n := reconciles()
 	b.ReportMetric(float64(n), "reconciles")
 	b.ReportMetric(float64(n)/float64(b.N), "reconciles/add")
+	// The time per reconcile sets the queues side by side on the work
+	// they did: where few adds collapse, reconciles/add moves several-fold
+	// between runs of one queue with the scheduler's share of the CPU for
+	// the workers, and ns/op with it.
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(n, 1)), "ns/reconcile")
 }
 
 // reconcileCount is one worker's count of reconciles, on a cache line of

@@ -223,7 +223,7 @@ func printTable(w io.Writer, cases []bench.Case, r results, reps, memoryKeys int
 				continue
 			}
 			var other []string
-			for _, unit := range []string{"items/op", "max16-µs", "reconciles/add"} {
+			for _, unit := range []string{"items/op", "max16-µs", "reconciles/add", "ns/reconcile"} {
 				if _, ok := samples[0].extra[unit]; ok {
 					other = append(other, fmt.Sprintf("%.3g %s", median(samples, func(s sample) float64 { return s.extra[unit] }), unit))
 				}
