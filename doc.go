@@ -33,6 +33,13 @@
 // [TypedDelayingInterface] adds AddAfter, and [TypedRateLimitingInterface]
 // adds AddRateLimited, Forget and NumRequeues on top of a [TypedRateLimiter].
 //
+// Beyond client-go's API, every queue of this package has GetContext (a Get
+// that a context can end), Remove (take back an item that no longer needs
+// work) and Snapshot (a bounded view of what the queue holds, for
+// inspection). The constructors keep client-go's signatures; reach these
+// methods on the delaying and rate-limiting layers through
+// [TypedDelayingQueue] and [TypedRateLimitingQueue].
+//
 // [Runner] runs the worker loop over a rate-limiting queue: it reconciles
 // each item, retries failures with backoff up to a limit, gives up on
 // terminal errors, recovers panics, bounds each reconcile with a timeout and
