@@ -50,6 +50,7 @@ type Runner[T comparable] struct {
 	timeout    time.Duration
 	deadLetter DeadLetterFunc[T]
 	logger     *slog.Logger
+	observers  []ErrorObserver
 
 	// failures counts consecutive failed reconciles per item. It is kept
 	// here rather than read from NumRequeues because Result.Requeue also
@@ -85,6 +86,7 @@ type runnerOptions struct {
 	maxRetries int
 	timeout    time.Duration
 	logger     *slog.Logger
+	observers  []ErrorObserver
 }
 
 // UnlimitedRetries passed to [WithMaxRetries] retries a failing item for as
@@ -113,6 +115,37 @@ func WithItemTimeout(d time.Duration) RunnerOption {
 // and retries dropped at shutdown. Nil or unset means slog.Default().
 func WithLogger(logger *slog.Logger) RunnerOption {
 	return func(o *runnerOptions) { o.logger = logger }
+}
+
+// ErrorObserver is told how a [Runner]'s reconciles end, to show which
+// items keep failing and why: the inspect package's registrations are
+// ErrorObservers. Pass one to a Runner with [WithErrorObserver]. Its methods
+// are called on the worker that ran the reconcile, before the item is
+// retried, handed to the dead-letter callback or marked Done, so the calls
+// for one item come one at a time in the order of its reconciles; calls
+// for different items come concurrently when the Runner has several
+// workers. A panic in them is not recovered.
+type ErrorObserver interface {
+	// ObserveError is called after a reconcile of item failed. err is its
+	// error (a *PanicError for a panic), failures the number of failed
+	// reconciles of item in a row, this one included, as [WithMaxRetries]
+	// counts them, and retrying whether the Runner retries the item:
+	// false when it gives up on it or drops the retry at shutdown.
+	ObserveError(item any, err error, failures int, retrying bool)
+	// ObserveSuccess is called after each reconcile of item that returned
+	// no error, whatever the Result.
+	ObserveSuccess(item any)
+}
+
+// WithErrorObserver has the Runner tell o how each reconcile ends; see
+// [ErrorObserver]. Each WithErrorObserver adds one observer, and the Runner
+// calls them in the order given. A nil o adds none.
+func WithErrorObserver(o ErrorObserver) RunnerOption {
+	return func(opts *runnerOptions) {
+		if o != nil {
+			opts.observers = append(opts.observers, o)
+		}
+	}
 }
 
 // NewRunner returns a Runner that reconciles the items of queue with
@@ -162,6 +195,7 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 		timeout:    o.timeout,
 		deadLetter: deadLetter,
 		logger:     o.logger,
+		observers:  o.observers,
 		failures:   make(map[T]int),
 	}
 	if r.logger == nil {
@@ -233,6 +267,9 @@ func (r *Runner[T]) processNext(ctx context.Context) bool {
 		return true
 	}
 	r.clearFailures(item)
+	for _, o := range r.observers {
+		o.ObserveSuccess(item)
+	}
 	switch {
 	case result.RequeueAfter > 0:
 		r.queue.Forget(item)
@@ -267,18 +304,27 @@ func (r *Runner[T]) handleFailure(item T, err error) {
 	if !terminal && (r.maxRetries == UnlimitedRetries || failures <= r.maxRetries) {
 		if r.queue.ShuttingDown() {
 			r.logger.Warn("workqueue: reconcile failed during shutdown, retry dropped", "item", item, "error", err, "failures", failures)
+			r.observeError(item, err, failures, false)
 			r.clearFailures(item)
 			return
 		}
 		r.logger.Error("workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
+		r.observeError(item, err, failures, true)
 		r.queue.AddRateLimited(item)
 		return
 	}
 	r.logger.Error("workqueue: reconcile failed, giving up", "item", item, "error", err, "failures", failures, "terminal", terminal)
+	r.observeError(item, err, failures, false)
 	r.clearFailures(item)
 	r.queue.Forget(item)
 	if r.deadLetter != nil {
 		r.deadLetter(item, err)
+	}
+}
+
+func (r *Runner[T]) observeError(item T, err error, failures int, retrying bool) {
+	for _, o := range r.observers {
+		o.ObserveError(item, err, failures, retrying)
 	}
 }
 

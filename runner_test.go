@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -602,6 +603,127 @@ func TestRunnerRunsOnce(t *testing.T) {
 				tt.run(t, ctx, cancel, runner)
 				assert.Equal(t, int32(1), reconciled.Load(), "the Run that ran drained the queue")
 				assert.True(t, q.ShuttingDown(), "the Run that ran shut the queue down")
+			})
+		})
+	}
+}
+
+// observerLog records an ErrorObserver's calls, one line each.
+type observerLog struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *observerLog) record(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, fmt.Sprintf(format, args...))
+}
+
+func (l *observerLog) ObserveError(item any, err error, failures int, retrying bool) {
+	l.record("error %v: %v, failures %d, retrying %t", item, err, failures, retrying)
+}
+
+func (l *observerLog) ObserveSuccess(item any) { l.record("success %v", item) }
+
+func (l *observerLog) recorded() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.calls)
+}
+
+func TestRunnerErrorObserver(t *testing.T) {
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name      string
+		reconcile func(ctx context.Context, attempt int) (Result, error)
+		opts      []RunnerOption
+		want      []string
+	}{
+		{
+			name:      "a success",
+			reconcile: func(context.Context, int) (Result, error) { return Result{}, nil },
+			want:      []string{"success a"},
+		},
+		{
+			name: "failures counted in a row, then a success",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				if attempt <= 2 {
+					return Result{}, errBoom
+				}
+				return Result{}, nil
+			},
+			want: []string{"error a: boom, failures 1, retrying true", "error a: boom, failures 2, retrying true", "success a"},
+		},
+		{
+			name:      "the last failure before giving up is not retried",
+			reconcile: func(context.Context, int) (Result, error) { return Result{}, errBoom },
+			opts:      []RunnerOption{WithMaxRetries(1)},
+			want:      []string{"error a: boom, failures 1, retrying true", "error a: boom, failures 2, retrying false"},
+		},
+		{
+			name:      "a terminal error is not retried",
+			reconcile: func(context.Context, int) (Result, error) { return Result{}, TerminalError(errBoom) },
+			want:      []string{"error a: boom, failures 1, retrying false"},
+		},
+		{
+			name: "a panic is an error",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				if attempt == 1 {
+					panic("nil map")
+				}
+				return Result{}, nil
+			},
+			want: []string{"error a: reconcile panicked: nil map, failures 1, retrying true", "success a"},
+		},
+		{
+			name: "a requested requeue is a success",
+			reconcile: func(_ context.Context, attempt int) (Result, error) {
+				return Result{Requeue: attempt == 1}, nil
+			},
+			want: []string{"success a", "success a"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var first, second observerLog
+				opts := append(slices.Clone(tt.opts), WithErrorObserver(&first), WithErrorObserver(nil), WithErrorObserver(&second))
+				runOneItem(t, tt.reconcile, opts...)
+				assert.Equal(t, tt.want, first.recorded())
+				assert.Equal(t, tt.want, second.recorded(), "every observer is told")
+			})
+		})
+	}
+}
+
+// TestRunnerErrorObserverOrder checks that an observer hears of a failure
+// before the dead letter, and of a retry dropped at shutdown.
+func TestRunnerErrorObserverOrder(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		maxRetries int
+		want       []string
+	}{
+		{"before the dead letter", 0, []string{"error a: boom, failures 1, retrying false", "dead letter a"}},
+		{"a retry dropped at shutdown", UnlimitedRetries, []string{"error a: boom, failures 1, retrying false"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var calls observerLog
+				q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+				runner := NewRunnerWithDeadLetter(q, func(context.Context, string) (Result, error) {
+					time.Sleep(time.Second)
+					return Result{}, errors.New("boom")
+				}, func(item string, _ error) { calls.record("dead letter %s", item) },
+					WithMaxRetries(tt.maxRetries), WithErrorObserver(&calls), WithLogger(slog.New(slog.DiscardHandler)))
+				ctx, cancel := context.WithCancel(t.Context())
+				exited := startRunner(ctx, runner, 1)
+				q.Add("a")
+				synctest.Wait() // "a" is being reconciled
+				cancel()        // so its retry falls in the drain
+				<-exited
+				assert.Equal(t, tt.want, calls.recorded())
 			})
 		})
 	}
