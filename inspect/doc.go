@@ -1,0 +1,33 @@
+// Package inspect serves a read-only page that shows what work queues hold
+// and which keys are stuck, as HTML for a browser and as JSON for scripts.
+//
+// Register each queue of the workqueue package with a [Handler] and mount
+// the handler where you serve debug endpoints; give the queue's Runner the
+// [Failures] that Register returns, so the page shows failing keys with
+// their last error:
+//
+//	h := inspect.NewHandler()
+//	failures := inspect.Register(h, "pods", queue.(workqueue.TypedRateLimitingQueue[string]))
+//	runner := workqueue.NewRunner(queue, reconcile, workqueue.WithErrorObserver(failures))
+//	mux.Handle("/debug/queues", h)
+//
+// For each queue the page shows:
+//   - the counts of a [workqueue.Snapshot]: queued (depth), processing,
+//     waiting for a delay, adds since the queue was made, and adds per
+//     second;
+//   - the keys in flight, longest first, with how long they have been;
+//   - the keys waiting for a delay, soonest first, with the time left;
+//   - the next keys to be handed out;
+//   - the keys with the most failures in a row, with the last error, when
+//     it happened and whether the Runner retries them.
+//
+// Limits, stated up front:
+//   - Each list shows at most a fixed number of keys (see [WithLimit]), and
+//     each queue's table of failing keys holds no more than that.
+//   - Keys in flight are listed only from their registration on: a queue
+//     records when it hands out an item once it has been asked for a
+//     snapshot, and Register asks for the first one.
+//   - The handler only reads: it calls each queue's Snapshot method, which
+//     holds the queue's lock for a number of steps bounded by the limit, and
+//     nothing it serves changes a queue.
+package inspect

@@ -1,0 +1,15 @@
+package inspect
+
+import (
+	"log/slog"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the run if any test leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+var nopLogger = slog.New(slog.DiscardHandler)

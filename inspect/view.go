@@ -1,0 +1,192 @@
+package inspect
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+// View is what a [Handler] serves, as JSON with format=json and as the
+// HTML page otherwise: every registered queue at the time of the request.
+// Keys are shown as their queue's registration formats them. Durations are
+// in seconds.
+type View struct {
+	// Time is when the view was made, on the handler's clock.
+	Time time.Time `json:"time"`
+	// Limit is the most keys any list holds.
+	Limit int `json:"limit"`
+	// Queues holds the queues in the order they were registered.
+	Queues []QueueView `json:"queues"`
+}
+
+// QueueView is one queue in a [View]: the counts and lists of a
+// [workqueue.Snapshot], with keys as text and ages and delays worked out
+// at the snapshot's time, and the queue's failing keys.
+type QueueView struct {
+	// Name is the name the queue was registered under.
+	Name string `json:"name"`
+	// Taken is when the snapshot was taken, on the queue's clock.
+	Taken time.Time `json:"taken"`
+	// ShuttingDown reports whether the queue's shutdown has begun.
+	ShuttingDown bool `json:"shuttingDown"`
+	// Depth, Processing and Waiting count the keys queued, handed out and
+	// not yet done, and waiting for a delay.
+	Depth      int `json:"depth"`
+	Processing int `json:"processing"`
+	Waiting    int `json:"waiting"`
+	// Adds counts the adds since the queue was made; see
+	// [workqueue.Snapshot].
+	Adds uint64 `json:"adds"`
+	// AddsPerSecond is the rate of adds from an earlier snapshot to this
+	// one, or nil before there is one a second old. The handler keeps one
+	// earlier snapshot's count per queue: the one Register took, replaced
+	// by each view that comes a second or more after it. A page reloaded
+	// every few seconds thus shows the rate since its previous load, and
+	// a view less than a second after the last replacement shows the
+	// rate that replacement computed.
+	AddsPerSecond *float64 `json:"addsPerSecond"`
+	// Queued holds the next keys to be handed out, first first.
+	Queued []string `json:"queued"`
+	// InFlight holds the keys being processed, longest first; only keys
+	// handed out since the queue was registered are listed.
+	InFlight []InFlightKey `json:"inFlight"`
+	// Delayed holds the keys waiting for a delay, soonest first.
+	Delayed []DelayedKey `json:"delayed"`
+	// Failing holds the keys with the most failures in a row that the
+	// queue's [Failures] was told of, most first; see [Failures].
+	Failing []FailingKey `json:"failing"`
+}
+
+// InFlightKey is a key being processed.
+type InFlightKey struct {
+	Key string `json:"key"`
+	// Since is when the queue handed the key out; AgeSeconds is how long
+	// before the snapshot that was.
+	Since      time.Time `json:"since"`
+	AgeSeconds float64   `json:"ageSeconds"`
+	// Requeue reports whether the key was added again while processed, so
+	// that it is queued again when done.
+	Requeue bool `json:"requeue"`
+	// Requeues is the number of rate-limited requeues the queue's rate
+	// limiter counts for the key (NumRequeues); 0 on a queue without one.
+	Requeues int `json:"requeues"`
+}
+
+// DelayedKey is a key waiting for a delay.
+type DelayedKey struct {
+	Key string `json:"key"`
+	// ReadyAt is when the key will be queued; ReadyInSeconds is how long
+	// after the snapshot that is, or 0 if it is due already.
+	ReadyAt        time.Time `json:"readyAt"`
+	ReadyInSeconds float64   `json:"readyInSeconds"`
+	// Requeues is as in InFlightKey.
+	Requeues int `json:"requeues"`
+}
+
+// FailingKey is a key whose last reconcile failed.
+type FailingKey struct {
+	Key string `json:"key"`
+	// Failures is the number of failed reconciles in a row.
+	Failures int `json:"failures"`
+	// LastError is the last failure's error text, cut to 1 KiB.
+	LastError string `json:"lastError"`
+	// LastFailed is when the handler was told of the last failure, on the
+	// handler's clock; AgoSeconds is how long before the view that was.
+	LastFailed time.Time `json:"lastFailed"`
+	AgoSeconds float64   `json:"agoSeconds"`
+	// Retrying reports whether the Runner retries the key; false when it
+	// gave up on it, or dropped its retry at shutdown.
+	Retrying bool `json:"retrying"`
+}
+
+// queueEntry is a queue registered with a Handler.
+type queueEntry[T comparable] struct {
+	name     string
+	queue    Snapshotter[T]
+	format   func(T) string
+	failures *Failures
+	now      func() time.Time // the handler's clock
+
+	// mu guards the adds-per-second state: the time and adds count of the
+	// earlier snapshot, and the last rate computed (nil before the first).
+	mu        sync.Mutex
+	baseTaken time.Time
+	baseAdds  uint64
+	rate      *float64
+}
+
+// minRateInterval is the shortest time between the two snapshots of an
+// adds-per-second rate.
+const minRateInterval = time.Second
+
+func (q *queueEntry[T]) view(limit int) QueueView {
+	s := q.queue.Snapshot(limit)
+	v := QueueView{
+		Name:          q.name,
+		Taken:         s.Taken,
+		ShuttingDown:  s.ShuttingDown,
+		Depth:         s.Depth,
+		Processing:    s.Processing,
+		Waiting:       s.Waiting,
+		Adds:          s.Adds,
+		AddsPerSecond: q.addsPerSecond(s),
+		Queued:        make([]string, 0, len(s.Queued)),
+		InFlight:      make([]InFlightKey, 0, len(s.InFlight)),
+		Delayed:       make([]DelayedKey, 0, len(s.Delayed)),
+		Failing:       q.failures.rows(q.now()),
+	}
+	for _, item := range s.Queued {
+		v.Queued = append(v.Queued, q.format(item))
+	}
+	for _, f := range s.InFlight {
+		v.InFlight = append(v.InFlight, InFlightKey{
+			Key: q.format(f.Item), Since: f.Since, AgeSeconds: s.Taken.Sub(f.Since).Seconds(),
+			Requeue: f.Requeue, Requeues: s.Failures[f.Item],
+		})
+	}
+	// The queues of this module list them longest first already; another
+	// Snapshotter need not.
+	slices.SortStableFunc(v.InFlight, func(a, b InFlightKey) int { return a.Since.Compare(b.Since) })
+	for _, d := range s.Delayed {
+		v.Delayed = append(v.Delayed, DelayedKey{
+			Key: q.format(d.Item), ReadyAt: d.ReadyAt, ReadyInSeconds: max(d.ReadyAt.Sub(s.Taken), 0).Seconds(),
+			Requeues: s.Failures[d.Item],
+		})
+	}
+	slices.SortStableFunc(v.Delayed, func(a, b DelayedKey) int { return a.ReadyAt.Compare(b.ReadyAt) })
+	return v
+}
+
+// addsPerSecond returns the rate of adds from the earlier snapshot to s, and
+// makes s the earlier one if it is at least minRateInterval later; see
+// QueueView.AddsPerSecond.
+func (q *queueEntry[T]) addsPerSecond(s workqueue.Snapshot[T]) *float64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	elapsed := s.Taken.Sub(q.baseTaken)
+	if elapsed < minRateInterval || s.Adds < q.baseAdds {
+		return cloneRate(q.rate)
+	}
+	rate := float64(s.Adds-q.baseAdds) / elapsed.Seconds()
+	q.rate = &rate
+	q.baseTaken, q.baseAdds = s.Taken, s.Adds
+	return cloneRate(q.rate)
+}
+
+// cloneRate copies r, so that a view shares nothing with the handler.
+func cloneRate(r *float64) *float64 {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	return &c
+}
+
+// byMostFailures orders failing keys most failures first, then the most
+// recent failure first, then by key.
+func byMostFailures(a, b FailingKey) int {
+	return cmp.Or(cmp.Compare(b.Failures, a.Failures), b.LastFailed.Compare(a.LastFailed), cmp.Compare(a.Key, b.Key))
+}
