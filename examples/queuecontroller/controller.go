@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/inspect"
 	wqprometheus "github.com/go-workqueue/workqueue/prometheus"
 )
 
@@ -35,6 +36,8 @@ type controllerConfig struct {
 	registry      *prometheus.Registry
 	timeline      *timeline
 	logger        *slog.Logger // the runners' log of failures and panics
+	// inspector, if set, shows the work queues and their failing keys.
+	inspector *inspect.Handler
 }
 
 // controller keeps each Queue's status in line with its PodGroups and
@@ -45,6 +48,9 @@ type controller struct {
 
 	queue        workqueue.TypedRateLimitingInterface[request]
 	commandQueue workqueue.TypedRateLimitingInterface[Command]
+
+	// The failing keys the runners report to the inspector; nil without one.
+	requestFailures, commandFailures workqueue.ErrorObserver
 
 	// The queues' rate limiters, which note when retries fall due.
 	requestRetries *retryTracker[request]
@@ -87,6 +93,11 @@ func newController(store *Store, config controllerConfig) *controller {
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[request](c.requestRetries, newQueue(requestQueueName))
 	c.commandQueue = workqueue.NewTypedRateLimitingQueueWithConfig[Command](c.commandRetries,
 		workqueue.TypedRateLimitingQueueConfig[Command]{Name: commandQueueName, MetricsProvider: provider})
+	if config.inspector != nil {
+		c.requestFailures = inspect.Register(config.inspector, requestQueueName, c.queue.(workqueue.TypedRateLimitingQueue[request]))
+		c.commandFailures = inspect.Register(config.inspector, commandQueueName, c.commandQueue.(workqueue.TypedRateLimitingQueue[Command]),
+			inspect.FormatKeys(Command.Key))
+	}
 	store.Queues.watch(EventHandler[Queue]{OnAdd: c.addQueue, OnUpdate: c.updateQueue, OnDelete: c.deleteQueue})
 	store.PodGroups.watch(EventHandler[PodGroup]{OnAdd: c.addPodGroup, OnUpdate: c.updatePodGroup, OnDelete: c.deletePodGroup})
 	store.Commands.watch(EventHandler[Command]{OnAdd: c.addCommand}) // commands are one-shot: adds only
@@ -96,12 +107,15 @@ func newController(store *Store, config controllerConfig) *controller {
 // run reconciles requests and commands, each queue with its own workers,
 // until ctx is cancelled; then both queues drain and run returns.
 func (c *controller) run(ctx context.Context) {
-	opts := []workqueue.RunnerOption{
-		workqueue.WithMaxRetries(c.config.maxRequeueNum),
-		workqueue.WithLogger(c.config.logger),
+	opts := func(failures workqueue.ErrorObserver) []workqueue.RunnerOption {
+		return []workqueue.RunnerOption{
+			workqueue.WithMaxRetries(c.config.maxRequeueNum),
+			workqueue.WithLogger(c.config.logger),
+			workqueue.WithErrorObserver(failures), // none without an inspector
+		}
 	}
-	requests := workqueue.NewRunnerWithDeadLetter(c.queue, c.reconcileRequest, c.requestGivenUp, opts...)
-	commands := workqueue.NewRunnerWithDeadLetter(c.commandQueue, c.reconcileCommand, c.commandGivenUp, opts...)
+	requests := workqueue.NewRunnerWithDeadLetter(c.queue, c.reconcileRequest, c.requestGivenUp, opts(c.requestFailures)...)
+	commands := workqueue.NewRunnerWithDeadLetter(c.commandQueue, c.reconcileCommand, c.commandGivenUp, opts(c.commandFailures)...)
 	var wg sync.WaitGroup
 	wg.Go(func() { requests.Run(ctx, c.config.workers) })
 	wg.Go(func() { commands.Run(ctx, c.config.workers) })

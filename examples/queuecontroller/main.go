@@ -7,8 +7,9 @@
 // queues did and a status table.
 //
 // Flags choose the number of workers per work queue, the failure rate, the
-// retry limit and a loopback address to serve /metrics on (-serve), in
-// which case it keeps serving after the scenario until interrupted.
+// retry limit and a loopback address to serve /metrics and the work queue
+// inspector, /debug/queues, on (-serve), in which case it keeps serving
+// after the scenario until interrupted.
 //
 // A request or command given up after -max-requeue retries is reported, and
 // a step waiting for something the give-up made impossible goes on; the
@@ -36,6 +37,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/go-workqueue/workqueue/inspect"
 )
 
 // options are the command line's choices.
@@ -44,7 +47,7 @@ type options struct {
 	failureRate   float64
 	seed          uint64
 	maxRequeueNum int
-	serve         string // loopback address for /metrics; "" for none
+	serve         string // loopback address for /metrics and /debug/queues; "" for none
 	verbose       bool
 	// retryWaitLimit stops the scenario when the controller has nothing to
 	// do but wait longer than this for a retry; 0, for tests on a fake
@@ -58,7 +61,7 @@ func main() {
 	flag.Float64Var(&o.failureRate, "failure-rate", 0.2, "fraction of the controller's writes that fail, to be retried (0 to 1)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the injected failures")
 	flag.IntVar(&o.maxRequeueNum, "max-requeue", -1, "retries of a failing request before giving up with a warning event; -1 for unlimited")
-	flag.StringVar(&o.serve, "serve", "", "loopback address (e.g. 127.0.0.1:9090) to serve /metrics on, until interrupted")
+	flag.StringVar(&o.serve, "serve", "", "loopback address (e.g. 127.0.0.1:9090) to serve /metrics and /debug/queues on, until interrupted")
 	flag.BoolVar(&o.verbose, "v", false, "log every failed reconcile to stderr")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "usage: queuecontroller [flags]\n\n"+exitStatusHelp+"\n", retryWaitLimit)
@@ -106,7 +109,8 @@ func (o options) validate() error {
 }
 
 // run plays the scenario and prints the timeline and the final status. With
-// o.serve set it then serves /metrics until ctx is cancelled.
+// o.serve set it serves /metrics and the inspector, /debug/queues, from the
+// start, and after the scenario until ctx is cancelled.
 func run(ctx context.Context, out io.Writer, o options) error {
 	if err := o.validate(); err != nil {
 		return err
@@ -118,22 +122,28 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}
 
 	var server *http.Server
+	var inspector *inspect.Handler
 	if o.serve != "" {
 		listener, err := net.Listen("tcp", o.serve)
 		if err != nil {
 			return err
 		}
-		server = &http.Server{Handler: promhttp.HandlerFor(registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+		inspector = inspect.NewHandler()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+		mux.Handle("/debug/queues", inspector)
+		server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go server.Serve(listener)
 		defer server.Close()
 		fmt.Fprintf(out, "serving metrics on http://%s/metrics\n", listener.Addr())
+		fmt.Fprintf(out, "inspecting the work queues on http://%s/debug/queues\n", listener.Addr())
 	}
 
 	store := NewStore()
 	tl := newTimeline(out)
 	ctrl := newController(store, controllerConfig{
 		workers: o.workers, maxRequeueNum: o.maxRequeueNum, failureRate: o.failureRate, seed: o.seed,
-		registry: registry, timeline: tl, logger: logger,
+		registry: registry, timeline: tl, logger: logger, inspector: inspector,
 	})
 	controllerCtx, stopController := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -169,7 +179,7 @@ func run(ctx context.Context, out io.Writer, o options) error {
 		return err
 	}
 	if server != nil && ctx.Err() == nil {
-		fmt.Fprintln(out, "\nserving /metrics until interrupted")
+		fmt.Fprintln(out, "\nserving /metrics and /debug/queues until interrupted")
 		<-ctx.Done()
 	}
 	if incomplete != nil {
