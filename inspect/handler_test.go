@@ -297,9 +297,10 @@ func serve(h http.Handler, method, target string) *httptest.ResponseRecorder {
 func TestServeHTTP(t *testing.T) {
 	q := workqueue.NewTyped[string]()
 	defer q.ShutDown()
-	h := NewHandler()
+	h := NewHandler(WithLimit(1))
 	Register(h, "pods", q)
 	q.Add("default/web")
+	q.Add("default/db")
 	tests := []struct {
 		method, target string
 		wantStatus     int
@@ -307,7 +308,12 @@ func TestServeHTTP(t *testing.T) {
 		wantBody       []string // substrings
 		notBody        []string
 	}{
-		{"GET", "/debug/queues", 200, "text/html; charset=utf-8", []string{`<section class="queue" data-queue="pods">`, `<li class="key">default/web</li>`, `href="?refresh=5"`}, []string{`http-equiv="refresh"`}},
+		{"GET", "/debug/queues", 200, "text/html; charset=utf-8", []string{
+			`<section class="queue" data-queue="pods">`, `<li class="key">default/web</li>`, `href="?refresh=5"`,
+			`Queued, next first <span class="muted">(1 of 2 listed)</span>`,
+			`In flight, longest first: <span class="muted">none</span>`,
+			`Failing, most failures first: <span class="muted">none reported</span>`,
+		}, []string{`http-equiv="refresh"`, "default/db"}},
 		{"GET", "/debug/queues?format=html&refresh=0", 200, "text/html; charset=utf-8", []string{"default/web"}, []string{`http-equiv="refresh"`}},
 		{"GET", "/debug/queues?refresh=5", 200, "text/html; charset=utf-8", []string{`<meta http-equiv="refresh" content="5">`, `<b>5 s</b>`, `<a href="?">off</a>`}, nil},
 		{"GET", "/debug/queues?format=json", 200, "application/json", []string{`"name": "pods"`, `"queued": [`, `"default/web"`}, nil},
@@ -338,7 +344,7 @@ func TestServeHTTP(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, 1, q.Len(), "serving changed nothing")
+	assert.Equal(t, 2, q.Len(), "serving changed nothing")
 }
 
 // TestEscaping puts markup in every place user data reaches: keys of each
