@@ -27,6 +27,11 @@ func BenchmarkCycle(b *testing.B) {
 	keys := benchKeys(1024)
 	q := NewTyped[string]()
 	defer q.ShutDown()
+	benchCycle(b, q, keys)
+}
+
+// benchCycle runs the cycle of BenchmarkCycle on q.
+func benchCycle(b *testing.B, q TypedInterface[string], keys []string) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -311,11 +310,7 @@ func (q *delayingQueue[T]) sinceEpoch() int64 {
 // readyAt returns the offset from the epoch at which a delay that starts now
 // ends, clamped so that huge delays do not overflow.
 func (q *delayingQueue[T]) readyAt(delay time.Duration) int64 {
-	now := q.sinceEpoch()
-	if int64(delay) > math.MaxInt64-now {
-		return math.MaxInt64
-	}
-	return now + int64(delay)
+	return readyAfter(q.sinceEpoch(), delay)
 }
 
 func (q *delayingQueue[T]) waitingLoop() {
@@ -326,39 +321,15 @@ func (q *delayingQueue[T]) waitingLoop() {
 			panic(r)
 		}
 	}()
-	timer := q.clock.NewTimer(heartbeatPeriod)
-	defer timer.Stop()
-	for {
-		next, more := q.moveReady()
-		if more {
-			continue
-		}
+	runDelayLoop(q.clock, q.sinceEpoch, q.moveReady, func() bool {
 		if q.queue.ShuttingDown() {
-			// The underlying queue was shut down on its own: nothing we add
-			// would be accepted any more.
+			// The underlying queue was shut down on its own: nothing we
+			// add would be accepted any more.
 			q.dropWaiting()
-			return
+			return true
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C():
-			default:
-			}
-		}
-		now := q.sinceEpoch()
-		timer.Reset(time.Duration(next - now))
-		// A fake clock may have stepped between reading the time and arming
-		// the timer; the timer would then fire late, so look again.
-		if q.sinceEpoch() >= next {
-			continue
-		}
-		select {
-		case <-q.stopCh:
-			return
-		case <-q.wake:
-		case <-timer.C():
-		}
-	}
+		return false
+	}, q.wake, q.stopCh)
 }
 
 // moveReady moves up to waitingBatch ready items from the heap to the
@@ -376,14 +347,7 @@ func (q *delayingQueue[T]) moveReady() (next int64, more bool) {
 	if moved > 0 {
 		q.setDelayedGauge()
 	}
-	if moved == waitingBatch {
-		return now, true // more may be ready: look again at once
-	}
-	next = now + int64(heartbeatPeriod)
-	if q.waiting.len() > 0 {
-		next = min(next, q.waiting.firstReadyAt())
-	}
-	return next, false
+	return nextLook(q.waiting, now, moved)
 }
 
 // dropWaiting stops the heap, so later AddAfter calls with a delay do

@@ -346,29 +346,7 @@ func (q *Typed[T]) popQueued() (*tableEntry[T, itemState], int32) {
 // caller, or ctx ends; then it returns ctx's error. The caller
 // holds mu, and holds it again when sleep returns.
 func (q *Typed[T]) sleep(ctx context.Context) error {
-	w := q.sleepers.join()
-	q.mu.Unlock()
-	select {
-	case <-w.wake:
-		q.mu.Lock()
-		q.wakeupsPending--
-	case <-ctx.Done(): // nil, never ready, for context.Background()
-		q.mu.Lock()
-		if !w.woken {
-			q.sleepers.leave(w)
-			q.sleepers.recycle(w)
-			return ctx.Err()
-		}
-		// Woken as the context ended: the wakeup is passed on to a
-		// sleeper that still wants an item.
-		<-w.wake
-		q.wakeupsPending--
-		q.wakeOne()
-		q.sleepers.recycle(w)
-		return ctx.Err()
-	}
-	q.sleepers.recycle(w)
-	return nil
+	return sleepInLine(ctx, &q.mu, &q.sleepers, &q.wakeupsPending, q.wakeOne)
 }
 
 // Done marks item as done processing. If it was added while being processed,

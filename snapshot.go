@@ -189,23 +189,7 @@ func (q *rateLimitingQueue[T]) Snapshot(n int) Snapshot[T] {
 	} else {
 		s = Snapshot[T]{Taken: time.Now(), ShuttingDown: q.ShuttingDown(), Depth: q.Len()}
 	}
-	count := func(item T) {
-		if failures := q.rateLimiter.NumRequeues(item); failures > 0 {
-			if s.Failures == nil {
-				s.Failures = map[T]int{}
-			}
-			s.Failures[item] = failures
-		}
-	}
-	for _, item := range s.Queued {
-		count(item)
-	}
-	for _, f := range s.InFlight {
-		count(f.Item)
-	}
-	for _, d := range s.Delayed {
-		count(d.Item)
-	}
+	s.Failures = listedFailures(q.rateLimiter, &s)
 	return s
 }
 
@@ -253,4 +237,28 @@ func (f *heapFrontier) Pop() any {
 	last := f.positions[len(f.positions)-1]
 	f.positions = f.positions[:len(f.positions)-1]
 	return last
+}
+
+// listedFailures returns the failure counts limiter keeps for the items s
+// lists, nil if none has any.
+func listedFailures[T comparable](limiter TypedRateLimiter[T], s *Snapshot[T]) map[T]int {
+	var failures map[T]int
+	count := func(item T) {
+		if n := limiter.NumRequeues(item); n > 0 {
+			if failures == nil {
+				failures = map[T]int{}
+			}
+			failures[item] = n
+		}
+	}
+	for _, item := range s.Queued {
+		count(item)
+	}
+	for _, f := range s.InFlight {
+		count(f.Item)
+	}
+	for _, d := range s.Delayed {
+		count(d.Item)
+	}
+	return failures
 }

@@ -53,17 +53,23 @@ func verifyQueue[T comparable](q *Typed[T]) error {
 	if err := verifyFlight(q); err != nil {
 		return err
 	}
-	if err := verifyLine(&q.sleepers); err != nil {
+	return verifySleepers(&q.sleepers, q.wakeupsPending, queued, q.shuttingDown.Load())
+}
+
+// verifySleepers checks the Get callers of a queue with queued items:
+// none asleep while an item waits for a wakeup, and none after a shutdown.
+func verifySleepers(line *waiterLine, wakeupsPending, queued int, shuttingDown bool) error {
+	if err := verifyLine(line); err != nil {
 		return err
 	}
-	if q.wakeupsPending < 0 {
-		return fmt.Errorf("%d wakeups pending", q.wakeupsPending)
+	if wakeupsPending < 0 {
+		return fmt.Errorf("%d wakeups pending", wakeupsPending)
 	}
-	if q.sleepers.n > 0 && queued > q.wakeupsPending {
-		return fmt.Errorf("%d items queued, only %d Get callers woken, %d more asleep", queued, q.wakeupsPending, q.sleepers.n)
+	if line.n > 0 && queued > wakeupsPending {
+		return fmt.Errorf("%d items queued, only %d Get callers woken, %d more asleep", queued, wakeupsPending, line.n)
 	}
-	if q.shuttingDown.Load() && q.sleepers.n > 0 {
-		return fmt.Errorf("shutting down, yet %d sleeping Get callers not woken", q.sleepers.n)
+	if shuttingDown && line.n > 0 {
+		return fmt.Errorf("shutting down, yet %d sleeping Get callers not woken", line.n)
 	}
 	return nil
 }

@@ -1,5 +1,10 @@
 package workqueue
 
+import (
+	"context"
+	"sync"
+)
+
 // getWaiter is a Get caller asleep until an item is queued or a shutdown
 // begins. It waits on a channel of its own rather than on a sync.Cond so
 // that GetContext can also wait for its context, and so that a waiter whose
@@ -73,4 +78,35 @@ func (l *waiterLine) wakeFirst() {
 func (l *waiterLine) recycle(w *getWaiter) {
 	w.next = l.spare
 	l.spare = w
+}
+
+// sleepInLine waits in line, with mu released, until a push or a shutdown
+// wakes the caller, or ctx ends; then it returns ctx's error. pending
+// counts the woken waiters not yet running, and wakeOne passes a wakeup
+// that arrives as ctx ends on to another waiter. The caller holds mu, which
+// guards line and pending, and holds it again when sleepInLine returns.
+func sleepInLine(ctx context.Context, mu *sync.Mutex, line *waiterLine, pending *int, wakeOne func()) error {
+	w := line.join()
+	mu.Unlock()
+	select {
+	case <-w.wake:
+		mu.Lock()
+		*pending--
+	case <-ctx.Done(): // nil, never ready, for context.Background()
+		mu.Lock()
+		if !w.woken {
+			line.leave(w)
+			line.recycle(w)
+			return ctx.Err()
+		}
+		// Woken as the context ended: the wakeup is passed on to a
+		// waiter that still wants an item.
+		<-w.wake
+		*pending--
+		wakeOne()
+		line.recycle(w)
+		return ctx.Err()
+	}
+	line.recycle(w)
+	return nil
 }
