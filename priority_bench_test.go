@@ -1,0 +1,69 @@
+package workqueue
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchNamespace is the fairness key of benchKeys' keys.
+func benchNamespace(key string) string {
+	namespace, _, _ := strings.Cut(key, "/")
+	return namespace
+}
+
+// BenchmarkPriorityCycle measures one Add, Get and Done of the priority
+// queue on one goroutine, without and with fairness, next to the plain
+// queue's cycle (typed) for reference.
+func BenchmarkPriorityCycle(b *testing.B) {
+	keys := benchKeys(1024)
+	limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
+	b.Run("typed", func(b *testing.B) {
+		q := NewTyped[string]()
+		defer q.ShutDown()
+		benchCycle(b, q, keys)
+	})
+	b.Run("fifo", func(b *testing.B) {
+		q := NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{})
+		defer q.ShutDown()
+		benchCycle(b, q, keys)
+	})
+	b.Run("fairness", func(b *testing.B) {
+		q := NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{Fairness: []func(string) string{benchNamespace}})
+		defer q.ShutDown()
+		benchCycle(b, q, keys)
+	})
+	b.Run("maxwait", func(b *testing.B) {
+		q := NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{MaxWait: time.Second})
+		defer q.ShutDown()
+		benchCycle(b, q, keys)
+	})
+}
+
+// BenchmarkPriorityBatch adds 1024 keys of 97 namespaces at three
+// priorities, then hands them all out; the time is per item.
+func BenchmarkPriorityBatch(b *testing.B) {
+	keys := benchKeys(1024)
+	limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
+	for _, tc := range []struct {
+		name     string
+		fairness []func(string) string
+	}{{"fifo", nil}, {"fairness", []func(string) string{benchNamespace}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			q := NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{Fairness: tc.fairness})
+			defer q.ShutDown()
+			priorities := []int{0, 1, 2}
+			b.ReportAllocs()
+			for b.Loop() {
+				for i, key := range keys {
+					q.AddWithOpts(AddOpts{Priority: &priorities[i%3]}, key)
+				}
+				for range keys {
+					item, _ := q.Get()
+					q.Done(item)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(keys)), "ns/item")
+		})
+	}
+}
