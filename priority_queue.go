@@ -64,8 +64,9 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// MaxWait, if positive, bounds how long a ready item waits behind
 	// higher priorities: an item that has been ready for MaxWait or longer
 	// is handed out before any other, the oldest such item first,
-	// whatever its priority and fairness key. It costs a clock reading per
-	// Get and per item that becomes ready. Zero means no bound: a higher
+	// whatever its priority and fairness key. Such an item is handed out
+	// out of turn: its keys keep their places in the fairness rotations.
+	// It costs a clock reading per Get and per item that becomes ready. Zero means no bound: a higher
 	// priority always goes first.
 	MaxWait time.Duration
 }
@@ -565,11 +566,11 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 }
 
 // next returns the id of the item to hand out next, at least one being
-// queued, and turns the fairness rotations it passes.
+// queued, and turns the fairness rotations it passes, unless the item is
+// overdue.
 func (q *TypedPriorityQueue[T]) next() int32 {
 	if q.maxWait > 0 && q.sinceEpoch()-q.items.at(q.ageHead).val.readySince >= q.maxWait {
-		q.items.at(q.ageHead).val.leaf.turn()
-		return q.ageHead
+		return q.ageHead // out of turn: the rotations stay as they are
 	}
 	var level *prioLevel
 	for i := len(q.levels) - 1; ; i-- {

@@ -1,0 +1,540 @@
+package workqueue
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// This file checks the priority queue against a reference model written
+// another way: the model keeps a plain map of items with numbers (the
+// order each was queued in, the turn of each fairness key) and finds the
+// next item by scanning them all, where the queue keeps linked lists and
+// rotations. Seeded random walks and a fuzz target drive both with the
+// same operations and compare what they return after every step, with the
+// queue's invariant checked each time.
+
+type pqOpKind uint8
+
+const (
+	pqOpAdd pqOpKind = iota
+	pqOpAddAfter
+	pqOpAddRateLimited
+	pqOpGet
+	pqOpDone
+	pqOpStep
+	pqOpRemove
+	pqOpForget
+	pqOpSnapshot
+	pqOpShutDown
+	pqOpShutDownWithDrain
+	pqOpKinds
+)
+
+var pqOpNames = [...]string{"Add", "AddAfter", "AddRateLimited", "Get", "Done", "Step", "Remove", "Forget", "Snapshot", "ShutDown", "ShutDownWithDrain"}
+
+type pqModelOp struct {
+	kind     pqOpKind
+	item     int
+	priority int
+	dur      time.Duration
+}
+
+func (o pqModelOp) String() string {
+	return fmt.Sprintf("%s(k%d, @%d, %v)", pqOpNames[o.kind], o.item, o.priority, o.dur)
+}
+
+// pqModelConfigs are the queue configurations the walks run on.
+var pqModelConfigs = []struct {
+	name    string
+	dims    int
+	maxWait time.Duration
+}{
+	{"fifo", 0, 0},
+	{"fairness", 1, 0},
+	{"nested", 2, 0},
+	{"maxwait", 0, 5 * time.Millisecond},
+	{"nested-maxwait", 2, time.Second},
+}
+
+// pqModelDim is the key of item i in fairness dimension d.
+func pqModelDim(d, i int) string { return fmt.Sprint(i % (3 - d)) }
+
+type pqModelItem struct {
+	processing bool
+	queued     bool
+	pending    pendingAdd
+	priority   int
+	seq        uint64 // when queued at its level: the order within its key
+	readySince time.Duration
+	readySeq   uint64
+	waitAt     time.Duration
+	waitSeq    uint64
+}
+
+type pqModel struct {
+	now          time.Duration
+	dims         int
+	maxWait      time.Duration
+	items        map[int]*pqModelItem
+	turnAt       map[string]uint64 // the turn of each key path "priority/key/key"
+	tick         uint64
+	limiter      *queueModel // for its failures and when
+	shuttingDown bool
+	draining     bool
+}
+
+func newPQModel(dims int, maxWait time.Duration) *pqModel {
+	return &pqModel{dims: dims, maxWait: maxWait, items: map[int]*pqModelItem{}, turnAt: map[string]uint64{}, limiter: newQueueModel()}
+}
+
+func (m *pqModel) next() uint64 { m.tick++; return m.tick }
+
+// path returns the key paths of item at priority, from its first
+// dimension to its leaf.
+func (m *pqModel) path(item, priority int) []string {
+	p := fmt.Sprint(priority)
+	var out []string
+	for d := range m.dims {
+		p += "/" + pqModelDim(d, item)
+		out = append(out, p)
+	}
+	return out
+}
+
+// queuedUnder reports whether an item is queued under key path p.
+func (m *pqModel) queuedUnder(p string) bool {
+	for i, it := range m.items {
+		if it.queued && slices.Contains(m.path(i, it.priority), p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *pqModel) enqueue(item int) {
+	it := m.items[item]
+	for _, p := range m.path(item, it.priority) {
+		if !m.queuedUnder(p) {
+			m.turnAt[p] = m.next() // a key with nothing queued joins at the back
+		}
+	}
+	it.queued, it.seq = true, m.next()
+}
+
+// makeReady queues item as ready since now.
+func (m *pqModel) makeReady(item int) {
+	m.enqueue(item)
+	m.items[item].readySince, m.items[item].readySeq = m.now, m.next()
+}
+
+func (m *pqModel) raise(item, priority int) {
+	if it := m.items[item]; priority > it.priority {
+		it.priority = priority
+		if it.queued {
+			it.queued = false
+			m.enqueue(item)
+		}
+	}
+}
+
+func (m *pqModel) add(item, priority int, after time.Duration) {
+	if m.shuttingDown {
+		return
+	}
+	it := m.items[item]
+	if after > 0 {
+		switch {
+		case it == nil:
+			m.items[item] = &pqModelItem{pending: pendingDelay, priority: priority, waitAt: m.now + after, waitSeq: m.next()}
+		case it.pending == pendingReady:
+			m.raise(item, priority)
+		case it.pending == pendingDelay:
+			it.priority = max(it.priority, priority)
+			if m.now+after < it.waitAt {
+				it.waitAt, it.waitSeq = m.now+after, m.next()
+			}
+		default:
+			it.pending, it.priority, it.waitAt, it.waitSeq = pendingDelay, priority, m.now+after, m.next()
+		}
+		return
+	}
+	switch {
+	case it == nil:
+		m.items[item] = &pqModelItem{pending: pendingReady, priority: priority}
+		m.makeReady(item)
+	case it.pending == pendingReady:
+		m.raise(item, priority)
+	case it.pending == pendingDelay:
+		it.pending, it.priority = pendingReady, max(it.priority, priority)
+		if !it.processing {
+			m.makeReady(item)
+		}
+	default:
+		it.pending, it.priority = pendingReady, priority
+	}
+}
+
+// pick returns the item Get hands out next; one is queued.
+func (m *pqModel) pick() int {
+	queued := func(yield func(int, *pqModelItem) bool) {
+		for i, it := range m.items {
+			if it.queued && !yield(i, it) {
+				return
+			}
+		}
+	}
+	best := -1
+	if m.maxWait > 0 {
+		for i, it := range queued {
+			if m.now-it.readySince >= m.maxWait && (best < 0 || it.readySeq < m.items[best].readySeq) {
+				best = i
+			}
+		}
+		if best >= 0 {
+			return best // out of turn: serve leaves the turns as they are
+		}
+	}
+	top := 0
+	first := true
+	for _, it := range queued {
+		if first || it.priority > top {
+			top, first = it.priority, false
+		}
+	}
+	prefix := fmt.Sprint(top)
+	for d := range m.dims {
+		choice := ""
+		for i, it := range queued {
+			p := m.path(i, it.priority)[d]
+			if it.priority == top && strings.HasPrefix(p, prefix+"/") && (choice == "" || m.turnAt[p] < m.turnAt[choice]) {
+				choice = p
+			}
+		}
+		prefix = choice
+	}
+	for i, it := range queued {
+		leaf := fmt.Sprint(it.priority)
+		if m.dims > 0 {
+			leaf = m.path(i, it.priority)[m.dims-1]
+		}
+		if it.priority == top && leaf == prefix && (best < 0 || it.seq < m.items[best].seq) {
+			best = i
+		}
+	}
+	return best
+}
+
+// serve takes item out of its level, its keys having had their turn.
+func (m *pqModel) serve(item int) {
+	it := m.items[item]
+	for _, p := range m.path(item, it.priority) {
+		m.turnAt[p] = m.next()
+	}
+	it.queued = false
+}
+
+func (m *pqModel) get() (int, int) {
+	item := m.pick()
+	if it := m.items[item]; m.maxWait > 0 && m.now-it.readySince >= m.maxWait {
+		it.queued = false
+	} else {
+		m.serve(item)
+	}
+	it := m.items[item]
+	it.processing, it.pending = true, pendingNone
+	return item, it.priority
+}
+
+func (m *pqModel) done(item int) {
+	it := m.items[item]
+	if it == nil || !it.processing {
+		return
+	}
+	it.processing = false
+	switch it.pending {
+	case pendingReady:
+		m.makeReady(item)
+	case pendingNone:
+		delete(m.items, item)
+	}
+}
+
+// step moves time on; each item whose delay ends is queued at its ready
+// time, in order of ready time and then of the add that set it.
+func (m *pqModel) step(d time.Duration) {
+	end := m.now + d
+	for {
+		best := -1
+		for i, it := range m.items {
+			if it.pending == pendingDelay && it.waitAt <= end && (best < 0 ||
+				cmp.Or(cmp.Compare(it.waitAt, m.items[best].waitAt), cmp.Compare(it.waitSeq, m.items[best].waitSeq)) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		it := m.items[best]
+		m.now = it.waitAt
+		it.pending = pendingReady
+		if !it.processing {
+			m.makeReady(best)
+		}
+	}
+	m.now = end
+}
+
+func (m *pqModel) remove(item int) bool {
+	delete(m.limiter.failures, item)
+	it := m.items[item]
+	if it == nil || it.pending == pendingNone {
+		return false
+	}
+	if it.queued {
+		it.queued = false
+	}
+	it.pending = pendingNone
+	if !it.processing {
+		delete(m.items, item)
+	}
+	return true
+}
+
+func (m *pqModel) shutDown() {
+	m.shuttingDown = true
+	for i, it := range m.items {
+		if it.pending == pendingDelay {
+			it.pending = pendingNone
+			if !it.processing {
+				delete(m.items, i)
+			}
+		}
+	}
+}
+
+func (m *pqModel) len() int {
+	n := 0
+	for _, it := range m.items {
+		if it.queued {
+			n++
+		}
+	}
+	return n
+}
+
+// clone returns a copy of m that can be changed without changing m.
+func (m *pqModel) clone() *pqModel {
+	c := *m
+	c.items = map[int]*pqModelItem{}
+	for i, it := range m.items {
+		copied := *it
+		c.items[i] = &copied
+	}
+	c.turnAt = maps.Clone(m.turnAt)
+	return &c
+}
+
+// runPQModelWalk applies ops to a new priority queue and to the model,
+// comparing after every step, in a synctest bubble. It returns how many
+// operations it applied and the first divergence, or "".
+func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed int, divergence string) {
+	var fairness []func(string) string
+	for d := range dims {
+		fairness = append(fairness, func(key string) string {
+			var i int
+			fmt.Sscanf(key, "k%d", &i)
+			return pqModelDim(d, i)
+		})
+	}
+	limiter := &recordingLimiter{TypedRateLimiter: NewTypedMaxOfRateLimiter(
+		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
+		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
+	)}
+	q := NewTypedPriorityQueue[string](limiter, TypedPriorityQueueConfig[string]{Fairness: fairness, MaxWait: maxWait})
+	m := newPQModel(dims, maxWait)
+	var drained atomic.Bool
+	defer func() {
+		q.ShutDown()
+		synctest.Wait()
+	}()
+	diverged := func(i int, op pqModelOp, format string, args ...any) (int, string) {
+		return executed + 1, fmt.Sprintf("step %d %v: %s", i, op, fmt.Sprintf(format, args...))
+	}
+	for i, op := range ops {
+		key := modelKeys[op.item]
+		if m.draining && op.kind != pqOpGet && op.kind != pqOpDone && op.kind != pqOpSnapshot {
+			continue // while a drain waits, only workers act
+		}
+		switch op.kind {
+		case pqOpAdd:
+			q.AddWithOpts(AddOpts{Priority: &op.priority}, key)
+			m.add(op.item, op.priority, 0)
+		case pqOpAddAfter:
+			q.AddWithOpts(AddOpts{Priority: &op.priority, After: op.dur}, key)
+			m.add(op.item, op.priority, op.dur)
+		case pqOpAddRateLimited:
+			limiter.last = -1
+			q.AddWithOpts(AddOpts{Priority: &op.priority, After: op.dur, RateLimited: true}, key)
+			if m.shuttingDown {
+				if limiter.last != -1 {
+					return diverged(i, op, "limiter consulted after shutdown")
+				}
+				break
+			}
+			after := m.limiter.when(op.item)
+			if limiter.last != after {
+				return diverged(i, op, "limiter delay = %v, model %v", limiter.last, after)
+			}
+			if op.dur > 0 && op.dur < after {
+				after = op.dur
+			}
+			m.add(op.item, op.priority, after)
+		case pqOpGet:
+			if m.len() == 0 {
+				continue // Get would block
+			}
+			got, priority, shutdown := q.GetWithPriority()
+			want, wantPriority := m.get()
+			if shutdown || got != modelKeys[want] || priority != wantPriority {
+				return diverged(i, op, "Get = %q@%d, %v; model k%d@%d", got, priority, shutdown, want, wantPriority)
+			}
+		case pqOpDone:
+			q.Done(key)
+			m.done(op.item)
+		case pqOpStep:
+			d := max(op.dur, 0)
+			time.Sleep(d)
+			m.step(d)
+		case pqOpRemove:
+			if got, want := q.Remove(key), m.remove(op.item); got != want {
+				return diverged(i, op, "Remove = %v, model %v", got, want)
+			}
+		case pqOpForget:
+			q.Forget(key)
+			delete(m.limiter.failures, op.item)
+		case pqOpSnapshot:
+			s := q.Snapshot(op.item)
+			c := m.clone()
+			var want []string
+			for len(want) < op.item && c.len() > 0 {
+				item, _ := c.get()
+				want = append(want, modelKeys[item])
+			}
+			if !slices.Equal(s.Queued, want) || s.Depth != m.len() {
+				return diverged(i, op, "Snapshot queued %v (depth %d), model %v (%d)", s.Queued, s.Depth, want, m.len())
+			}
+		case pqOpShutDown:
+			q.ShutDown()
+			m.shutDown()
+			m.draining = false
+		case pqOpShutDownWithDrain:
+			if m.shuttingDown {
+				continue
+			}
+			go func() {
+				q.ShutDownWithDrain()
+				drained.Store(true)
+			}()
+			m.shutDown()
+			m.draining = true
+		}
+		executed++
+		synctest.Wait()
+		if err := verifyPriorityQueue(q); err != nil {
+			return diverged(i, op, "invariant: %v", err)
+		}
+		if got, want := q.Len(), m.len(); got != want {
+			return diverged(i, op, "Len = %d, model %d", got, want)
+		}
+		if got, want := q.NumRequeues(key), m.limiter.failures[op.item]; got != want {
+			return diverged(i, op, "NumRequeues = %d, model %d", got, want)
+		}
+		if got := q.ShuttingDown(); got != m.shuttingDown {
+			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.shuttingDown)
+		}
+		if m.draining {
+			idle := len(m.items) == 0
+			if drained.Load() != idle {
+				return diverged(i, op, "drain returned = %v, model idle = %v", drained.Load(), idle)
+			}
+			m.draining = !idle
+		}
+	}
+	return executed, ""
+}
+
+// pqDelays are the delays the walks use, many equal so that ready times
+// tie.
+var pqDelays = []time.Duration{0, 1, time.Millisecond, time.Millisecond, 3 * time.Millisecond, 10 * time.Millisecond, time.Second}
+
+// randomPQOps returns n operations drawn from r, with shutdowns rare.
+func randomPQOps(r *rand.Rand, n int) []pqModelOp {
+	ops := make([]pqModelOp, n)
+	for i := range ops {
+		kind := pqOpKind(r.IntN(int(pqOpShutDown)))
+		if r.IntN(400) == 0 {
+			kind = pqOpShutDown + pqOpKind(r.IntN(2))
+		}
+		ops[i] = pqModelOp{kind: kind, item: r.IntN(modelItems), priority: r.IntN(4) - 1, dur: pqDelays[r.IntN(len(pqDelays))]}
+	}
+	return ops
+}
+
+func TestPriorityQueueModelWalks(t *testing.T) {
+	walks, steps := 60, 400
+	if testing.Short() {
+		walks = 10
+	}
+	for _, config := range pqModelConfigs {
+		t.Run(config.name, func(t *testing.T) {
+			total := 0
+			for seed := range uint64(walks) {
+				ops := randomPQOps(rand.New(rand.NewPCG(seed, 15)), steps)
+				synctest.Test(t, func(t *testing.T) {
+					executed, divergence := runPQModelWalk(config.dims, config.maxWait, ops)
+					total += executed
+					if divergence != "" {
+						t.Fatalf("seed %d: %s", seed, divergence)
+					}
+				})
+			}
+			t.Logf("%d operations checked", total)
+		})
+	}
+}
+
+// FuzzPriorityQueueModel decodes each input as a configuration and
+// operations, three bytes each, and runs them against the model.
+func FuzzPriorityQueueModel(f *testing.F) {
+	f.Add([]byte{0, 0, 1, 2, 3, 3, 0, 4, 1, 0})
+	f.Add([]byte{2, 0, 0, 1, 0, 1, 2, 3, 3, 0, 3, 0, 4, 0, 0, 3, 0})
+	f.Add([]byte{4, 1, 3, 5, 5, 4, 6, 3, 0, 3, 0, 2, 9, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		config := pqModelConfigs[int(data[0])%len(pqModelConfigs)]
+		var ops []pqModelOp
+		for b := data[1:]; len(b) >= 3; b = b[3:] {
+			ops = append(ops, pqModelOp{
+				kind:     pqOpKind(b[0] % byte(pqOpKinds)),
+				item:     int(b[1]) % modelItems,
+				priority: int(b[1]/modelItems)%4 - 1,
+				dur:      pqDelays[int(b[2])%len(pqDelays)],
+			})
+		}
+		synctest.Test(t, func(t *testing.T) {
+			if _, divergence := runPQModelWalk(config.dims, config.maxWait, ops); divergence != "" {
+				t.Fatal(divergence)
+			}
+		})
+	})
+}
