@@ -330,6 +330,26 @@ func (m *pqModel) len() int {
 	return n
 }
 
+// depths returns how many items are ready at each priority, queued or to
+// be queued by Done, as the depth metrics count them.
+func (m *pqModel) depths() map[int]int {
+	depths := map[int]int{}
+	for _, it := range m.items {
+		if it.pending == pendingReady {
+			depths[it.priority]++
+		}
+	}
+	return depths
+}
+
+func (m *pqModel) readyCount() int {
+	n := 0
+	for _, d := range m.depths() {
+		n += d
+	}
+	return n
+}
+
 // clone returns a copy of m that can be changed without changing m.
 func (m *pqModel) clone() *pqModel {
 	c := *m
@@ -358,7 +378,9 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
 		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
 	)}
-	q := NewTypedPriorityQueue[string](limiter, TypedPriorityQueueConfig[string]{Fairness: fairness, MaxWait: maxWait})
+	provider := &priorityRecordingProvider{}
+	q := NewTypedPriorityQueue[string](limiter, TypedPriorityQueueConfig[string]{Fairness: fairness, MaxWait: maxWait,
+		Name: "model", MetricsProvider: provider})
 	m := newPQModel(dims, maxWait)
 	var drained atomic.Bool
 	defer func() {
@@ -456,6 +478,9 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 		}
 		if got, want := q.NumRequeues(key), m.limiter.failures[op.item]; got != want {
 			return diverged(i, op, "NumRequeues = %d, model %d", got, want)
+		}
+		if got, want := provider.depths(), m.depths(); !maps.Equal(got, want) || provider.value("model", "depth") != float64(m.readyCount()) {
+			return diverged(i, op, "depth by priority %v, model %v", got, want)
 		}
 		if got := q.ShuttingDown(); got != m.shuttingDown {
 			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.shuttingDown)
