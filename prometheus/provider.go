@@ -18,13 +18,20 @@
 //	workqueue_longest_running_processor_seconds  gauge      age of the oldest item being processed
 //	workqueue_retries_total                      counter    AddAfter and AddRateLimited calls
 //	workqueue_delayed_items                      gauge      items waiting for their delay
+//	workqueue_depth_by_priority                  gauge      depth of a priority queue by priority
 //
-// The last one is not in Kubernetes.
+// The last two are not in Kubernetes. workqueue_depth_by_priority has a
+// second label, priority; it shows at most [MaxPriorityLabels] priorities
+// per queue, and counts the depth at further priorities under the
+// priority "other", so that callers choosing priorities cannot grow the
+// number of series without bound.
 package prometheus
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,7 +41,8 @@ import (
 
 // Provider creates the metrics of named work queues and registers them with
 // one registry. It implements [workqueue.MetricsProvider],
-// [workqueue.DelayedItemsMetricsProvider] and
+// [workqueue.DelayedItemsMetricsProvider],
+// [workqueue.PriorityMetricsProvider] and
 // [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
@@ -46,12 +54,14 @@ type Provider struct {
 	longestRunning *prometheus.GaugeVec
 	retries        *prometheus.CounterVec
 	delayed        *prometheus.GaugeVec
+	byPriority     *prometheus.GaugeVec // labels name and priority
 	updatePeriod   time.Duration
 }
 
 var (
 	_ workqueue.MetricsProvider                    = (*Provider)(nil)
 	_ workqueue.DelayedItemsMetricsProvider        = (*Provider)(nil)
+	_ workqueue.PriorityMetricsProvider            = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
 )
 
@@ -163,7 +173,11 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
 		longestRunning: gauge("longest_running_processor_seconds", "Seconds that the oldest item now being processed has been in progress."),
 		retries:        counter("retries_total", "Delayed adds to the work queue, including rate-limited retries."),
 		delayed:        gauge("delayed_items", "Items waiting in the work queue for their delay to end."),
-		updatePeriod:   o.updatePeriod,
+		byPriority: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: o.namespace, Subsystem: o.subsystem, Name: "depth_by_priority", ConstLabels: o.constLabels,
+			Help: "Items waiting in a priority work queue to be handed to a worker, by priority.",
+		}, []string{"name", "priority"})),
+		updatePeriod: o.updatePeriod,
 	}
 }
 
@@ -191,6 +205,7 @@ func (p *Provider) DeleteQueue(name string) {
 	for _, vec := range p.vectors() {
 		vec.DeleteLabelValues(name)
 	}
+	p.byPriority.DeletePartialMatch(prometheus.Labels{"name": name})
 }
 
 // metricVector is what the gauge, counter and histogram vectors share.
@@ -200,7 +215,7 @@ type metricVector interface {
 }
 
 func (p *Provider) vectors() []metricVector {
-	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed}
+	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority}
 }
 
 // NewDepthMetric returns the workqueue_depth gauge of the queue name.
@@ -253,4 +268,50 @@ func (p *Provider) NewDelayedItemsMetric(name string) workqueue.SettableGaugeMet
 // [WithUnfinishedWorkUpdatePeriod], or 0 for the queue's default.
 func (p *Provider) UnfinishedWorkUpdatePeriod() time.Duration {
 	return p.updatePeriod
+}
+
+// MaxPriorityLabels is how many priorities workqueue_depth_by_priority
+// shows for one queue: the first ones the queue reports. The depth at any
+// other priority is counted under the priority "other".
+const MaxPriorityLabels = 25
+
+// NewDepthWithPriorityMetric returns the workqueue_depth_by_priority gauge
+// of the queue name, which a [workqueue.TypedPriorityQueue] keeps up to
+// date. Each call starts a new count of the priorities shown, so call it
+// once per queue.
+func (p *Provider) NewDepthWithPriorityMetric(name string) workqueue.PriorityGaugeMetric {
+	return &priorityDepth{vec: p.byPriority, name: name, gauges: map[int]prometheus.Gauge{}}
+}
+
+// priorityDepth is the depth by priority of one queue.
+type priorityDepth struct {
+	vec  *prometheus.GaugeVec
+	name string
+
+	mu     sync.Mutex
+	gauges map[int]prometheus.Gauge // at most MaxPriorityLabels
+	other  prometheus.Gauge
+}
+
+func (d *priorityDepth) Inc(priority int) { d.gauge(priority).Inc() }
+func (d *priorityDepth) Dec(priority int) { d.gauge(priority).Dec() }
+
+// gauge returns the series of priority: its own while fewer than
+// MaxPriorityLabels are shown, else the shared "other" one. A priority
+// keeps its series, so every Dec meets the Inc before it.
+func (d *priorityDepth) gauge(priority int) prometheus.Gauge {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if g, ok := d.gauges[priority]; ok {
+		return g
+	}
+	if len(d.gauges) < MaxPriorityLabels {
+		g := d.vec.WithLabelValues(d.name, strconv.Itoa(priority))
+		d.gauges[priority] = g
+		return g
+	}
+	if d.other == nil {
+		d.other = d.vec.WithLabelValues(d.name, "other")
+	}
+	return d.other
 }
