@@ -58,7 +58,8 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// with items queued there, at each dimension, whatever their backlog.
 	// Empty means first-in, first-out within each level. The functions
 	// are called with the queue's lock held, once per dimension whenever
-	// an item is queued at a level, and must not call the queue.
+	// an item is queued at a level; they must return the same key for the
+	// same item every time, and must neither panic nor call the queue.
 	Fairness []func(item T) string
 
 	// MaxWait, if positive, bounds how long a ready item waits behind
@@ -233,7 +234,14 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 
 // Add adds item at once at priority 0; it is shorthand for
 // AddWithOpts(AddOpts{}, item).
-func (q *TypedPriorityQueue[T]) Add(item T) { q.AddWithOpts(AddOpts{}, item) }
+func (q *TypedPriorityQueue[T]) Add(item T) {
+	hash := q.items.hash(item) // before the lock: the hot path's one hash
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.shuttingDown.Load() {
+		q.addLocked(item, hash, 0, 0) // no delay: the delay goroutine need not look
+	}
+}
 
 // AddAfter adds item at priority 0 once duration has passed; it is
 // shorthand for AddWithOpts(AddOpts{After: duration}, item).
