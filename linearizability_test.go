@@ -360,6 +360,7 @@ type linSubject struct {
 	rl    TypedRateLimitingInterface[string]
 	ext   linExtras
 	typed *Typed[string]
+	pq    *TypedPriorityQueue[string]
 }
 
 // linExtras are the methods this package adds to client-go's.
@@ -427,6 +428,11 @@ type linSetup struct {
 	metrics      bool
 	custom       bool
 	rateLimiting bool
+	// priority makes a TypedPriorityQueue, whose adds at priority 0 must
+	// meet the same FIFO model; fairness gives it a fairness dimension
+	// that puts every key under one key.
+	priority bool
+	fairness bool
 }
 
 // model returns the specification the setup's queue must meet.
@@ -445,6 +451,14 @@ func (c linSetup) build() linSubject {
 	}
 	if c.custom {
 		config.Queue = DefaultQueue[string]() // custom storage, with FIFO order
+	}
+	if c.priority {
+		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock}
+		if c.fairness {
+			pqConfig.Fairness = []func(string) string{func(string) string { return "all" }}
+		}
+		pq := NewTypedPriorityQueue[string](&linLimiter{}, pqConfig)
+		return linSubject{q: pq, rl: pq, ext: pq, pq: pq}
 	}
 	typed := NewTypedWithConfig(config)
 	if !c.rateLimiting {
@@ -830,6 +844,9 @@ func runLinHistory(t *testing.T, subject linSubject, plan linPlan, seed uint64) 
 	}
 	ops := r.operations()
 	require.Falsef(t, r.runaway.Load(), "a worker got more than %d items after its script:\n%s", linTailLimit, formatLinHistory(ops))
+	if subject.pq != nil {
+		require.NoError(t, verifyPriorityQueue(subject.pq), "the queue's invariant after the history:\n%s", formatLinHistory(ops))
+	}
 	if subject.typed != nil {
 		require.NoError(t, verifyQueue(subject.typed), "the queue's invariant after the history:\n%s", formatLinHistory(ops))
 	}
@@ -917,6 +934,8 @@ func TestLinearizability(t *testing.T) {
 		{"rate limiting", linSetup{rateLimiting: true}},
 		{"rate limiting/custom storage", linSetup{rateLimiting: true, custom: true}},
 		{"rate limiting/metrics", linSetup{rateLimiting: true, metrics: true}},
+		{"priority queue", linSetup{rateLimiting: true, priority: true}},
+		{"priority queue/fairness and metrics", linSetup{rateLimiting: true, priority: true, fairness: true, metrics: true}},
 	}
 	seed := linBaseSeed(t)
 	for ti, tt := range tests {
