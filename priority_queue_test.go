@@ -265,6 +265,18 @@ func TestPriorityQueueMaxWaitWithFairness(t *testing.T) {
 	})
 }
 
+// TestPriorityQueueMaxWaitOutOfTurn pins down that an overdue item is
+// handed out out of turn: its key keeps its place in the rotation.
+func TestPriorityQueueMaxWaitOutOfTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := newTestPQ(TypedPriorityQueueConfig[string]{MaxWait: time.Second, Fairness: []func(string) string{tenant}})
+		defer q.ShutDown()
+		got := runPQSteps(t, q, []pqStep{add("a/1", 0), sleep(time.Second), add("b/1", 0), add("a/2", 0), add("c/1", 0)})
+		// a/1 is overdue; a, first in turn since a/1 was added, stays first.
+		assert.Equal(t, []string{"a/1@0", "a/2@0", "b/1@0", "c/1@0"}, got)
+	})
+}
+
 func TestPriorityQueueShutDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := newTestPQ(TypedPriorityQueueConfig[string]{})
