@@ -3,6 +3,7 @@ package workqueue
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -211,6 +212,49 @@ func TestPriorityQueueFairnessBound(t *testing.T) {
 			}
 			require.LessOrEqual(t, before, 2, "round %d", round)
 		}
+	})
+}
+
+// TestPriorityQueueFairnessManyLightKeys adds, between hand-outs, single
+// items of light keys at random moments while heavy keys hold a backlog,
+// and checks each light item against the bound: it waits for at most one
+// item of each other key active when it was added.
+func TestPriorityQueueFairnessManyLightKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const heavy = 3
+		q := newTestPQ(TypedPriorityQueueConfig[string]{Fairness: []func(string) string{tenant}})
+		defer q.ShutDown()
+		for h := range heavy {
+			for i := range 500 {
+				q.Add(fmt.Sprintf("heavy%d/%d", h, i))
+			}
+		}
+		r := rand.New(rand.NewPCG(15, 1))
+		bound := map[string]int{} // light item -> the most hand-outs it may wait for
+		waited := map[string]int{}
+		worst := 0
+		for range 1000 {
+			if r.IntN(2) == 0 {
+				item := fmt.Sprintf("light%d/x", r.IntN(40))
+				if _, queued := bound[item]; !queued {
+					bound[item] = heavy + len(bound) // the other active keys
+					waited[item] = 0
+					q.Add(item)
+				}
+			}
+			item, _ := q.Get()
+			q.Done(item)
+			if b, ok := bound[item]; ok {
+				require.LessOrEqual(t, waited[item], b, "%s waited for %d items", item, waited[item])
+				worst = max(worst, waited[item])
+				delete(bound, item)
+				delete(waited, item)
+			}
+			for other := range waited {
+				waited[other]++
+			}
+		}
+		t.Logf("worst wait of a light item: %d hand-outs", worst)
 	})
 }
 
