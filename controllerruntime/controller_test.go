@@ -54,6 +54,7 @@ type harness struct {
 	events chan event.TypedGenericEvent[object]
 	cancel context.CancelFunc
 	done   chan error
+	name   string
 	queue  atomic.Pointer[crqueue.Queue[reconcile.Request]]
 }
 
@@ -82,7 +83,7 @@ func start(t *testing.T, r reconcile.TypedReconciler[reconcile.Request], workers
 	require.NoError(t, err)
 	require.NoError(t, c.Watch(source.TypedChannel(h.events, enqueue)))
 	ctx, cancel := context.WithCancel(context.Background())
-	h.cancel = cancel
+	h.cancel, h.name = cancel, name
 	go func() { h.done <- c.Start(ctx) }()
 	t.Cleanup(func() { h.stop(t) })
 	return h
