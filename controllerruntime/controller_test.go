@@ -347,3 +347,39 @@ func TestControllerStopsOnCancel(t *testing.T) {
 		})
 	}
 }
+
+func TestControllerMaxWait(t *testing.T) {
+	const maxWait = 20 * time.Millisecond
+	for _, tc := range []struct {
+		name     string
+		opts     []crqueue.Option[reconcile.Request]
+		lowFirst bool
+	}{
+		{"no bound", nil, false},
+		{"max wait", []crqueue.Option[reconcile.Request]{crqueue.WithMaxWait[reconcile.Request](maxWait)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, rc, release := gated(t, tc.opts...)
+			old := req("ns", "initial")
+			h.send(t, low(), old)
+			h.waitLen(t, 1)
+			// Let the low-priority item be ready for longer than maxWait.
+			time.Sleep(2 * maxWait)
+			var highs []reconcile.Request
+			for i := range 5 {
+				highs = append(highs, req("ns", fmt.Sprintf("change%d", i)))
+			}
+			h.send(t, nil, highs...)
+			h.waitLen(t, 6)
+			release()
+			require.Eventually(t, func() bool { return rc.count() == 7 }, 5*time.Second, time.Millisecond)
+			order, _ := rc.snapshot()
+			want := append([]reconcile.Request{req("", "gate")}, highs...)
+			want = append(want, old)
+			if tc.lowFirst {
+				want = append([]reconcile.Request{req("", "gate"), old}, highs...)
+			}
+			assert.Equal(t, want, order)
+		})
+	}
+}
