@@ -25,14 +25,18 @@ type Case struct {
 	// TimeFraction, if set, is the fraction of its target time per
 	// measurement that the compare command gives the case.
 	TimeFraction float64
+	// Reference, if set, is the implementation the case's ratios are
+	// taken against, for a case the package's Reference does not run.
+	Reference string
 }
 
 // Cases returns the measurements, smaller ones when quick is set.
 func Cases(quick bool) []Case {
 	all := func(Impl) bool { return true }
-	delays := func(impl Impl) bool { return impl.Delays }
-	fakeClock := func(impl Impl) bool { return impl.FakeClock }
-	metrics := func(impl Impl) bool { return impl.Metrics }
+	notCoreOnly := func(impl Impl) bool { return !impl.CoreOnly }
+	delays := func(impl Impl) bool { return impl.Delays && !impl.CoreOnly }
+	fakeClock := func(impl Impl) bool { return impl.FakeClock && !impl.CoreOnly }
+	metrics := func(impl Impl) bool { return impl.Metrics && !impl.CoreOnly }
 
 	cases := []Case{
 		{Name: "cycle", Applies: all, Run: cycle(Config{}), Op: "Add, Get, Done of one key"},
@@ -50,7 +54,7 @@ func Cases(quick bool) []Case {
 			})
 		}
 	}
-	cases = append(cases, Case{Name: "duplicates", Applies: all, Run: duplicates, Op: "one add of one of 100 keys while 8 workers process"})
+	cases = append(cases, Case{Name: "duplicates", Applies: notCoreOnly, Run: duplicates, Op: "one add of one of 100 keys while 8 workers process"})
 	pendings := []int{10_000, 1_000_000}
 	if quick {
 		pendings = pendings[:1]
@@ -66,6 +70,7 @@ func Cases(quick bool) []Case {
 		Case{Name: "ratelimited", Applies: delays, Run: rateLimited, Op: "AddRateLimited and Forget, default controller limiter"},
 		Case{Name: "cycle-metrics", Applies: metrics, Run: cycle(Config{Metrics: true}), Op: "cycle with Prometheus metrics on"},
 	)
+	cases = append(cases, priorityCases(quick)...)
 	return append(cases, controllerCases(quick)...)
 }
 
@@ -158,26 +163,33 @@ func waitIdle(q Queue, processed func() int64, want int64) {
 
 func parallel(producers, workerCount int) func(b *testing.B, impl Impl) {
 	return func(b *testing.B, impl Impl) {
-		keys := Keys(1 << 20)
 		q := impl.New(Config{})
-		processed, wait := workers(q, workerCount)
-		b.ReportAllocs()
-		b.ResetTimer()
-		var wg sync.WaitGroup
-		for p := range producers {
-			wg.Go(func() {
-				for i := p; i < b.N; i += producers {
-					q.Add(keys[i&(len(keys)-1)])
-				}
-			})
-		}
-		wg.Wait()
-		waitIdle(q, processed.Load, int64(b.N))
-		b.StopTimer()
-		b.ReportMetric(float64(processed.Load())/float64(b.N), "items/op")
-		q.ShutDown()
-		wait()
+		produce(b, q, producers, workerCount, func(_ int, key string) { q.Add(key) })
 	}
+}
+
+// produce runs the b.N adds of a parallel case on q: producers goroutines
+// call add with the add's index and key, while workerCount workers process
+// the keys, until they have processed them all; then it shuts q down.
+func produce(b *testing.B, q Queue, producers, workerCount int, add func(i int, key string)) {
+	keys := Keys(1 << 20)
+	processed, wait := workers(q, workerCount)
+	b.ReportAllocs()
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for p := range producers {
+		wg.Go(func() {
+			for i := p; i < b.N; i += producers {
+				add(i, keys[i&(len(keys)-1)])
+			}
+		})
+	}
+	wg.Wait()
+	waitIdle(q, processed.Load, int64(b.N))
+	b.StopTimer()
+	b.ReportMetric(float64(processed.Load())/float64(b.N), "items/op")
+	q.ShutDown()
+	wait()
 }
 
 func duplicates(b *testing.B, impl Impl) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	clientgo "k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
@@ -38,6 +39,17 @@ type Config struct {
 	Clock *clocktesting.FakeClock
 	// Metrics turns on Prometheus metrics, registered on a fresh registry.
 	Metrics bool
+	// Fairness, if set, is the fairness key of a key: the queue shares each
+	// priority level among the keys it gives, round-robin.
+	Fairness func(key string) string
+}
+
+// PriorityQueue is what the priority cases need of a priority queue.
+type PriorityQueue interface {
+	Queue
+	// AddWithPriority adds key at priority, or raises it to it.
+	AddWithPriority(priority int, key string)
+	GetWithPriority() (key string, priority int, shutdown bool)
 }
 
 // Impl is one implementation under test.
@@ -54,15 +66,34 @@ type Impl struct {
 	// item added to it before they see the shutdown; the caller then waits
 	// for them to exit. idle returns once the workers are idle.
 	ShutDownDrained func(q Queue, idle func())
+	// NewPriority, if set, returns a priority queue for cfg: the
+	// implementation runs the priority cases.
+	NewPriority func(cfg Config) PriorityQueue
+	// Fairness tells whether the implementation can take Config.Fairness.
+	Fairness bool
+	// CoreOnly limits the implementation to the core cases (cycle, batch
+	// and parallel) and the priority cases, which keeps the full run
+	// short.
+	CoreOnly bool
 }
 
-// Impls lists the implementations, client-go, the reference of every ratio,
-// second.
+// Impls lists the implementations, client-go, the reference of most
+// ratios, second. go-workqueue-priority is our TypedPriorityQueue through
+// the same interface (every add at priority 0), so that the core cases
+// compare it with controller-runtime's priority queue, the queue it
+// replaces; it runs only those and the priority cases.
 var Impls = []Impl{
 	{Name: "go-workqueue", New: newOurs, Delays: true, FakeClock: true, Metrics: true, ShutDownDrained: drainOurs},
 	{Name: "client-go", New: newClientGo, Delays: true, FakeClock: true, Metrics: true, ShutDownDrained: drainClientGo},
-	{Name: "controller-runtime", New: newControllerRuntime, Delays: true, Metrics: true, ShutDownDrained: drainControllerRuntime},
+	{
+		Name: "controller-runtime", New: newControllerRuntime, Delays: true, Metrics: true, ShutDownDrained: drainControllerRuntime,
+		NewPriority: newControllerRuntimePriority,
+	},
 	{Name: "channel", New: newChannel, ShutDownDrained: drainChannel},
+	{
+		Name: "go-workqueue-priority", New: newOursPriority, Delays: true, FakeClock: true, Metrics: true, ShutDownDrained: drainOurs,
+		NewPriority: newOursPriorityQueue, Fairness: true, CoreOnly: true,
+	},
 }
 
 // drainOurs: ShutDownWithDrain returns once no item is queued or being
@@ -97,14 +128,45 @@ const Reference = "client-go"
 
 func newOurs(cfg Config) Queue {
 	var config workqueue.TypedRateLimitingQueueConfig[string]
+	config.Clock, config.Name, config.MetricsProvider = ourOptions(cfg)
+	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), config)
+}
+
+// ourOptions returns what our queues' configs take from cfg: a nil clock
+// unless cfg has one, and a name and a provider only with metrics on.
+func ourOptions(cfg Config) (clk clock.WithTicker, name string, provider workqueue.MetricsProvider) {
 	if cfg.Clock != nil {
-		config.Clock = cfg.Clock
+		clk = cfg.Clock
 	}
 	if cfg.Metrics {
-		config.Name = "bench"
-		config.MetricsProvider = wqprometheus.NewProvider(prometheus.NewRegistry())
+		name = "bench"
+		provider = wqprometheus.NewProvider(prometheus.NewRegistry())
 	}
-	return workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), config)
+	return clk, name, provider
+}
+
+// oursPriority gives our priority queue the benchmarks' interface.
+type oursPriority struct {
+	*workqueue.TypedPriorityQueue[string]
+}
+
+func (q oursPriority) AddWithPriority(priority int, key string) {
+	q.AddWithOpts(workqueue.AddOpts{Priority: &priority}, key)
+}
+
+// newOursPriority returns the queue itself, not the wrapper, so that the
+// core cases measure it as they measure the others.
+func newOursPriority(cfg Config) Queue { return newPriorityQueue(cfg) }
+
+func newOursPriorityQueue(cfg Config) PriorityQueue { return oursPriority{newPriorityQueue(cfg)} }
+
+func newPriorityQueue(cfg Config) *workqueue.TypedPriorityQueue[string] {
+	var config workqueue.TypedPriorityQueueConfig[string]
+	config.Clock, config.Name, config.MetricsProvider = ourOptions(cfg)
+	if cfg.Fairness != nil {
+		config.Fairness = []func(string) string{cfg.Fairness}
+	}
+	return workqueue.NewTypedPriorityQueue(workqueue.DefaultTypedControllerRateLimiter[string](), config)
 }
 
 // Each queue gets a name only with metrics on: without a name none of them
@@ -123,7 +185,23 @@ func newClientGo(cfg Config) Queue {
 
 // newControllerRuntime has no fake clock: the priority queue reads the
 // time with time.Now.
-func newControllerRuntime(cfg Config) Queue {
+func newControllerRuntime(cfg Config) Queue { return newCRQueue(cfg) }
+
+// crPriority gives controller-runtime's priority queue the benchmarks'
+// interface.
+type crPriority struct {
+	priorityqueue.PriorityQueue[string]
+}
+
+func (q crPriority) AddWithPriority(priority int, key string) {
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &priority}, key)
+}
+
+// newControllerRuntimePriority ignores cfg.Fairness: the priority queue
+// has no fairness.
+func newControllerRuntimePriority(cfg Config) PriorityQueue { return crPriority{newCRQueue(cfg)} }
+
+func newCRQueue(cfg Config) priorityqueue.PriorityQueue[string] {
 	name := ""
 	var provider clientgo.MetricsProvider
 	if cfg.Metrics {

@@ -196,10 +196,18 @@ func nsPerOp(s sample) float64     { return s.nsPerOp }
 func bytesPerOp(s sample) float64  { return s.bytesPerOp }
 func allocsPerOp(s sample) float64 { return s.allocsPerOp }
 
+// reference returns the implementation the ratios of c are taken against.
+func reference(c bench.Case) string {
+	if c.Reference != "" {
+		return c.Reference
+	}
+	return bench.Reference
+}
+
 // speedup returns how many times faster impl is than the reference in a
 // case, or 0 if either did not run it.
-func speedup(r results, caseName, impl string) float64 {
-	ref, own := r[caseName][bench.Reference], r[caseName][impl]
+func speedup(r results, c bench.Case, impl string) float64 {
+	ref, own := r[c.Name][reference(c)], r[c.Name][impl]
 	if len(ref) == 0 || len(own) == 0 {
 		return 0
 	}
@@ -223,14 +231,25 @@ func printTable(w io.Writer, cases []bench.Case, r results, reps, memoryKeys int
 				continue
 			}
 			var other []string
-			for _, unit := range []string{"items/op", "max16-µs", "reconciles/add", "ns/reconcile"} {
+			for _, unit := range []string{"items/op", "max16-µs", "reconciles/add", "ns/reconcile", "gets/key", "light-wait-max-items", "light-wait-median-items"} {
 				if _, ok := samples[0].extra[unit]; ok {
-					other = append(other, fmt.Sprintf("%.3g %s", median(samples, func(s sample) float64 { return s.extra[unit] }), unit))
+					format := "%.3g %s"
+					if strings.HasPrefix(unit, "light-wait-") {
+						format = "%.1f %s" // counts of items: exact
+					}
+					other = append(other, fmt.Sprintf(format, median(samples, func(s sample) float64 { return s.extra[unit] }), unit))
 				}
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.0f | %.0f | %.2fx | %s |\n", c.Name, impl.Name,
+			ratio := "–"
+			if s := speedup(r, c, impl.Name); s > 0 {
+				ratio = fmt.Sprintf("%.2fx", s)
+				if ref := reference(c); ref != bench.Reference {
+					ratio += " vs " + ref
+				}
+			}
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.0f | %.0f | %s | %s |\n", c.Name, impl.Name,
 				median(samples, nsPerOp), median(samples, bytesPerOp), median(samples, allocsPerOp),
-				speedup(r, c.Name, impl.Name), strings.Join(other, ", "))
+				ratio, strings.Join(other, ", "))
 		}
 	}
 	if memoryKeys == 0 {
@@ -264,6 +283,7 @@ var colors = []color.Color{
 	color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff},
 	color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
 	color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff},
+	color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff},
 }
 
 // controllerPrefix begins the names of the controller-shaped cases, which
@@ -274,13 +294,17 @@ const controllerPrefix = "controller/"
 // over client-go on a log scale, so that twice as fast and twice as slow are
 // bars of the same length, up and down from client-go's line. The
 // controller-shaped cases get a second panel below the others, so that
-// neither has more groups of bars than fit across the page.
+// neither has more groups of bars than fit across the page. Cases that
+// client-go does not run (the priority and fairness ones) are left out: the
+// table gives them.
 func drawChart(path string, cases []bench.Case, r results) error {
 	var basic, controller []bench.Case
 	for _, c := range cases {
-		if strings.HasPrefix(c.Name, controllerPrefix) {
+		switch {
+		case reference(c) != bench.Reference || len(r[c.Name][bench.Reference]) == 0:
+		case strings.HasPrefix(c.Name, controllerPrefix):
 			controller = append(controller, c)
-		} else {
+		default:
 			basic = append(basic, c)
 		}
 	}
@@ -347,7 +371,7 @@ func speedupPlot(title string, cases []bench.Case, r results, trim string) (*plo
 	for i, impl := range bench.Impls {
 		values := make(plotter.Values, len(cases))
 		for j, c := range cases {
-			if s := speedup(r, c.Name, impl.Name); s > 0 {
+			if s := speedup(r, c, impl.Name); s > 0 {
 				values[j] = math.Log2(s)
 				low, high = min(low, values[j]), max(high, values[j])
 			}
