@@ -94,7 +94,7 @@ func runDiffWalk(rng *rand.Rand, n int) (compared int, divergence string) {
 		return compared, fmt.Sprintf("op %d: %s", i, fmt.Sprintf(format, args...))
 	}
 	for i := range n {
-		time.Sleep(1) // every operation at its own nanosecond
+		time.Sleep(time.Nanosecond) // every operation at its own instant of the bubble's clock
 		key := keys[rng.IntN(len(keys))]
 		switch rng.IntN(diffStep + 1) {
 		case diffAdd:
