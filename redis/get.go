@@ -1,0 +1,390 @@
+package redisqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+// Get blocks until it can hand out an item, leased to this handle, and
+// returns it; the caller must call Done with it. It returns shutdown true
+// once ShutDown was called on this handle, even if items are still
+// queued: they stay for the other handles. It retries while Redis is
+// unreachable; a closed client ends it as a shutdown.
+func (q *Queue[T]) Get() (item T, shutdown bool) {
+	item, err := q.get(context.Background(), true)
+	if err != nil {
+		if !errors.Is(err, workqueue.ErrShutDown) {
+			q.logger.Error("workqueue: Get gave up", "err", err)
+		}
+		return item, true
+	}
+	return item, false
+}
+
+// GetContext is Get that also returns when ctx ends, with ctx.Err(), and
+// that returns Redis's errors instead of retrying; it returns
+// workqueue.ErrShutDown after ShutDown. Cancelling ctx never loses an
+// item: the script that leases one runs to its end.
+func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
+	return q.get(ctx, false)
+}
+
+func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
+	q.mu.Lock()
+	if q.shuttingDown {
+		q.mu.Unlock()
+		return item, workqueue.ErrShutDown
+	}
+	q.waiting++
+	if q.waiting == 1 {
+		select {
+		case q.hasWaiter <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.waiting--
+		q.checkIdleLocked()
+		q.mu.Unlock()
+	}()
+
+	for attempt := 0; ; {
+		if err := ctx.Err(); err != nil {
+			return item, err
+		}
+		if q.ShuttingDown() {
+			return item, workqueue.ErrShutDown
+		}
+		// The script runs to its end whatever ctx does: a lease taken and
+		// then forgotten would keep the item from everyone until it expires.
+		got, wait, err := q.take(context.WithoutCancel(ctx))
+		if got != nil {
+			return *got, nil
+		}
+		if err != nil {
+			if !retry || !isOutage(err) {
+				return item, err
+			}
+			if attempt%20 == 0 {
+				q.logger.Warn("workqueue: Redis unreachable, retrying", "op", "Get", "attempt", attempt+1, "err", err)
+			}
+			if !q.sleepBackoff(attempt, q.stopCh) {
+				return item, workqueue.ErrShutDown
+			}
+			attempt++
+			continue
+		}
+		attempt = 0
+		if wait == 0 {
+			continue
+		}
+		if err := q.sleep(ctx, wait); err != nil {
+			return item, err
+		}
+	}
+}
+
+// take runs the get script once. It returns the item handed out, or else
+// how long to wait for the next delayed item or lease expiry (-1: none,
+// wait for a signal; 0: look again at once).
+func (q *Queue[T]) take(ctx context.Context) (*T, time.Duration, error) {
+	res, err := getScript.Run(ctx, q.client, q.keys.all, q.now(), q.lease.Milliseconds()).Slice()
+	if err != nil {
+		return nil, 0, err
+	}
+	if res[0].(int64) == 0 {
+		q.logReclaimed(res[2].(int64))
+		wait := res[1].(int64)
+		if wait < 0 {
+			return nil, -1, nil
+		}
+		return nil, time.Duration(wait) * time.Millisecond, nil
+	}
+	key := res[1].(string)
+	token := fmt.Sprint(res[2])
+	queuedFor := time.Duration(max(res[3].(int64), 0)) * time.Millisecond
+	q.metrics.setDepth(res[4].(int64))
+	q.logReclaimed(res[5].(int64))
+
+	item, err := q.codec.Decode(key)
+	if err != nil {
+		// Another handle stored a key this codec cannot read: give it back
+		// rather than hold it for ever or hand out garbage.
+		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
+		_ = doneScript.Run(ctx, q.client, q.keys.all, q.now(), key, token).Err()
+		return nil, 0, nil
+	}
+	now := q.clock.Now()
+	q.mu.Lock()
+	q.held[key] = &holding{token: token, since: now, renewed: now}
+	q.mu.Unlock()
+	q.metrics.handedOut(queuedFor)
+	return &item, 0, nil
+}
+
+func (q *Queue[T]) logReclaimed(n int64) {
+	if n > 0 {
+		q.logger.Warn("workqueue: requeued items whose lease expired", "count", n)
+	}
+}
+
+// sleep waits for the listener's wakeup, for wait if it is not negative,
+// for ctx, or for ShutDown.
+func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) error {
+	var timeout <-chan time.Time
+	if wait > 0 {
+		t := q.clock.NewTimer(wait)
+		defer t.Stop()
+		timeout = t.C()
+	}
+	select {
+	case <-q.wake:
+		return nil
+	case <-timeout:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-q.stopCh:
+		return workqueue.ErrShutDown
+	}
+}
+
+// Done marks item as done processing: if it was added meanwhile, by any
+// handle, it is queued again. Done for an item this handle does not hold
+// does nothing. It retries while Redis is unreachable until the item's
+// lease runs out; past that, the item is handed out again anyway.
+func (q *Queue[T]) Done(item T) {
+	err := q.done(context.Background(), item, true)
+	switch {
+	case err == nil || errors.Is(err, ErrNotHeld):
+	case errors.Is(err, ErrLeaseLost):
+		q.logger.Warn("workqueue: Done after the lease was lost; the item was handed out again", "item", fmt.Sprint(item))
+	default:
+		q.logger.Error("workqueue: Done failed; the item is handed out again when its lease expires", "item", fmt.Sprint(item), "err", err)
+	}
+}
+
+// DoneContext is Done without retries. It returns ErrNotHeld for an item
+// this handle does not hold, ErrLeaseLost if the lease was reclaimed
+// (nothing changed), or Redis's error, in which case the item is still
+// held and DoneContext may be called again.
+func (q *Queue[T]) DoneContext(ctx context.Context, item T) error {
+	return q.done(ctx, item, false)
+}
+
+func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
+	key, err := q.encode(item)
+	if err != nil {
+		return ErrNotHeld
+	}
+	q.mu.Lock()
+	h := q.held[key]
+	q.mu.Unlock()
+	if h == nil {
+		return ErrNotHeld
+	}
+	if h.lost {
+		q.release(key, h)
+		return ErrLeaseLost
+	}
+	var outcome int64
+	run := func(ctx context.Context) error {
+		res, err := doneScript.Run(ctx, q.client, q.keys.all, q.now(), key, h.token).Int64Slice()
+		if err == nil {
+			outcome = res[0]
+			q.metrics.setDepth(res[1])
+		}
+		return err
+	}
+	err = run(ctx)
+	for attempt := 0; retry && err != nil && isOutage(err); attempt++ {
+		q.mu.Lock()
+		expired := q.clock.Since(h.renewed) >= q.lease
+		q.mu.Unlock()
+		if expired {
+			break
+		}
+		q.sleepBackoff(attempt, nil)
+		err = run(ctx)
+	}
+	if err != nil {
+		if retry {
+			q.release(key, h)
+		}
+		return err
+	}
+	q.release(key, h)
+	if outcome < 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// release forgets the lease h on key, if it is still the one held.
+func (q *Queue[T]) release(key string, h *holding) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.held[key] != h {
+		return
+	}
+	delete(q.held, key)
+	q.metrics.done(q.clock.Since(h.since))
+	q.checkIdleLocked()
+}
+
+// listen blocks on Redis's signal list while a Get of this handle waits,
+// and wakes one of them for each token: the scripts leave one when a key
+// becomes ready and none waits, and the woken Get passes it on if more are
+// ready. A token taken when no Get waits any more is put back for the
+// other handles. Each Heartbeat without a token wakes a Get to look for
+// expired leases. It stops at ShutDown.
+func (q *Queue[T]) listen() {
+	defer close(q.listenerDone)
+	wakeKey := q.keys.wakeKey(q.handle)
+	ctx := context.Background()
+	for attempt := 0; ; {
+		q.mu.Lock()
+		waiting, stopping := q.waiting, q.shuttingDown
+		q.mu.Unlock()
+		if stopping {
+			return
+		}
+		if waiting == 0 {
+			select {
+			case <-q.hasWaiter:
+			case <-q.stopCh:
+				return
+			}
+			continue
+		}
+		popped, err := q.client.BLPop(ctx, q.heartbeat, q.keys.signal, wakeKey).Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			q.wakeOne()
+		case err != nil:
+			if errors.Is(err, redis.ErrClosed) {
+				q.logger.Error("workqueue: the Redis client was closed; Gets can only time out or shut down", "err", err)
+				<-q.stopCh
+				return
+			}
+			if attempt%20 == 0 {
+				q.logger.Warn("workqueue: Redis unreachable, retrying", "op", "wait", "attempt", attempt+1, "err", err)
+			}
+			q.sleepBackoff(attempt, q.stopCh)
+			attempt++
+			continue
+		case popped[0] == wakeKey:
+		default:
+			q.mu.Lock()
+			waiting, stopping = q.waiting, q.shuttingDown
+			q.mu.Unlock()
+			if waiting > 0 && !stopping {
+				q.wakeOne()
+			} else if err := signalScript.Run(ctx, q.client, q.keys.all).Err(); err != nil {
+				q.logger.Warn("workqueue: could not pass a wakeup on; other handles see the key within a heartbeat", "err", err)
+			}
+		}
+		attempt = 0
+	}
+}
+
+func (q *Queue[T]) wakeOne() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// keep extends the leases of the items this handle holds every third of
+// the lease, and refreshes the unfinished-work metrics. It stops once the
+// handle is shut down and holds nothing.
+func (q *Queue[T]) keep() {
+	defer close(q.keeperDone)
+	extend := q.clock.NewTicker(q.lease / 3)
+	defer extend.Stop()
+	var refresh <-chan time.Time
+	if q.metrics.enabled {
+		t := q.clock.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		refresh = t.C()
+	}
+	for {
+		select {
+		case <-extend.C():
+			q.extendLeases()
+		case <-refresh:
+			q.refreshUnfinished()
+		case <-q.idleCh:
+			return
+		}
+	}
+}
+
+// extendLeases extends every lease held, in batches of one script each,
+// and marks those found reclaimed as lost.
+func (q *Queue[T]) extendLeases() {
+	q.mu.Lock()
+	type lease struct {
+		key string
+		h   *holding
+	}
+	leases := make([]lease, 0, len(q.held))
+	for key, h := range q.held {
+		if !h.lost {
+			leases = append(leases, lease{key, h})
+		}
+	}
+	q.mu.Unlock()
+	const batch = 256
+	for start := 0; start < len(leases); start += batch {
+		part := leases[start:min(start+batch, len(leases))]
+		args := []any{q.now(), q.lease.Milliseconds()}
+		for _, l := range part {
+			args = append(args, l.key, l.h.token)
+		}
+		sent := q.clock.Now()
+		lost, err := extendScript.Run(context.Background(), q.client, q.keys.all, args...).StringSlice()
+		if err != nil {
+			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "err", err)
+			return
+		}
+		lostKeys := make(map[string]bool, len(lost))
+		for _, key := range lost {
+			lostKeys[key] = true
+		}
+		q.mu.Lock()
+		for _, l := range part {
+			if lostKeys[l.key] {
+				l.h.lost = true
+			} else {
+				l.h.renewed = sent
+			}
+		}
+		q.mu.Unlock()
+		if len(lost) > 0 {
+			q.logger.Warn("workqueue: leases lost while processing; those items were handed out again", "count", len(lost))
+		}
+	}
+}
+
+func (q *Queue[T]) refreshUnfinished() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.clock.Now()
+	var total, longest time.Duration
+	for _, h := range q.held {
+		d := now.Sub(h.since)
+		total += d
+		longest = max(longest, d)
+	}
+	q.metrics.unfinished.Set(total.Seconds())
+	q.metrics.longest.Set(longest.Seconds())
+}

@@ -1,0 +1,20 @@
+module github.com/go-workqueue/workqueue/redis
+
+go 1.26.0
+
+require (
+	github.com/go-workqueue/workqueue v0.0.0
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/stretchr/testify v1.12.1
+	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
+)
+
+replace github.com/go-workqueue/workqueue => ../

@@ -1,0 +1,27 @@
+-- ARGV: now, lease (ms). Hands out the first ready key under a new lease
+-- with a fencing token. Returns {1, key, token, queued for (ms), depth,
+-- reclaimed} or, when nothing is ready, {0, wait, reclaimed}: wait is the
+-- time until the next delayed key or lease expiry, -1 if there is none.
+local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
+local reclaimed = promote(now)
+local key = redis.call('LPOP', READY)
+if not key then
+  local wait = -1
+  local delayed = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
+  if delayed[2] then wait = tonumber(delayed[2]) - now end
+  local leased = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
+  if leased[2] then
+    local expiry = tonumber(leased[2]) - now
+    if wait < 0 or expiry < wait then wait = expiry end
+  end
+  if wait == 0 then wait = 1 end
+  return {0, math.ceil(wait), reclaimed}
+end
+local since = tonumber(redis.call('HGET', STATE, key))
+redis.call('HSET', STATE, key, 'p')
+local token = redis.call('INCR', FENCE)
+redis.call('HSET', TOKENS, key, token)
+redis.call('ZADD', LEASES, now + lease, key)
+local depth = redis.call('LLEN', READY)
+if depth > 0 then signal() end
+return {1, key, token, now - since, depth, reclaimed}

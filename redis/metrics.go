@@ -1,0 +1,73 @@
+package redisqueue
+
+import (
+	"time"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+// handleMetrics are one handle's metrics, with the Kubernetes workqueue
+// names: adds, retries, latency, work duration and unfinished work count
+// what this handle did; depth is the queue-wide ready count Redis reported
+// to the last call of this handle that returned it.
+type handleMetrics struct {
+	enabled      bool
+	depth        workqueue.SettableGaugeMetric
+	adds         workqueue.CounterMetric
+	retries      workqueue.CounterMetric
+	latency      workqueue.HistogramMetric
+	workDuration workqueue.HistogramMetric
+	unfinished   workqueue.SettableGaugeMetric
+	longest      workqueue.SettableGaugeMetric
+}
+
+type noopMetric struct{}
+
+func (noopMetric) Inc()            {}
+func (noopMetric) Dec()            {}
+func (noopMetric) Set(float64)     {}
+func (noopMetric) Observe(float64) {}
+
+func newHandleMetrics(provider workqueue.MetricsProvider, name string) *handleMetrics {
+	m := &handleMetrics{
+		depth: noopMetric{}, adds: noopMetric{}, retries: noopMetric{}, latency: noopMetric{},
+		workDuration: noopMetric{}, unfinished: noopMetric{}, longest: noopMetric{},
+	}
+	if provider == nil {
+		return m
+	}
+	m.enabled = true
+	// A depth gauge that can only go up and down cannot show a count that
+	// other processes change; it is left out.
+	if depth, ok := provider.NewDepthMetric(name).(workqueue.SettableGaugeMetric); ok {
+		m.depth = depth
+	}
+	m.adds = provider.NewAddsMetric(name)
+	m.retries = provider.NewRetriesMetric(name)
+	m.latency = provider.NewLatencyMetric(name)
+	m.workDuration = provider.NewWorkDurationMetric(name)
+	m.unfinished = provider.NewUnfinishedWorkSecondsMetric(name)
+	m.longest = provider.NewLongestRunningProcessorSecondsMetric(name)
+	return m
+}
+
+// added records an add script's outcome: 1 queued and 2 marked count as
+// adds, as client-go counts an item put in its dirty set.
+func (m *handleMetrics) added(outcome, depth int64) {
+	if outcome == 1 || outcome == 2 {
+		m.adds.Inc()
+	}
+	m.setDepth(depth)
+}
+
+func (m *handleMetrics) setDepth(depth int64) {
+	m.depth.Set(float64(depth))
+}
+
+func (m *handleMetrics) handedOut(queuedFor time.Duration) {
+	m.latency.Observe(queuedFor.Seconds())
+}
+
+func (m *handleMetrics) done(worked time.Duration) {
+	m.workDuration.Observe(worked.Seconds())
+}

@@ -1,0 +1,136 @@
+package redisqueue
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+// Options configures a Queue. The zero value is valid for a Queue[string].
+type Options[T comparable] struct {
+	// Codec turns items into Redis strings and back. It may be nil for a
+	// Queue[string], which stores the strings as they are.
+	Codec Codec[T]
+
+	// LeaseDuration is how long a handed-out key stays leased to its holder
+	// without being extended. The handle extends the leases of its items
+	// every third of it while they are processed, so it only bounds how
+	// long a key stays stuck after its process dies or loses Redis.
+	// Default 30s; at least 3ms.
+	LeaseDuration time.Duration
+
+	// Heartbeat bounds how long an idle Get waits on Redis before it looks
+	// again for due delayed keys and expired leases that no add signalled.
+	// An idle handle sends about two commands per heartbeat. Default 2s.
+	Heartbeat time.Duration
+
+	// RateLimit configures AddRateLimited. Nil means DefaultRateLimit().
+	RateLimit *RateLimit
+
+	// MaxKeyBytes is the largest encoded key accepted. Default 64 KiB.
+	MaxKeyBytes int
+
+	// MetricsProvider receives the metrics of this handle under Name, with
+	// the Kubernetes workqueue names. Depth is the queue-wide ready count
+	// as Redis last reported it, when the depth metric can be Set.
+	MetricsProvider workqueue.MetricsProvider
+
+	// Name labels the metrics; default the queue's name.
+	Name string
+
+	// Logger receives retries during outages, lost leases and dropped
+	// items. Default slog.Default().
+	Logger *slog.Logger
+
+	// Clock, when set, gives the time the scripts use instead of Redis's
+	// own, and drives lease extension and the waits for delayed keys.
+	// Every handle of a queue must use the same clock: it is meant for
+	// tests with a fake clock.
+	Clock clock.WithTicker
+}
+
+// RateLimit is AddRateLimited's limiter, kept in Redis so that every
+// process sees the same failure counts and shares one token bucket. The
+// delay is the larger of a per-key exponential backoff, Base*2^failures
+// capped at Max, and the wait for a token of a bucket refilled at QPS up
+// to Burst, as client-go's default controller rate limiter does.
+type RateLimit struct {
+	// Base is the first retry's delay; 0 turns the per-key backoff off.
+	Base time.Duration
+	// Max caps the per-key backoff.
+	Max time.Duration
+	// QPS is the bucket's refill rate; 0 turns the bucket off.
+	QPS float64
+	// Burst is the bucket's size; at least 1 when QPS is set.
+	Burst int
+}
+
+// DefaultRateLimit returns client-go's default controller rate limit: a
+// per-key backoff from 5ms to 1000s and a bucket of 10 qps with burst 100.
+func DefaultRateLimit() *RateLimit {
+	return &RateLimit{Base: 5 * time.Millisecond, Max: 1000 * time.Second, QPS: 10, Burst: 100}
+}
+
+func (r RateLimit) validate() error {
+	switch {
+	case r.Base < 0 || r.Max < 0:
+		return fmt.Errorf("RateLimit.Base and Max must not be negative, got %v and %v", r.Base, r.Max)
+	case r.Base > 0 && r.Max < r.Base:
+		return fmt.Errorf("RateLimit.Max %v is below Base %v", r.Max, r.Base)
+	case r.QPS < 0 || math.IsNaN(r.QPS) || math.IsInf(r.QPS, 0):
+		return fmt.Errorf("RateLimit.QPS must be a finite number >= 0, got %v", r.QPS)
+	case r.QPS > 0 && r.Burst < 1:
+		return fmt.Errorf("RateLimit.Burst must be at least 1 with a QPS, got %d", r.Burst)
+	}
+	return nil
+}
+
+// scriptArgs returns the limiter's arguments to ratelimited.lua: base and
+// max in ms, the bucket's interval between tokens in ms, and its burst.
+func (r RateLimit) scriptArgs() []any {
+	interval := 0.0
+	if r.QPS > 0 {
+		interval = 1000 / r.QPS
+	}
+	return []any{millis(r.Base), millis(r.Max), interval, r.Burst}
+}
+
+func millis(d time.Duration) float64 {
+	return float64(d) / float64(time.Millisecond)
+}
+
+// Codec turns items of type T into the strings stored in Redis and back.
+// Encode must be deterministic and injective: equal items must encode to
+// the same string, or dedup breaks.
+type Codec[T any] interface {
+	Encode(item T) (string, error)
+	Decode(key string) (T, error)
+}
+
+// JSONCodec encodes items with encoding/json. It suits structs of plain
+// fields; a map field would encode deterministically too (json sorts keys).
+type JSONCodec[T any] struct{}
+
+// Encode returns item's JSON.
+func (JSONCodec[T]) Encode(item T) (string, error) {
+	b, err := json.Marshal(item)
+	return string(b), err
+}
+
+// Decode parses key as JSON.
+func (JSONCodec[T]) Decode(key string) (T, error) {
+	var item T
+	err := json.Unmarshal([]byte(key), &item)
+	return item, err
+}
+
+type stringCodec struct{}
+
+func (stringCodec) Encode(item string) (string, error) { return item, nil }
+func (stringCodec) Decode(key string) (string, error)  { return key, nil }

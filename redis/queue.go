@@ -1,0 +1,500 @@
+// Package redisqueue is a work queue shared by many processes through
+// Redis, with the semantics of the in-memory workqueue: a key is queued
+// once however often it is added, handed to one worker at a time across
+// every process, queued again after Done when it was added while being
+// processed, handed out in the order of first adds; AddAfter's earliest
+// ready time wins; AddRateLimited backs off per key with failure counts
+// kept in Redis, so backoff goes on when another process retries the key.
+//
+// A key handed out is leased to its holder, whose handle extends the lease
+// while the key is processed. If the process dies, the key is handed out
+// again once the lease expires: delivery is at least once. A Done from a
+// holder whose lease expired and was granted again is refused (the lease
+// carries a fencing token), so a late holder cannot corrupt the state.
+//
+// The directory is redis, the package redisqueue, so that it can be
+// imported beside go-redis without an alias.
+package redisqueue
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"k8s.io/utils/clock"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+var (
+	// ErrKeyTooLarge is returned for an item whose encoded key is longer
+	// than Options.MaxKeyBytes.
+	ErrKeyTooLarge = errors.New("workqueue: key too large")
+	// ErrLeaseLost is returned by DoneContext when the item's lease expired
+	// and was reclaimed (its holder lost Redis for longer than the lease):
+	// the item is handed out again, and this Done changed nothing.
+	ErrLeaseLost = errors.New("workqueue: lease lost")
+	// ErrNotHeld is returned by DoneContext for an item this handle did
+	// not hand out, or already marked done.
+	ErrNotHeld = errors.New("workqueue: item not held by this handle")
+)
+
+// Queue is one process's handle on a queue kept in Redis. Every handle
+// created with the same client's Redis and name shares the queue. It
+// satisfies workqueue.TypedRateLimitingInterface[T], so that a Runner and
+// existing worker loops run on it unchanged, and adds methods that take a
+// context and return Redis's errors instead of retrying.
+//
+// The client-go-shaped methods retry with backoff while Redis is
+// unreachable, logging the first failure and every twentieth: Add,
+// AddAfter and AddRateLimited until they succeed or the handle is shut
+// down (an item dropped that way is logged at error level with its key);
+// Get until it can hand out an item or the handle is shut down; Done until
+// it succeeds or the item's lease has run out, after which the item is
+// handed out again anyway; Len, NumRequeues and Forget until they succeed.
+// Only a closed client ends the retries early.
+//
+// ShutDown is the handle's: its Gets return at once (items still queued
+// stay for the other handles), its adds are ignored, and it goes on
+// extending the leases of items being processed until they are Done.
+// ShutDownWithDrain also waits for that. All methods are safe for
+// concurrent use.
+type Queue[T comparable] struct {
+	client    redis.UniversalClient
+	keys      queueKeys
+	handle    string
+	codec     Codec[T]
+	lease     time.Duration
+	heartbeat time.Duration
+	limit     []any
+	maxKey    int
+	logger    *slog.Logger
+	clock     clock.WithTicker
+	fakeTime  bool
+	metrics   *handleMetrics
+
+	mu           sync.Mutex
+	held         map[string]*holding
+	waiting      int // Gets in progress
+	shuttingDown bool
+	idleClosed   bool
+	stopCh       chan struct{} // closed at ShutDown
+	idleCh       chan struct{} // closed once shut down, with nothing held and no Get in progress
+	wake         chan struct{} // the listener's wakeup for one waiting Get
+	hasWaiter    chan struct{} // a Get began: the listener may block on Redis
+	listenerDone chan struct{}
+	keeperDone   chan struct{}
+	stopListener sync.Once
+}
+
+// holding is the lease on one item this handle handed out.
+type holding struct {
+	token   string
+	since   time.Time // handed out, on the handle's clock
+	renewed time.Time // when the last grant or extension that succeeded was sent
+	lost    bool      // an extension found the lease reclaimed
+}
+
+// New returns a handle on the queue called name in the Redis that client
+// talks to. It starts two goroutines: one that waits on Redis for a
+// wakeup while a Get is waiting, and one that extends the leases of the
+// items being processed. It does not contact Redis: a client that cannot
+// reach it shows in the first calls.
+//
+// New panics, with a message that starts with "workqueue:", on a nil
+// client, on a name that is empty, longer than 256 bytes or holds '{' or
+// '}' (the queue's keys share the hash tag {name}), on a nil Codec for a T
+// other than string, and on negative or too small durations and limits.
+func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
+	if client == nil {
+		panic("workqueue: redisqueue.New needs a client")
+	}
+	if !validName(name) {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: queue name %q must be 1 to 256 bytes without '{' or '}'", name))
+	}
+	codec := opts.Codec
+	if codec == nil {
+		c, ok := any(stringCodec{}).(Codec[T])
+		if !ok {
+			var zero T
+			panic(fmt.Sprintf("workqueue: redisqueue.New: a queue of %T needs Options.Codec", zero))
+		}
+		codec = c
+	}
+	lease := orDefault(opts.LeaseDuration, 30*time.Second)
+	if lease < 3*time.Millisecond {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: LeaseDuration %v is below 3ms", lease))
+	}
+	heartbeat := orDefault(opts.Heartbeat, 2*time.Second)
+	if heartbeat < time.Millisecond {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: Heartbeat %v is below 1ms", heartbeat))
+	}
+	limit := DefaultRateLimit()
+	if opts.RateLimit != nil {
+		limit = opts.RateLimit
+	}
+	if err := limit.validate(); err != nil {
+		panic("workqueue: redisqueue.New: " + err.Error())
+	}
+	maxKey := opts.MaxKeyBytes
+	if maxKey < 0 {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: MaxKeyBytes %d is negative", maxKey))
+	}
+	if maxKey == 0 {
+		maxKey = 64 << 10
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var clk clock.WithTicker = clock.RealClock{}
+	if opts.Clock != nil {
+		clk = opts.Clock
+	}
+	metricsName := opts.Name
+	if metricsName == "" {
+		metricsName = name
+	}
+	q := &Queue[T]{
+		client:       client,
+		keys:         newQueueKeys(name),
+		handle:       newHandleID(),
+		codec:        codec,
+		lease:        lease,
+		heartbeat:    heartbeat,
+		limit:        limit.scriptArgs(),
+		maxKey:       maxKey,
+		logger:       logger.With("queue", name),
+		clock:        clk,
+		fakeTime:     opts.Clock != nil,
+		metrics:      newHandleMetrics(opts.MetricsProvider, metricsName),
+		held:         make(map[string]*holding),
+		stopCh:       make(chan struct{}),
+		idleCh:       make(chan struct{}),
+		wake:         make(chan struct{}, 1),
+		hasWaiter:    make(chan struct{}, 1),
+		listenerDone: make(chan struct{}),
+		keeperDone:   make(chan struct{}),
+	}
+	go q.listen()
+	go q.keep()
+	return q
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func newHandleID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// now is the time the scripts use: the handle's clock when one was
+// configured, else -1, which makes them read Redis's.
+func (q *Queue[T]) now() int64 {
+	if q.fakeTime {
+		return q.clock.Now().UnixMilli()
+	}
+	return -1
+}
+
+func (q *Queue[T]) encode(item T) (string, error) {
+	key, err := q.codec.Encode(item)
+	if err != nil {
+		return "", fmt.Errorf("workqueue: encoding %v: %w", item, err)
+	}
+	if len(key) > q.maxKey {
+		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrKeyTooLarge, len(key), q.maxKey)
+	}
+	return key, nil
+}
+
+// Add queues item unless it is already queued; if it is being processed,
+// anywhere, it is queued again after its Done. After ShutDown it does
+// nothing. It retries while Redis is unreachable (see Queue); an item that
+// cannot be encoded or is too large is logged and dropped.
+func (q *Queue[T]) Add(item T) {
+	q.addRetrying("Add", item, func(ctx context.Context, key string) error {
+		return q.addKey(ctx, key, 0)
+	})
+}
+
+// AddContext is Add without retries: it returns Redis's error, the codec's,
+// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown.
+func (q *Queue[T]) AddContext(ctx context.Context, item T) error {
+	return q.AddAfterContext(ctx, item, 0)
+}
+
+// AddAfter adds item once duration has passed; zero or less adds it at
+// once. If item is already waiting, the earlier ready time wins. A due
+// item is moved to the queue by whichever handle looks first, once. It
+// retries as Add does.
+func (q *Queue[T]) AddAfter(item T, duration time.Duration) {
+	q.addRetrying("AddAfter", item, func(ctx context.Context, key string) error {
+		return q.addKey(ctx, key, duration)
+	})
+}
+
+// AddAfterContext is AddAfter without retries, with AddContext's errors.
+func (q *Queue[T]) AddAfterContext(ctx context.Context, item T, duration time.Duration) error {
+	if q.ShuttingDown() {
+		return workqueue.ErrShutDown
+	}
+	key, err := q.encode(item)
+	if err != nil {
+		return err
+	}
+	return q.addKey(ctx, key, duration)
+}
+
+// AddRateLimited counts a failure of item in Redis and adds it after the
+// larger of its backoff and the shared bucket's wait (see RateLimit). After
+// ShutDown it does nothing and counts nothing. It retries as Add does.
+func (q *Queue[T]) AddRateLimited(item T) {
+	q.addRetrying("AddRateLimited", item, q.addRateLimited)
+}
+
+// AddRateLimitedContext is AddRateLimited without retries, with
+// AddContext's errors.
+func (q *Queue[T]) AddRateLimitedContext(ctx context.Context, item T) error {
+	if q.ShuttingDown() {
+		return workqueue.ErrShutDown
+	}
+	key, err := q.encode(item)
+	if err != nil {
+		return err
+	}
+	return q.addRateLimited(ctx, key)
+}
+
+func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, key string) error) {
+	if q.ShuttingDown() {
+		return
+	}
+	key, err := q.encode(item)
+	if err != nil {
+		q.logger.Error("workqueue: item dropped", "op", op, "err", err)
+		return
+	}
+	err = q.retry(op, q.stopCh, func(ctx context.Context) error { return add(ctx, key) })
+	if err != nil {
+		q.logger.Error("workqueue: item dropped", "op", op, "key", key, "err", err)
+	}
+}
+
+func (q *Queue[T]) addKey(ctx context.Context, key string, delay time.Duration) error {
+	res, err := addScript.Run(ctx, q.client, q.keys.all, q.now(), key, delay.Milliseconds()).Int64Slice()
+	if err != nil {
+		return err
+	}
+	q.metrics.added(res[0], res[1])
+	return nil
+}
+
+func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
+	args := append([]any{q.now(), key}, q.limit...)
+	res, err := rateLimitedScript.Run(ctx, q.client, q.keys.all, args...).Int64Slice()
+	if err != nil {
+		return err
+	}
+	q.metrics.retries.Inc()
+	q.metrics.added(res[0], res[1])
+	return nil
+}
+
+// Forget clears item's failure count in Redis, for every process. It
+// retries while Redis is unreachable.
+func (q *Queue[T]) Forget(item T) {
+	key, err := q.encode(item)
+	if err != nil {
+		return // it was never counted
+	}
+	if err := q.retry("Forget", nil, func(ctx context.Context) error {
+		return q.client.HDel(ctx, q.keys.fails, key).Err()
+	}); err != nil {
+		q.logger.Error("workqueue: Forget failed", "key", key, "err", err)
+	}
+}
+
+// ForgetContext is Forget without retries.
+func (q *Queue[T]) ForgetContext(ctx context.Context, item T) error {
+	key, err := q.encode(item)
+	if err != nil {
+		return err
+	}
+	return q.client.HDel(ctx, q.keys.fails, key).Err()
+}
+
+// NumRequeues returns item's failure count in Redis, counted by every
+// process since its last Forget. It retries while Redis is unreachable and
+// returns 0 once the client is closed.
+func (q *Queue[T]) NumRequeues(item T) int {
+	n, err := retryValue(q, "NumRequeues", func(ctx context.Context) (int, error) {
+		return q.NumRequeuesContext(ctx, item)
+	})
+	if err != nil {
+		q.logger.Error("workqueue: NumRequeues failed", "err", err)
+	}
+	return n
+}
+
+// NumRequeuesContext is NumRequeues without retries.
+func (q *Queue[T]) NumRequeuesContext(ctx context.Context, item T) (int, error) {
+	key, err := q.encode(item)
+	if err != nil {
+		return 0, err
+	}
+	n, err := q.client.HGet(ctx, q.keys.fails, key).Int()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
+}
+
+// Len returns the number of items queued and ready, across every process;
+// items waiting for a delay or being processed are not counted. It retries
+// while Redis is unreachable and returns 0 once the client is closed.
+func (q *Queue[T]) Len() int {
+	n, err := retryValue(q, "Len", q.LenContext)
+	if err != nil {
+		q.logger.Error("workqueue: Len failed", "err", err)
+	}
+	return n
+}
+
+// LenContext is Len without retries.
+func (q *Queue[T]) LenContext(ctx context.Context) (int, error) {
+	n, err := q.client.LLen(ctx, q.keys.ready).Result()
+	return int(n), err
+}
+
+// ShuttingDown reports whether ShutDown has been called on this handle.
+func (q *Queue[T]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shuttingDown
+}
+
+// ShutDown shuts this handle down: Gets in progress and later ones return
+// shutdown at once, adds are ignored. Items being processed keep their
+// leases, extended until their Done. The queue in Redis and the other
+// handles are untouched. It waits for the listening goroutine to stop, at
+// most about one Heartbeat if Redis cannot be reached. Safe to call more
+// than once.
+func (q *Queue[T]) ShutDown() {
+	q.mu.Lock()
+	if !q.shuttingDown {
+		q.shuttingDown = true
+		close(q.stopCh)
+	}
+	q.checkIdleLocked()
+	q.mu.Unlock()
+	q.stopListener.Do(func() {
+		// Wake the listener if it is blocked on Redis. If this fails, its
+		// wait times out within a heartbeat.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		wakeKey := q.keys.wakeKey(q.handle)
+		_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.RPush(ctx, wakeKey, 1)
+			p.PExpire(ctx, wakeKey, time.Minute)
+			return nil
+		})
+	})
+	<-q.listenerDone
+}
+
+// ShutDownWithDrain shuts the handle down as ShutDown does, then waits
+// until every item it handed out is Done (or its lease was lost) and its
+// goroutines have stopped.
+func (q *Queue[T]) ShutDownWithDrain() {
+	q.ShutDown()
+	<-q.idleCh
+	<-q.keeperDone
+}
+
+// checkIdleLocked closes idleCh once the handle is shut down with nothing
+// held and no Get in progress. q.mu must be held.
+func (q *Queue[T]) checkIdleLocked() {
+	if q.shuttingDown && !q.idleClosed && q.waiting == 0 && len(q.held) == 0 {
+		q.idleClosed = true
+		close(q.idleCh)
+	}
+}
+
+// retry runs op until it succeeds, fails for another reason than an
+// outage, or cancel is closed, waiting with a capped exponential backoff
+// between tries. It logs the first failure and every twentieth.
+func (q *Queue[T]) retry(op string, cancel <-chan struct{}, f func(ctx context.Context) error) error {
+	_, err := retryValue(q, op, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f(ctx)
+	}, cancel)
+	return err
+}
+
+func retryValue[T comparable, V any](q *Queue[T], op string, f func(ctx context.Context) (V, error), cancel ...<-chan struct{}) (V, error) {
+	var stop <-chan struct{}
+	if len(cancel) > 0 {
+		stop = cancel[0]
+	}
+	for attempt := 0; ; attempt++ {
+		v, err := f(context.Background())
+		if err == nil || !isOutage(err) {
+			if attempt > 0 && err == nil {
+				q.logger.Info("workqueue: Redis reachable again", "op", op, "attempts", attempt+1)
+			}
+			return v, err
+		}
+		if attempt%20 == 0 {
+			q.logger.Warn("workqueue: Redis unreachable, retrying", "op", op, "attempt", attempt+1, "err", err)
+		}
+		if !q.sleepBackoff(attempt, stop) {
+			return v, err
+		}
+	}
+}
+
+// sleepBackoff waits before retry number attempt+1: 10ms doubling up to
+// 1s. It returns false if stop was closed first.
+func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
+	wait := 10 * time.Millisecond << min(attempt, 7)
+	wait = min(wait, time.Second)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+// isOutage reports whether err may go away by itself: a network error, a
+// timeout, or a server that is loading, read-only or failing over. Errors
+// of the script or the arguments, and a closed client, are not.
+func isOutage(err error) bool {
+	if errors.Is(err, redis.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var replyErr redis.Error
+	if errors.As(err, &replyErr) {
+		for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS"} {
+			if redis.HasErrorPrefix(err, prefix) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}

@@ -1,0 +1,172 @@
+// Package redistest starts real redis-server processes for tests, each on
+// a free loopback port with its own data directory, and stops them when
+// the test ends. A test that cannot start one fails: it does not skip.
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a redis-server process started by Start. Its methods are not
+// safe for concurrent use.
+type Server struct {
+	// Addr is the server's host:port on loopback.
+	Addr string
+	// Dir is the server's data directory, kept across Restart.
+	Dir string
+
+	t    testing.TB
+	args []string
+	cmd  *exec.Cmd
+	exit chan struct{}
+}
+
+// Options configures Start.
+type Options struct {
+	// AppendFsync turns on the append-only file with this fsync policy:
+	// "always", "everysec" or "no". Empty leaves persistence off.
+	AppendFsync string
+}
+
+// Start starts a redis-server on a free loopback port, waits until it
+// answers, and stops it with a SIGKILL when t ends. It fails t if
+// redis-server is not on PATH or does not start.
+func Start(t testing.TB, opts Options) *Server {
+	t.Helper()
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server is not on PATH (Debian: apt-get install -y redis-server; .ci/run installs it): %v", err)
+	}
+	s := &Server{t: t, Dir: t.TempDir()}
+	var lastErr error
+	for range 5 {
+		port, err := freePort()
+		if err != nil {
+			t.Fatalf("redistest: no free port: %v", err)
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.args = []string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--dir", s.Dir, "--save", "", "--daemonize", "no",
+			"--logfile", filepath.Join(s.Dir, "redis.log"),
+			"--enable-debug-command", "local",
+		}
+		if opts.AppendFsync != "" {
+			s.args = append(s.args, "--appendonly", "yes", "--appendfsync", opts.AppendFsync)
+		} else {
+			s.args = append(s.args, "--appendonly", "no")
+		}
+		s.args = append([]string{path}, s.args...)
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.stop)
+			return s
+		}
+	}
+	t.Fatalf("redistest: redis-server did not start: %v", lastErr)
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) start() error {
+	cmd := exec.Command(s.args[0], s.args[1:]...)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.cmd = cmd
+	s.exit = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(s.exit)
+	}()
+	client := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer client.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := client.Ping(ctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exit:
+			return fmt.Errorf("redis-server exited at start: %s", s.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.stop()
+			return fmt.Errorf("redis-server did not answer in 10s: %v: %s", err, s.logTail())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s *Server) logTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-5):], "\n")
+}
+
+func (s *Server) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.exit
+	s.cmd = nil
+}
+
+// Kill stops the server with SIGKILL, as a crash would, and waits for it
+// to exit.
+func (s *Server) Kill() {
+	s.stop()
+}
+
+// Restart starts the server again on the same port and data directory,
+// after Kill, and waits until it answers (it loads its append-only file
+// first, if it has one). It fails the test if the server does not start.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.stop()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("redistest: restart: %v", err)
+	}
+}
+
+// Client returns a client of the server, closed when the test ends.
+func (s *Server) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	s.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// ErrNotRunning is returned by Pid when the server is stopped.
+var ErrNotRunning = errors.New("redistest: server not running")
+
+// Pid returns the server's process id.
+func (s *Server) Pid() (int, error) {
+	if s.cmd == nil {
+		return 0, ErrNotRunning
+	}
+	return s.cmd.Process.Pid, nil
+}

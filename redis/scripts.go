@@ -1,0 +1,64 @@
+package redisqueue
+
+import (
+	"embed"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed lua/*.lua
+var luaFiles embed.FS
+
+// The scripts that change a queue's state. Each runs alone on the server,
+// so every state change is one atomic step, whichever process makes it.
+var (
+	addScript         = loadScript("add.lua")
+	rateLimitedScript = loadScript("ratelimited.lua")
+	getScript         = loadScript("get.lua")
+	doneScript        = loadScript("done.lua")
+	extendScript      = loadScript("extend.lua")
+	signalScript      = loadScript("signal.lua")
+)
+
+func loadScript(name string) *redis.Script {
+	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
+	if err != nil {
+		panic(err)
+	}
+	body, err := luaFiles.ReadFile("lua/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(string(prelude) + "\n" + string(body))
+}
+
+// queueKeys are the Redis keys of one queue, in the order the scripts'
+// prelude names them. They share the hash tag {name}.
+type queueKeys struct {
+	all    []string
+	ready  string
+	fails  string
+	signal string
+	prefix string
+}
+
+func newQueueKeys(name string) queueKeys {
+	prefix := "wq:{" + name + "}:"
+	parts := []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket"}
+	all := make([]string, len(parts))
+	for i, part := range parts {
+		all[i] = prefix + part
+	}
+	return queueKeys{all: all, ready: all[0], signal: all[6], fails: all[7], prefix: prefix}
+}
+
+// wakeKey is the list on which one handle's listener is woken at shutdown,
+// beside the shared signal list.
+func (k queueKeys) wakeKey(handle string) string {
+	return k.prefix + "wake:" + handle
+}
+
+func validName(name string) bool {
+	return name != "" && len(name) <= 256 && !strings.ContainsAny(name, "{}")
+}
