@@ -6,6 +6,7 @@ require (
 	github.com/go-workqueue/workqueue v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stretchr/testify v1.12.1
+	go.uber.org/goleak v1.3.0
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3
 )
 
