@@ -27,7 +27,8 @@ type Options[T comparable] struct {
 
 	// Heartbeat bounds how long an idle Get waits on Redis before it looks
 	// again for due delayed keys and expired leases that no add signalled.
-	// An idle handle sends about two commands per heartbeat. Default 2s.
+	// An idle handle sends about two commands per heartbeat. Default 2s;
+	// at least 1s, in whole seconds (BLPOP's unit).
 	Heartbeat time.Duration
 
 	// RateLimit configures AddRateLimited. Nil means DefaultRateLimit().

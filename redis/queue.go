@@ -22,8 +22,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -132,9 +135,10 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		panic(fmt.Sprintf("workqueue: redisqueue.New: LeaseDuration %v is below 3ms", lease))
 	}
 	heartbeat := orDefault(opts.Heartbeat, 2*time.Second)
-	if heartbeat < time.Millisecond {
-		panic(fmt.Sprintf("workqueue: redisqueue.New: Heartbeat %v is below 1ms", heartbeat))
+	if heartbeat < time.Second {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: Heartbeat %v is below 1s, the shortest wait of BLPOP", heartbeat))
 	}
+	heartbeat = heartbeat.Truncate(time.Second)
 	limit := DefaultRateLimit()
 	if opts.RateLimit != nil {
 		limit = opts.RateLimit
@@ -480,21 +484,25 @@ func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
 	}
 }
 
-// isOutage reports whether err may go away by itself: a network error, a
-// timeout, or a server that is loading, read-only or failing over. Errors
-// of the script or the arguments, and a closed client, are not.
+// isOutage reports whether err may go away by itself: a network error or
+// timeout, a connection refused, reset or closed by the server, a full
+// connection pool, or a server that is loading, read-only or failing over.
+// Errors of a script, of the arguments or of the codec, a closed client and
+// an ended context are not.
 func isOutage(err error) bool {
-	if errors.Is(err, redis.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, redis.ErrPoolTimeout):
+		return true
 	}
-	var replyErr redis.Error
-	if errors.As(err, &replyErr) {
-		for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS"} {
-			if redis.HasErrorPrefix(err, prefix) {
-				return true
-			}
+	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
 		}
-		return false
 	}
-	return true
+	return false
 }
