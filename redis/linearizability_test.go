@@ -1,0 +1,289 @@
+package redisqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-workqueue/workqueue/redis/redistest"
+)
+
+// This file checks that the Redis queue is linearizable: every history of
+// concurrent calls, made by goroutines spread over several handles on two
+// keys, could have come from the calls one at a time, each at one instant
+// between its call and its return, on the sequential queue (linState).
+// Shutdown is left out: it is each handle's own and changes nothing in
+// Redis. A Get that gives up after a short wait is legal only where the
+// queue was empty, so a lost wakeup that outlasts the wait is caught too.
+
+const linKeys = 2
+
+type linOp uint8
+
+const (
+	linAdd linOp = iota
+	linAddRateLimited
+	linForget
+	linNumRequeues
+	linLen
+	linGet
+	linDone
+)
+
+var linOpNames = [...]string{"Add", "AddRateLimited", "Forget", "NumRequeues", "Len", "Get", "Done"}
+
+type linInput struct {
+	op  linOp
+	key int8 // -1: none
+}
+
+type linOutput struct {
+	key int8 // Get: the key, -1 if it gave up
+	n   int  // NumRequeues, Len
+}
+
+// linState is the sequential queue, a comparable value.
+type linState struct {
+	fifo       [linKeys]int8
+	queued     int8
+	processing [linKeys]bool
+	dirty      [linKeys]bool
+	failures   [linKeys]int8
+}
+
+func (s linState) add(key int8) linState {
+	switch {
+	case s.processing[key]:
+		s.dirty[key] = true
+	case slices.Contains(s.fifo[:s.queued], key):
+	default:
+		s.fifo[s.queued] = key
+		s.queued++
+	}
+	return s
+}
+
+func (s linState) step(in linInput, out linOutput) (bool, linState) {
+	switch in.op {
+	case linAdd:
+		return true, s.add(in.key)
+	case linAddRateLimited:
+		s.failures[in.key]++
+		return true, s.add(in.key)
+	case linForget:
+		s.failures[in.key] = 0
+		return true, s
+	case linNumRequeues:
+		return out.n == int(s.failures[in.key]), s
+	case linLen:
+		return out.n == int(s.queued), s
+	case linGet:
+		if out.key < 0 {
+			return s.queued == 0, s
+		}
+		if s.queued == 0 || s.fifo[0] != out.key {
+			return false, s
+		}
+		copy(s.fifo[:], s.fifo[1:s.queued])
+		s.queued--
+		s.processing[out.key] = true
+		return true, s
+	case linDone:
+		if !s.processing[in.key] {
+			return false, s
+		}
+		s.processing[in.key] = false
+		if s.dirty[in.key] {
+			s.dirty[in.key] = false
+			s.fifo[s.queued] = in.key
+			s.queued++
+		}
+		return true, s
+	}
+	return false, s
+}
+
+var linModel = porcupine.Model{
+	Init: func() any { return linState{} },
+	Step: func(state, input, output any) (bool, any) {
+		return state.(linState).step(input.(linInput), output.(linOutput))
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(linInput), output.(linOutput)
+		switch in.op {
+		case linGet:
+			return fmt.Sprintf("Get() = %d", out.key)
+		case linNumRequeues, linLen:
+			return fmt.Sprintf("%s(%d) = %d", linOpNames[in.op], in.key, out.n)
+		}
+		return fmt.Sprintf("%s(%d)", linOpNames[in.op], in.key)
+	},
+	DescribeState: func(state any) string { return fmt.Sprintf("%+v", state) },
+}
+
+// TestLinearizability records histories of 4 goroutines over 2 handles,
+// each making 12 random calls on 2 keys, and checks them with porcupine.
+func TestLinearizability(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	histories := 300
+	if testing.Short() {
+		histories = 60
+	}
+	for h := range histories {
+		seed := rand.Uint64()
+		name := fmt.Sprintf("lin-%d-%d", h, queueSeq.Add(1))
+		handles := []*Queue[string]{
+			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
+			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
+		}
+		ops := runLinHistory(t, handles, seed)
+		for _, q := range handles {
+			q.ShutDownWithDrain()
+		}
+		result := porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second)
+		require.Equal(t, porcupine.Ok, result, "history %d (seed %d) is not linearizable:\n%s", h, seed, formatLinHistory(ops))
+	}
+	t.Logf("%d histories of 4 goroutines making 12 calls each (and the Dones they owe) are linearizable", histories)
+}
+
+func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcupine.Operation {
+	start := time.Now()
+	var mu sync.Mutex
+	var ops []porcupine.Operation
+	var wg sync.WaitGroup
+	for client := range 4 {
+		q := handles[client%len(handles)]
+		rng := rand.New(rand.NewPCG(seed, uint64(client)))
+		wg.Go(func() {
+			var held []int8
+			record := func(in linInput, call func() linOutput) {
+				begin := time.Since(start).Nanoseconds()
+				out := call()
+				end := time.Since(start).Nanoseconds()
+				mu.Lock()
+				ops = append(ops, porcupine.Operation{ClientId: client, Input: in, Call: begin, Output: out, Return: end})
+				mu.Unlock()
+			}
+			for i := 0; i < 12 || len(held) > 0; i++ {
+				key := int8(rng.IntN(linKeys))
+				name := string(rune('a' + key))
+				op := linOp(rng.IntN(7))
+				if i >= 12 {
+					op = linDone // finish what this goroutine holds
+				}
+				switch op {
+				case linAdd:
+					record(linInput{linAdd, key}, func() linOutput {
+						require.NoError(t, q.AddContext(context.Background(), name))
+						return linOutput{}
+					})
+				case linAddRateLimited:
+					record(linInput{linAddRateLimited, key}, func() linOutput {
+						require.NoError(t, q.AddRateLimitedContext(context.Background(), name))
+						return linOutput{}
+					})
+				case linForget:
+					record(linInput{linForget, key}, func() linOutput {
+						require.NoError(t, q.ForgetContext(context.Background(), name))
+						return linOutput{}
+					})
+				case linNumRequeues:
+					record(linInput{linNumRequeues, key}, func() linOutput {
+						n, err := q.NumRequeuesContext(context.Background(), name)
+						require.NoError(t, err)
+						return linOutput{n: n}
+					})
+				case linLen:
+					record(linInput{linLen, -1}, func() linOutput {
+						n, err := q.LenContext(context.Background())
+						require.NoError(t, err)
+						return linOutput{n: n}
+					})
+				case linGet:
+					record(linInput{linGet, -1}, func() linOutput {
+						ctx, cancel := context.WithTimeout(context.Background(), 15*time.Millisecond)
+						defer cancel()
+						item, err := q.GetContext(ctx)
+						if errors.Is(err, context.DeadlineExceeded) {
+							return linOutput{key: -1}
+						}
+						require.NoError(t, err)
+						got := int8(item[0] - 'a')
+						held = append(held, got)
+						return linOutput{key: got}
+					})
+				case linDone:
+					if len(held) == 0 {
+						continue
+					}
+					j := rng.IntN(len(held))
+					key := held[j]
+					held = slices.Delete(held, j, j+1)
+					record(linInput{linDone, key}, func() linOutput {
+						require.NoError(t, q.DoneContext(context.Background(), string(rune('a'+key))))
+						return linOutput{}
+					})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ops
+}
+
+func formatLinHistory(ops []porcupine.Operation) string {
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
+	var out string
+	for _, op := range ops {
+		out += fmt.Sprintf("  client %d [%d, %d] %s\n", op.ClientId, op.Call, op.Return, linModel.DescribeOperation(op.Input, op.Output))
+	}
+	return out
+}
+
+// TestLinearizabilityModelRejects shows the check can fail: histories a
+// broken queue would produce are rejected.
+func TestLinearizabilityModelRejects(t *testing.T) {
+	op := func(client int, call, ret int64, in linInput, out linOutput) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
+	}
+	tests := []struct {
+		name string
+		ops  []porcupine.Operation
+	}{
+		{"handed to two workers", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			op(2, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+		}},
+		{"dirty mark dropped", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			op(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
+			op(1, 6, 7, linInput{linDone, 0}, linOutput{}),
+			op(1, 8, 9, linInput{linLen, -1}, linOutput{n: 0}),
+		}},
+		{"lost wakeup", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
+			op(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
+		}},
+		{"fifo inverted", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			op(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
+			op(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(linModel, tt.ops, time.Second))
+		})
+	}
+}
