@@ -281,6 +281,28 @@ func TestOutages(t *testing.T) {
 		}
 	})
 
+	t.Run("server restarted empty", func(t *testing.T) {
+		// Without persistence a restart forgets everything, the fencing
+		// counter too: the lease granted after it gets the same number as
+		// the one before, and only the nonce in the token tells them apart.
+		s := redistest.Start(t, redistest.Options{})
+		client := s.Client()
+		before := newTestQueue(t, client, Options[string]{})
+		after := newHandle(t, client, queueNameOf(before), Options[string]{})
+		before.Add("a")
+		assert.Equal(t, "a", getNow(t, before))
+		s.Kill()
+		s.Restart()
+		after.Add("a")
+		assert.Equal(t, "a", getNow(t, after))
+		assert.ErrorIs(t, before.DoneContext(context.Background(), "a"), ErrLeaseLost)
+		after.Add("a") // marked: the late Done above must not have ended after's lease
+		require.NoError(t, after.DoneContext(context.Background(), "a"))
+		assert.Equal(t, 1, after.Len())
+		assert.Equal(t, "a", getNow(t, after))
+		after.Done("a")
+	})
+
 	t.Run("server paused", func(t *testing.T) {
 		s := redistest.Start(t, redistest.Options{})
 		client := s.Client()

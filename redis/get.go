@@ -96,7 +96,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 // how long to wait for the next delayed item or lease expiry (-1: none,
 // wait for a signal; 0: look again at once).
 func (q *Queue[T]) take(ctx context.Context) (*T, time.Duration, error) {
-	res, err := getScript.Run(ctx, q.client, q.keys.all, q.now(), q.lease.Milliseconds()).Slice()
+	res, err := getScript.Run(ctx, q.client, q.keys.all, q.now(), q.lease.Milliseconds(), newNonce()).Slice()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -109,7 +109,7 @@ func (q *Queue[T]) take(ctx context.Context) (*T, time.Duration, error) {
 		return nil, time.Duration(wait) * time.Millisecond, nil
 	}
 	key := res[1].(string)
-	token := fmt.Sprint(res[2])
+	token := res[2].(string)
 	queuedFor := time.Duration(max(res[3].(int64), 0)) * time.Millisecond
 	q.metrics.setDepth(res[4].(int64))
 	q.logReclaimed(res[5].(int64))

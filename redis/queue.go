@@ -199,6 +199,11 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 func newHandleID() string {
+	return newNonce()
+}
+
+// newNonce returns 16 random hex digits.
+func newNonce() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

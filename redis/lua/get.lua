@@ -1,5 +1,8 @@
--- ARGV: now, lease (ms). Hands out the first ready key under a new lease
--- with a fencing token. Returns {1, key, token, queued for (ms), depth,
+-- ARGV: now, lease (ms), nonce. Hands out the first ready key under a new
+-- lease with a fencing token: the next number of FENCE and the caller's
+-- random nonce. The nonce keeps a token unique even if Redis restarts from
+-- a file that lost the last INCRs (AOF everysec, or a replica promoted):
+-- a holder from before the restart cannot end a lease granted after it. Returns {1, key, token, queued for (ms), depth,
 -- reclaimed} or, when nothing is ready, {0, wait, reclaimed}: wait is the
 -- time until the next delayed key or lease expiry, -1 if there is none.
 local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
@@ -19,7 +22,7 @@ if not key then
 end
 local since = tonumber(redis.call('HGET', STATE, key))
 redis.call('HSET', STATE, key, 'p')
-local token = redis.call('INCR', FENCE)
+local token = redis.call('INCR', FENCE) .. ':' .. ARGV[3]
 redis.call('HSET', TOKENS, key, token)
 redis.call('ZADD', LEASES, now + lease, key)
 local depth = redis.call('LLEN', READY)
