@@ -27,7 +27,7 @@ type Server struct {
 	// Dir is the server's data directory, kept across Restart.
 	Dir string
 
-	t    testing.TB
+	t    testing.TB // nil for a Server from Launch
 	args []string
 	cmd  *exec.Cmd
 	exit chan struct{}
@@ -45,20 +45,33 @@ type Options struct {
 // redis-server is not on PATH or does not start.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
+	s, err := Launch(t.TempDir(), opts)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	s.t = t
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Launch starts a redis-server on a free loopback port with its data in
+// dir, for callers without a testing.TB (a TestMain, an example program),
+// and waits until it answers. The caller must call Stop.
+func Launch(dir string, opts Options) (*Server, error) {
 	path, err := exec.LookPath("redis-server")
 	if err != nil {
-		t.Fatalf("redistest: redis-server is not on PATH (Debian: apt-get install -y redis-server; .ci/run installs it): %v", err)
+		return nil, fmt.Errorf("redis-server is not on PATH (Debian: apt-get install -y redis-server; .ci/run installs it): %w", err)
 	}
-	s := &Server{t: t, Dir: t.TempDir()}
+	s := &Server{Dir: dir}
 	var lastErr error
 	for range 5 {
 		port, err := freePort()
 		if err != nil {
-			t.Fatalf("redistest: no free port: %v", err)
+			return nil, fmt.Errorf("no free port: %w", err)
 		}
 		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		s.args = []string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--dir", s.Dir, "--save", "", "--daemonize", "no",
 			"--logfile", filepath.Join(s.Dir, "redis.log"),
 			"--enable-debug-command", "local",
@@ -68,14 +81,13 @@ func Start(t testing.TB, opts Options) *Server {
 		} else {
 			s.args = append(s.args, "--appendonly", "no")
 		}
-		s.args = append([]string{path}, s.args...)
+		// Another process may take the port between freePort and the
+		// server's bind: try another.
 		if lastErr = s.start(); lastErr == nil {
-			t.Cleanup(s.stop)
-			return s
+			return s, nil
 		}
 	}
-	t.Fatalf("redistest: redis-server did not start: %v", lastErr)
-	return nil
+	return nil, fmt.Errorf("redis-server did not start: %w", lastErr)
 }
 
 func freePort() (int, error) {
@@ -114,7 +126,7 @@ func (s *Server) start() error {
 		default:
 		}
 		if time.Now().After(deadline) {
-			s.stop()
+			s.Stop()
 			return fmt.Errorf("redis-server did not answer in 10s: %v: %s", err, s.logTail())
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -127,7 +139,9 @@ func (s *Server) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-5):], "\n")
 }
 
-func (s *Server) stop() {
+// Stop stops the server with SIGKILL and waits for it to exit. It does
+// nothing if the server is stopped.
+func (s *Server) Stop() {
 	if s.cmd == nil {
 		return
 	}
@@ -139,24 +153,31 @@ func (s *Server) stop() {
 // Kill stops the server with SIGKILL, as a crash would, and waits for it
 // to exit.
 func (s *Server) Kill() {
-	s.stop()
+	s.Stop()
 }
 
 // Restart starts the server again on the same port and data directory,
 // after Kill, and waits until it answers (it loads its append-only file
-// first, if it has one). It fails the test if the server does not start.
+// first, if it has one). It fails the test if the server does not start;
+// on a Server from Launch it panics.
 func (s *Server) Restart() {
-	s.t.Helper()
-	s.stop()
+	s.Stop()
 	if err := s.start(); err != nil {
+		if s.t == nil {
+			panic("redistest: restart: " + err.Error())
+		}
+		s.t.Helper()
 		s.t.Fatalf("redistest: restart: %v", err)
 	}
 }
 
-// Client returns a client of the server, closed when the test ends.
+// Client returns a client of the server, closed when the test ends. On a
+// Server from Launch the caller closes it.
 func (s *Server) Client() *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: s.Addr})
-	s.t.Cleanup(func() { _ = c.Close() })
+	if s.t != nil {
+		s.t.Cleanup(func() { _ = c.Close() })
+	}
 	return c
 }
 
