@@ -56,11 +56,19 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 		q.mu.Unlock()
 	}()
 
+	if err := ctx.Err(); err != nil {
+		return item, err
+	}
+	// woken is set while this Get holds the listener's wakeup: a token
+	// taken from Redis for some waiting Get. A Get that returns without
+	// looking must give it back, or the key it announced waits for a
+	// heartbeat. One that looks passes it on through the script.
+	woken := false
 	for attempt := 0; ; {
-		if err := ctx.Err(); err != nil {
-			return item, err
-		}
 		if q.ShuttingDown() {
+			if woken {
+				q.passOn()
+			}
 			return item, workqueue.ErrShutDown
 		}
 		// The script runs to its end whatever ctx does: a lease taken and
@@ -82,13 +90,24 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 			attempt++
 			continue
 		}
+		woken = false
 		attempt = 0
 		if wait == 0 {
 			continue
 		}
-		if err := q.sleep(ctx, wait); err != nil {
+		if woken, err = q.sleep(ctx, wait); err != nil {
 			return item, err
 		}
+	}
+}
+
+// passOn puts back a wakeup this handle took but did not use, for the
+// other handles.
+func (q *Queue[T]) passOn() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := signalScript.Run(ctx, q.client, q.keys.all).Err(); err != nil {
+		q.logger.Warn("workqueue: could not pass a wakeup on; other handles see the key within a heartbeat", "err", err)
 	}
 }
 
@@ -136,9 +155,10 @@ func (q *Queue[T]) logReclaimed(n int64) {
 	}
 }
 
-// sleep waits for the listener's wakeup, for wait if it is not negative,
-// for ctx, or for ShutDown.
-func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) error {
+// sleep waits for the listener's wakeup (and reports it), for wait if
+// it is positive, for ctx, or for ShutDown. A wakeup that comes with ctx
+// or ShutDown is left for another Get.
+func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (woken bool, err error) {
 	var timeout <-chan time.Time
 	if wait > 0 {
 		t := q.clock.NewTimer(wait)
@@ -146,14 +166,21 @@ func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) error {
 		timeout = t.C()
 	}
 	select {
-	case <-q.wake:
-		return nil
-	case <-timeout:
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-q.stopCh:
-		return workqueue.ErrShutDown
+		return false, workqueue.ErrShutDown
+	default:
+	}
+	select {
+	case <-q.wake:
+		return true, nil
+	case <-timeout:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-q.stopCh:
+		return false, workqueue.ErrShutDown
 	}
 }
 
@@ -288,8 +315,8 @@ func (q *Queue[T]) listen() {
 			q.mu.Unlock()
 			if waiting > 0 && !stopping {
 				q.wakeOne()
-			} else if err := signalScript.Run(ctx, q.client, q.keys.all).Err(); err != nil {
-				q.logger.Warn("workqueue: could not pass a wakeup on; other handles see the key within a heartbeat", "err", err)
+			} else {
+				q.passOn()
 			}
 		}
 		attempt = 0
