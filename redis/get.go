@@ -188,6 +188,11 @@ func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (woken bool, e
 // handle, it is queued again. Done for an item this handle does not hold
 // does nothing. It retries while Redis is unreachable until the item's
 // lease runs out; past that, the item is handed out again anyway.
+//
+// Done names the item, not the lease: if this handle lost an item's lease
+// (Redis unreachable for longer than LeaseDuration) and then got the item
+// again for another worker, the first worker's late Done ends the second
+// worker's lease.
 func (q *Queue[T]) Done(item T) {
 	err := q.done(context.Background(), item, true)
 	switch {
