@@ -392,17 +392,24 @@ func (q *Queue[T]) extendLeases() {
 		for _, key := range lost {
 			lostKeys[key] = true
 		}
+		// A lease that Done ended after the snapshot above is gone from
+		// Redis too, and the script cannot tell it from a reclaimed one:
+		// only the holdings still held count as lost.
+		reallyLost := 0
 		q.mu.Lock()
 		for _, l := range part {
-			if lostKeys[l.key] {
+			switch {
+			case q.held[l.key] != l.h:
+			case lostKeys[l.key]:
 				l.h.lost = true
-			} else {
+				reallyLost++
+			default:
 				l.h.renewed = sent
 			}
 		}
 		q.mu.Unlock()
-		if len(lost) > 0 {
-			q.logger.Warn("workqueue: leases lost while processing; those items were handed out again", "count", len(lost))
+		if reallyLost > 0 {
+			q.logger.Warn("workqueue: leases lost while processing; those items were handed out again", "count", reallyLost)
 		}
 	}
 }
