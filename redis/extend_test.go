@@ -14,32 +14,42 @@ import (
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
-// beforeExtend runs a function once just before the next extend script is
-// sent, to put a Done between extendLeases' snapshot of the leases held
-// and the script, as a worker finishing at the wrong moment does.
-type beforeExtend struct {
-	mu sync.Mutex
-	fn func()
+// scriptHook runs a function once, just before the next run of script
+// (after it, if after is set), to put a Done and an extension in the
+// order a worker finishing at the wrong moment does.
+type scriptHook struct {
+	mu     sync.Mutex
+	script *redis.Script
+	after  bool
+	fn     func()
 }
 
-func (h *beforeExtend) DialHook(redis.DialHook) redis.DialHook { return nil }
-func (h *beforeExtend) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h *scriptHook) DialHook(redis.DialHook) redis.DialHook { return nil }
+func (h *scriptHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return nil
 }
 
-func (h *beforeExtend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) > 1 && args[0] == "evalsha" && args[1] == extendScript.Hash() {
-			h.mu.Lock()
-			fn := h.fn
-			h.fn = nil
-			h.mu.Unlock()
-			if fn != nil {
-				fn()
-			}
+		var fn func()
+		h.mu.Lock()
+		if len(args) > 1 && args[0] == "evalsha" && h.script != nil && args[1] == h.script.Hash() {
+			fn = h.fn
+			h.fn, h.script = nil, nil
 		}
-		return next(ctx, cmd)
+		after := h.after
+		h.mu.Unlock()
+		if fn == nil {
+			return next(ctx, cmd)
+		}
+		if !after {
+			fn()
+			return next(ctx, cmd)
+		}
+		err := next(ctx, cmd)
+		fn()
+		return err
 	}
 }
 
@@ -51,7 +61,7 @@ func (h *beforeExtend) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestExtendAfterDone(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	hook := &beforeExtend{}
+	hook := &scriptHook{}
 	client.AddHook(hook)
 	var logs bytes.Buffer
 	q := New[string](client, "extend", Options[string]{
@@ -64,10 +74,22 @@ func TestExtendAfterDone(t *testing.T) {
 	a, _ := q.Get()
 	b, _ := q.Get()
 	hook.mu.Lock()
+	hook.script, hook.after = extendScript, false
 	hook.fn = func() { require.NoError(t, q.DoneContext(context.Background(), a)) }
 	hook.mu.Unlock()
 	q.extendLeases()
 	// The lease still held was extended and is not marked lost.
 	require.NoError(t, q.DoneContext(context.Background(), b))
-	require.NotContains(t, logs.String(), "leases lost")
+	require.NotContains(t, logs.String(), "leases lost", "Done before the extension")
+
+	// The same with the extension between the done script and the end of
+	// DoneContext, which still holds the item until the reply is read.
+	q.Add("c")
+	c, _ := q.Get()
+	hook.mu.Lock()
+	hook.script, hook.after = doneScript, true
+	hook.fn = q.extendLeases
+	hook.mu.Unlock()
+	require.NoError(t, q.DoneContext(context.Background(), c))
+	require.NotContains(t, logs.String(), "leases lost", "extension during Done")
 }

@@ -219,11 +219,16 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 	}
 	q.mu.Lock()
 	h := q.held[key]
+	var lost bool
+	if h != nil {
+		lost = h.lost
+		h.finishing = !lost
+	}
 	q.mu.Unlock()
 	if h == nil {
 		return ErrNotHeld
 	}
-	if h.lost {
+	if lost {
 		q.release(key, h)
 		return ErrLeaseLost
 	}
@@ -392,14 +397,15 @@ func (q *Queue[T]) extendLeases() {
 		for _, key := range lost {
 			lostKeys[key] = true
 		}
-		// A lease that Done ended after the snapshot above is gone from
-		// Redis too, and the script cannot tell it from a reclaimed one:
-		// only the holdings still held count as lost.
+		// A lease that a Done ended after the snapshot above, or is ending,
+		// is gone from Redis too, and the script cannot tell it from a
+		// reclaimed one: only holdings still held and not being Done count
+		// as lost. A Done that finds its lease reclaimed says so itself.
 		reallyLost := 0
 		q.mu.Lock()
 		for _, l := range part {
 			switch {
-			case q.held[l.key] != l.h:
+			case q.held[l.key] != l.h || l.h.finishing:
 			case lostKeys[l.key]:
 				l.h.lost = true
 				reallyLost++

@@ -102,6 +102,9 @@ type holding struct {
 	since   time.Time // handed out, on the handle's clock
 	renewed time.Time // when the last grant or extension that succeeded was sent
 	lost    bool      // an extension found the lease reclaimed
+	// finishing: a Done is running the done script, which may have ended
+	// the lease on the server before the handle releases it.
+	finishing bool
 }
 
 // New returns a handle on the queue called name in the Redis that client
