@@ -101,6 +101,7 @@ func freePort() (int, error) {
 
 func (s *Server) start() error {
 	cmd := exec.Command(s.args[0], s.args[1:]...)
+	setDeathSignal(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}
