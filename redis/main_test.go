@@ -11,9 +11,10 @@ import (
 )
 
 // TestMain starts one redis-server for the examples, which find it in
-// REDIS_ADDR as a program would (the tests start their own), and fails the
-// run if any test leaves a goroutine behind: a handle's listener or lease
-// keeper, or a client's.
+// REDIS_ADDR as a program would (the tests start their own), gives the
+// multi-process tests a directory for the worker binary they build once,
+// and fails the run if any test leaves a goroutine behind: a handle's
+// listener or lease keeper, or a client's.
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -25,6 +26,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	binDir = dir
 	server, err := redistest.Launch(dir, redistest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redistest:", err)

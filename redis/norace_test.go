@@ -1,0 +1,5 @@
+//go:build !race
+
+package redisqueue
+
+const raceEnabled = false
