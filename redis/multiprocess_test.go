@@ -245,9 +245,10 @@ func allAdded(w *watcher, procs []*proc) bool {
 }
 
 // TestMultiProcess runs a queue shared by worker processes, each adding
-// every key (so each key is added about four times, from different
-// processes, often while another process processes it, and 5% of holders
-// add their key again while processing it), kills one with SIGKILL while
+// every key before it processes, two of them joining later (so each key is
+// added four times, from different processes, some while another process
+// processes it, and 5% of holders add their key again while processing
+// it), kills one with SIGKILL while
 // it holds a key, starts another, and checks from the shared log that
 // every key was processed, that no key was held by two workers at once,
 // and that no acknowledged add was lost.
@@ -277,14 +278,19 @@ func TestMultiProcess(t *testing.T) {
 	args := []string{
 		"-redis", s.Addr, "-queue", name, "-log", logPath, "-lease", "5s",
 		"-keys", strconv.Itoa(keys), "-workers", strconv.Itoa(workers),
-		"-adders", "2", "-work", "10ms", "-readd", "0.05",
+		"-adders", "2", "-work", "10ms", "-readd", "0.05", "-add-first",
 	}
 
-	// The victim's first worker stops for good holding its 150th key,
-	// about a quarter into its share of the run.
-	victim := startProc(t, bin, dir, append(args, "-hang-after", "150")...)
-	live := []*proc{}
-	for range procs - 1 {
+	// Two processes add every key, then process; two more join once they
+	// have, adding every key again while the first two process, as
+	// processes joining a busy queue do. The victim's first worker stops
+	// for good holding its 300th key.
+	victim := startProc(t, bin, dir, append(args, "-hang-after", "300")...)
+	live := []*proc{startProc(t, bin, dir, args...)}
+	w.waitFor(t, "the first two processes to add every key", 60*time.Second, func() bool {
+		return allAdded(w, append([]*proc{victim}, live...))
+	})
+	for range procs - 2 {
 		live = append(live, startProc(t, bin, dir, args...))
 	}
 	w.waitFor(t, "the victim to hang holding a key", 60*time.Second, func() bool { return w.hung[victim.pid] })
@@ -312,17 +318,20 @@ func TestMultiProcess(t *testing.T) {
 	require.LessOrEqual(t, rep.Handouts, rep.Adds+rep.Unacked+rep.Reclaimed+workers)
 	perKey := float64(rep.Completed) / keys
 	addsPerKey := float64(rep.Adds) / keys
-	// Four processes add each key about when the others do (same order),
-	// so most adds find it still queued and collapse: well under one
-	// reconcile per two adds.
-	require.Less(t, perKey, addsPerKey/2, "reconciles per key against adds per key")
+	// Most adds find the key still queued and collapse. The adds that
+	// find it being processed or already done cost one more reconcile
+	// each; how many do depends on how fast the joining processes add
+	// against how fast the first ones process, so the bound is loose: at
+	// least a quarter of the adds collapsed.
+	require.Less(t, perKey, addsPerKey*3/4, "reconciles per key against adds per key")
+	require.Positive(t, rep.AddsOnHeld, "adds made while another process held the key")
 	lost := 0
 	for _, p := range live {
 		lost += p.stderrCount("Done after the lease was lost")
 	}
-	t.Logf("%d keys, %d processes of %d workers (+1 after killing one with %d keys done), %.0fms: "+
-		"%d adds (%.2f per key), %d reconciles (%.2f per key, at most %d), %d holdings reclaimed from the killed process, %d leases lost by live processes, %d log lines",
-		keys, procs, workers, killed, float64(elapsed.Milliseconds()), rep.Adds, addsPerKey,
+	t.Logf("%d keys, %d processes of %d workers (2 joining later, +1 after killing one with %d keys done), %.0fms: "+
+		"%d adds (%.2f per key, %d while another process held the key), %d reconciles (%.2f per key, at most %d), %d holdings reclaimed from the killed process, %d leases lost by live processes, %d log lines",
+		keys, procs, workers, killed, float64(elapsed.Milliseconds()), rep.Adds, addsPerKey, rep.AddsOnHeld,
 		rep.Completed, perKey, rep.MaxPerKey(), rep.Reclaimed, lost, rep.Lines)
 }
 

@@ -41,6 +41,7 @@ func main() {
 	work := flag.Duration("work", 2*time.Millisecond, "longest random work per key")
 	readd := flag.Float64("readd", 0, "chance that a worker adds its key again while processing it")
 	hangAfter := flag.Int("hang-after", 0, "the first worker stops for good holding its Nth key")
+	addFirst := flag.Bool("add-first", false, "start processing once this process's adds returned")
 	flag.Parse()
 	if *addr == "" || *logPath == "" {
 		fmt.Fprintln(os.Stderr, "worker: -redis and -log are required")
@@ -90,6 +91,9 @@ func main() {
 	for w := range *workers {
 		rng := rand.New(rand.NewPCG(uint64(os.Getpid()), uint64(w)))
 		working.Go(func() {
+			if *addFirst {
+				adding.Wait()
+			}
 			for n := 1; ; n++ {
 				key, shutdown := q.Get()
 				if shutdown {

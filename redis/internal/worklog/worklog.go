@@ -74,6 +74,7 @@ type Report struct {
 	Lines      int
 	Adds       int            // adds acknowledged (A with its a)
 	Unacked    int            // A lines without their a: the process was killed in the add
+	AddsOnHeld int            // acknowledged adds begun while another process held the key
 	Handouts   int            // B lines
 	Completed  int            // E lines
 	PerKey     map[string]int // completed holdings per key
@@ -128,6 +129,7 @@ func Check(r io.Reader) (*Report, error) {
 	byPid := make(map[int]map[string]bool) // pid -> keys it holds open
 	intents := make(map[addRef]int)        // unacknowledged A lines -> line number
 	intentKey := make(map[addRef]string)   // their keys
+	onHeld := make(map[addRef]bool)        // intents made while another pid held the key
 	type acked struct {
 		key  string
 		line int
@@ -156,6 +158,9 @@ func Check(r io.Reader) (*Report, error) {
 		case 'A':
 			intents[addRef{pid, seq}] = n
 			intentKey[addRef{pid, seq}] = key
+			if h := holder[key]; h != nil && h.pid != pid {
+				onHeld[addRef{pid, seq}] = true
+			}
 		case 'a':
 			ref := addRef{pid, seq}
 			line, ok := intents[ref]
@@ -167,6 +172,9 @@ func Check(r io.Reader) (*Report, error) {
 			delete(intentKey, ref)
 			acks = append(acks, acked{key, line})
 			rep.Adds++
+			if onHeld[ref] {
+				rep.AddsOnHeld++
+			}
 		case 'B':
 			rep.Handouts++
 			if h := holder[key]; h != nil {
