@@ -248,10 +248,9 @@ func allAdded(w *watcher, procs []*proc) bool {
 // every key before it processes, two of them joining later (so each key is
 // added four times, from different processes, some while another process
 // processes it, and 5% of holders add their key again while processing
-// it), kills one with SIGKILL while
-// it holds a key, starts another, and checks from the shared log that
-// every key was processed, that no key was held by two workers at once,
-// and that no acknowledged add was lost.
+// it), kills one with SIGKILL while it holds a key, starts another, and
+// checks from the shared log that every key was processed, that no key
+// was held by two workers at once, and that no acknowledged add was lost.
 //
 // The lease is 5s, five times the 300ms-1s one would pick to see the killed
 // process's keys come back quickly: at 1s, on two cores shared with other
