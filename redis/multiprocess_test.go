@@ -412,9 +412,8 @@ func TestRedisCrashAOF(t *testing.T) {
 			return slices.ContainsFunc(live, func(p *proc) bool { return p.stderrCount("Redis unreachable") > 0 })
 		})
 		s.Restart()
-		// The fencing tokens survive from the append-only file: were they
-		// to start again from 0, a late holder's token could match a new
-		// lease's.
+		// The fence counter survives: the server replayed its append-only
+		// file, so the queue's state (and each lease) is back.
 		require.GreaterOrEqual(t, fenceValue(t, client, fence), before, "the fence counter after the restart")
 	}
 	w.waitFor(t, "every key processed and the queue idle", 60*time.Second, func() bool {
