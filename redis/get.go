@@ -255,6 +255,12 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 	if err != nil {
 		if retry {
 			q.release(key, h)
+		} else {
+			// Still held: DoneContext may be called again, and until then
+			// the extensions judge this lease as any other.
+			q.mu.Lock()
+			h.finishing = false
+			q.mu.Unlock()
 		}
 		return err
 	}
@@ -405,11 +411,15 @@ func (q *Queue[T]) extendLeases() {
 		q.mu.Lock()
 		for _, l := range part {
 			switch {
-			case q.held[l.key] != l.h || l.h.finishing:
+			case q.held[l.key] != l.h:
 			case lostKeys[l.key]:
-				l.h.lost = true
-				reallyLost++
+				if !l.h.finishing {
+					l.h.lost = true
+					reallyLost++
+				}
 			default:
+				// Extended, also while a Done runs: a Done that retries
+				// through an outage gives up when this lease runs out.
 				l.h.renewed = sent
 			}
 		}
