@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,40 +50,53 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 		}
 	}
 	q.mu.Unlock()
+	// woken is set while this Get holds a wakeup it has not used: a token
+	// Redis handed this handle for some waiting Get. knowsDue is set while
+	// it knows when the next delayed key is due, as the only Get that may:
+	// the add that delayed it woke one Get. A Get that leaves with either
+	// passes it on, or that key waits for a heartbeat. The last Get to
+	// leave also takes a wakeup the listener left in q.wake.
+	var woken, knowsDue bool
 	defer func() {
 		q.mu.Lock()
 		q.waiting--
+		if q.waiting == 0 {
+			select {
+			case <-q.wake:
+				woken = true
+			default:
+			}
+		}
 		q.checkIdleLocked()
 		q.mu.Unlock()
+		if woken || knowsDue {
+			q.passOn()
+		}
 	}()
 
 	if err := ctx.Err(); err != nil {
 		return item, err
 	}
-	// woken is set while this Get holds the listener's wakeup: a token
-	// taken from Redis for some waiting Get. A Get that returns without
-	// looking must give it back, or the key it announced waits for a
-	// heartbeat. One that looks passes it on through the script.
-	woken := false
 	for attempt := 0; ; {
 		if q.ShuttingDown() {
-			if woken {
-				q.passOn()
-			}
 			return item, workqueue.ErrShutDown
 		}
-		// The script runs to its end whatever ctx does: a lease taken and
-		// then forgotten would keep the item from everyone until it expires.
-		got, wait, err := q.take(context.WithoutCancel(ctx))
+		got, wait, err := q.takeContext(ctx)
 		if got != nil {
 			return *got, nil
 		}
 		if err != nil {
-			if !retry || !isOutage(err) {
+			// A closed client cannot recover; any other error may pass (a
+			// script error would show in every attempt's log).
+			if !retry || errors.Is(err, redis.ErrClosed) {
 				return item, err
 			}
 			if attempt%20 == 0 {
-				q.logger.Warn("workqueue: Redis unreachable, retrying", "op", "Get", "attempt", attempt+1, "err", err)
+				level := slog.LevelWarn
+				if !isOutage(err) {
+					level = slog.LevelError
+				}
+				q.logger.Log(context.Background(), level, "workqueue: Get failed, retrying", "attempt", attempt+1, "err", err)
 			}
 			if !q.sleepBackoff(attempt, q.stopCh) {
 				return item, workqueue.ErrShutDown
@@ -90,7 +104,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 			attempt++
 			continue
 		}
-		woken = false
+		woken, knowsDue = false, wait > 0
 		attempt = 0
 		if wait == 0 {
 			continue
@@ -99,6 +113,69 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 			return item, err
 		}
 	}
+}
+
+// takeGrace is how long a Get whose context ended waits for a script
+// already sent: one that answers in time is used, so that a cancelled Get
+// never takes a key from the queue and returns without it. One that does
+// not (Redis unreachable, go-redis redialling) is left to finish alone.
+const takeGrace = 100 * time.Millisecond
+
+// takeContext is take, returning soon after ctx ends even while Redis
+// does not answer. A key that such an abandoned take leases is given back
+// to the front of the queue.
+func (q *Queue[T]) takeContext(ctx context.Context) (*T, time.Duration, error) {
+	if ctx.Done() == nil {
+		return q.take()
+	}
+	type taken struct {
+		item *T
+		wait time.Duration
+		err  error
+	}
+	result := make(chan taken, 1)
+	go func() {
+		item, wait, err := q.take()
+		result <- taken{item, wait, err}
+	}()
+	var r taken
+	select {
+	case r = <-result:
+		return r.item, r.wait, r.err
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(takeGrace)
+	defer grace.Stop()
+	select {
+	case r = <-result:
+		return r.item, r.wait, r.err
+	case <-grace.C:
+	}
+	go func() {
+		if r := <-result; r.item != nil {
+			q.giveBack(*r.item)
+		}
+	}()
+	return nil, 0, ctx.Err()
+}
+
+// giveBack returns the lease on item, which no caller will see, to the
+// front of the queue.
+func (q *Queue[T]) giveBack(item T) {
+	key, err := q.encode(item)
+	if err != nil {
+		return
+	}
+	q.mu.Lock()
+	h := q.held[key]
+	q.mu.Unlock()
+	if h == nil {
+		return
+	}
+	if err := releaseScript.Run(context.Background(), q.client, q.keys.all, q.now(), key, h.token).Err(); err != nil {
+		q.logger.Warn("workqueue: could not give back a key a cancelled Get took; it is handed out again when its lease expires", "key", key, "err", err)
+	}
+	q.release(key, h)
 }
 
 // passOn puts back a wakeup this handle took but did not use, for the
@@ -114,7 +191,8 @@ func (q *Queue[T]) passOn() {
 // take runs the get script once. It returns the item handed out, or else
 // how long to wait for the next delayed item or lease expiry (-1: none,
 // wait for a signal; 0: look again at once).
-func (q *Queue[T]) take(ctx context.Context) (*T, time.Duration, error) {
+func (q *Queue[T]) take() (*T, time.Duration, error) {
+	ctx := context.Background()
 	res, err := getScript.Run(ctx, q.client, q.keys.all, q.now(), q.lease.Milliseconds(), newNonce()).Slice()
 	if err != nil {
 		return nil, 0, err
@@ -143,6 +221,28 @@ func (q *Queue[T]) take(ctx context.Context) (*T, time.Duration, error) {
 	}
 	now := q.clock.Now()
 	q.mu.Lock()
+	if h := q.held[key]; h != nil {
+		// This handle lost the key's lease (Redis out of reach for longer
+		// than it) and got the key back while a worker is still on it:
+		// handing it out would give it to two workers. The worker keeps it
+		// under the new lease, marked to be queued again at its Done; or,
+		// if its Done is already running with the old token, the key goes
+		// back to the queue.
+		finishing := h.finishing
+		if !finishing {
+			h.token, h.lost, h.renewed = token, false, now
+		}
+		q.mu.Unlock()
+		if finishing {
+			err = releaseScript.Run(ctx, q.client, q.keys.all, q.now(), key, token).Err()
+		} else {
+			err = addScript.Run(ctx, q.client, q.keys.all, q.now(), key, 0).Err()
+		}
+		if err != nil {
+			q.logger.Warn("workqueue: could not settle a key handed back to its holder; it is handed out again when its lease expires", "key", key, "err", err)
+		}
+		return nil, 0, nil
+	}
 	q.held[key] = &holding{token: token, since: now, renewed: now}
 	q.mu.Unlock()
 	q.metrics.handedOut(queuedFor)
@@ -326,12 +426,15 @@ func (q *Queue[T]) listen() {
 			continue
 		case popped[0] == wakeKey:
 		default:
+			// Under q.mu, so that the last Get to leave sees this wakeup
+			// in q.wake and passes it on.
 			q.mu.Lock()
-			waiting, stopping = q.waiting, q.shuttingDown
-			q.mu.Unlock()
-			if waiting > 0 && !stopping {
+			handed := q.waiting > 0 && !q.shuttingDown
+			if handed {
 				q.wakeOne()
-			} else {
+			}
+			q.mu.Unlock()
+			if !handed {
 				q.passOn()
 			}
 		}

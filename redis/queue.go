@@ -55,13 +55,16 @@ var (
 // context and return Redis's errors instead of retrying.
 //
 // The client-go-shaped methods retry with backoff while Redis is
-// unreachable, logging the first failure and every twentieth: Add,
-// AddAfter and AddRateLimited until they succeed or the handle is shut
-// down (an item dropped that way is logged at error level with its key);
-// Get until it can hand out an item or the handle is shut down; Done until
-// it succeeds or the item's lease has run out, after which the item is
-// handed out again anyway; Len, NumRequeues and Forget until they succeed.
-// Only a closed client ends the retries early.
+// unreachable or refuses for a while (loading, read-only, out of memory,
+// out of connections), logging the first failure and every twentieth:
+// Add, AddAfter and AddRateLimited until they succeed or the handle is shut
+// down; Get until it can hand out an item or the handle is shut down (it
+// retries any error, logging those that are no outage at error level);
+// Done until it succeeds or the item's lease has run out, after which the
+// item is handed out again anyway; Len, NumRequeues and Forget until they
+// succeed. A closed client ends every wait. An add that fails for good (an
+// item the codec rejects, a key over MaxKeyBytes, a script error, such as
+// on a Redis older than 6.2) is logged at error level with its key.
 //
 // ShutDown is the handle's: its Gets return at once (items still queued
 // stay for the other handles), its adds are ignored, and it goes on
@@ -494,7 +497,8 @@ func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
 
 // isOutage reports whether err may go away by itself: a network error or
 // timeout, a connection refused, reset or closed by the server, a full
-// connection pool, or a server that is loading, read-only or failing over.
+// connection pool, or a server that is loading, read-only, failing over,
+// out of memory, unable to persist or out of connections.
 // Errors of a script, of the arguments or of the codec, a closed client and
 // an ended context are not.
 func isOutage(err error) bool {
@@ -507,7 +511,7 @@ func isOutage(err error) bool {
 		errors.Is(err, redis.ErrPoolTimeout):
 		return true
 	}
-	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS"} {
+	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "OOM", "MISCONF", "ERR max number of clients"} {
 		if redis.HasErrorPrefix(err, prefix) {
 			return true
 		}

@@ -19,6 +19,7 @@ var (
 	doneScript        = loadScript("done.lua")
 	extendScript      = loadScript("extend.lua")
 	signalScript      = loadScript("signal.lua")
+	releaseScript     = loadScript("release.lua")
 )
 
 func loadScript(name string) *redis.Script {

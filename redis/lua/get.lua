@@ -2,23 +2,21 @@
 -- lease with a fencing token: the next number of FENCE and the caller's
 -- random nonce. The nonce keeps a token unique even if Redis restarts from
 -- a file that lost the last INCRs (AOF everysec, or a replica promoted):
--- a holder from before the restart cannot end a lease granted after it. Returns {1, key, token, queued for (ms), depth,
--- reclaimed} or, when nothing is ready, {0, wait, reclaimed}: wait is the
--- time until the next delayed key or lease expiry, -1 if there is none.
+-- a holder from before the restart cannot end a lease granted after it.
+-- Returns {1, key, token, queued for (ms), depth, reclaimed} or, when
+-- nothing is ready, {0, wait, reclaimed}: wait is the time until the next
+-- delayed key is due, at least 1 (more may be due than one promote moves),
+-- or -1 if none waits. Lease expiry is no reason to wake: the heartbeat
+-- finds expired leases, where every idle Get waking at each expiry time
+-- would run this script about every two thirds of a lease.
 local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
 local reclaimed = promote(now)
 local key = redis.call('LPOP', READY)
 if not key then
   local wait = -1
   local delayed = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
-  if delayed[2] then wait = tonumber(delayed[2]) - now end
-  local leased = redis.call('ZRANGE', LEASES, 0, 0, 'WITHSCORES')
-  if leased[2] then
-    local expiry = tonumber(leased[2]) - now
-    if wait < 0 or expiry < wait then wait = expiry end
-  end
-  if wait == 0 then wait = 1 end
-  return {0, math.ceil(wait), reclaimed}
+  if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end
+  return {0, wait, reclaimed}
 end
 local since = tonumber(redis.call('HGET', STATE, key))
 redis.call('HSET', STATE, key, 'p')

@@ -1,0 +1,263 @@
+package redisqueue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/go-workqueue/workqueue/redis/redistest"
+)
+
+// The tests in this file each reproduce a bug found in review. The
+// heartbeat is an hour wherever a wakeup is checked, so that only the
+// signal list can deliver it.
+
+// getWithin runs a Get on q in the background and returns a channel that
+// gets its item, or "" if none came within d.
+func getWithin(t *testing.T, q *Queue[string], d time.Duration) <-chan string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		item, err := q.GetContext(ctx)
+		if err != nil {
+			got <- ""
+			return
+		}
+		q.Done(item)
+		got <- item
+	}()
+	return got
+}
+
+// waitWaiting waits until q has n Gets in progress.
+func waitWaiting(t *testing.T, q *Queue[string], n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.waiting == n
+	}, 5*time.Second, time.Millisecond)
+}
+
+// TestDueTimeOutlivesTheGetThatKnewIt: an AddAfter wakes one Get, which
+// learns when the key is due; if that Get leaves before then, another
+// must learn it, or the key waits for a heartbeat.
+func TestDueTimeOutlivesTheGetThatKnewIt(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	opts := Options[string]{Heartbeat: time.Hour}
+	h1 := newTestQueue(t, client, opts)
+	h2 := newHandle(t, client, queueNameOf(h1), opts)
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		_, _ = h1.GetContext(ctx1)
+	}()
+	waitWaiting(t, h1, 1)
+	got := getWithin(t, h2, 20*time.Second)
+	waitWaiting(t, h2, 1)
+	h1.AddAfter("k", 300*time.Millisecond)
+	cancel1() // h1's Get, which may be the one that learned the due time, leaves
+	<-left
+	assert.Equal(t, "k", <-got)
+}
+
+// TestWakeupLeftWhenTheLastGetLeaves: the listener hands a wakeup to its
+// handle just as the handle's only Get leaves; the wakeup must go on to
+// the other handles. A hook ends the Get right after the listener's BLPOP
+// returns the token.
+func TestWakeupLeftWhenTheLastGetLeaves(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	opts := Options[string]{Heartbeat: time.Hour}
+	for range 5 {
+		c1 := redis.NewClient(&redis.Options{Addr: s.Addr})
+		ctx1, cancel1 := context.WithCancel(context.Background())
+		h2 := newTestQueue(t, s.Client(), opts)
+		c1.AddHook(afterPop{key: h2.keys.signal, do: cancel1})
+		h1 := newHandle(t, c1, queueNameOf(h2), opts)
+		left := make(chan string)
+		go func() {
+			item, _ := h1.GetContext(ctx1)
+			left <- item
+		}()
+		waitWaiting(t, h1, 1)
+		got := getWithin(t, h2, 20*time.Second)
+		waitWaiting(t, h2, 1)
+		h2.Add("k")
+		if item := <-left; item != "" {
+			h1.Done(item) // h1 took it before its context ended
+			h2.Add("k2")
+			assert.Equal(t, "k2", <-got)
+		} else {
+			assert.Equal(t, "k", <-got)
+		}
+		cancel1()
+		h1.ShutDown()
+		require.NoError(t, c1.Close())
+	}
+}
+
+// afterPop runs do once a BLPOP returns from key.
+type afterPop struct {
+	key string
+	do  func()
+}
+
+func (h afterPop) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h afterPop) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if pop, ok := cmd.(*redis.StringSliceCmd); ok && cmd.Name() == "blpop" && err == nil && pop.Val()[0] == h.key {
+			h.do()
+		}
+		return err
+	}
+}
+
+func (h afterPop) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestMoreDueKeysThanOnePromoteMoves: a promote moves at most 256 due
+// keys; if all of them are being processed, nothing becomes ready, and the
+// next due key must still count as due, not as "nothing delayed".
+func TestMoreDueKeysThanOnePromoteMoves(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	q := newTestQueue(t, s.Client(), Options[string]{Clock: clk, Heartbeat: time.Hour, LeaseDuration: time.Hour})
+	var held []string
+	for i := range 256 {
+		q.Add(fmt.Sprintf("p%03d", i))
+		held = append(held, getNow(t, q))
+	}
+	for _, k := range held {
+		q.AddAfter(k, 10*time.Millisecond)
+	}
+	q.AddAfter("x", 20*time.Millisecond)
+	clk.Step(30 * time.Millisecond)
+	assert.Equal(t, "x", getNow(t, q))
+	q.Done("x")
+	for _, k := range held {
+		q.Done(k)
+	}
+	for range held { // each was marked while processed
+		q.Done(getNow(t, q))
+	}
+}
+
+// TestRegrantToTheSameHandle: a handle that lost a key's lease and gets
+// the key back while its first worker is still on it must not hand it to
+// a second worker; the first worker's Done then ends the new lease, and
+// the key is processed again.
+func TestRegrantToTheSameHandle(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	ctx := context.Background()
+	q := newTestQueue(t, client, Options[string]{Heartbeat: time.Hour})
+	q.Add("k")
+	require.Equal(t, "k", getNow(t, q)) // the first worker
+	// Its lease expires, as after an outage longer than the lease.
+	require.NoError(t, client.ZAdd(ctx, q.keys.all[3], redis.Z{Score: 0, Member: "k"}).Err())
+	assert.Equal(t, "", <-getWithin(t, q, 300*time.Millisecond), "k handed to a second worker of the same handle")
+	require.NoError(t, q.DoneContext(ctx, "k"), "the first worker's Done ends the new lease")
+	assert.Equal(t, "k", getNow(t, q), "processed again after the lost lease")
+	q.Done("k")
+}
+
+// TestTransientServerErrors: errors that pass (out of memory, out of
+// connections) are retried by Add and Get, not turned into a dropped item
+// or a shutdown.
+func TestTransientServerErrors(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	admin := s.Client()
+	ctx := context.Background()
+	q := newTestQueue(t, s.Client(), Options[string]{})
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err())
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory", "1").Err())
+	added := make(chan struct{})
+	go func() {
+		q.Add("a")
+		close(added)
+	}()
+	require.Eventually(t, func() bool {
+		info := admin.Info(ctx, "errorstats").Val()
+		return strings.Contains(info, "errorstat_OOM")
+	}, 5*time.Second, time.Millisecond, "the Add never met the out-of-memory error")
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory", "0").Err())
+	<-added
+	assert.Equal(t, 1, q.Len())
+	assert.Equal(t, "a", getNow(t, q))
+	q.Done("a")
+}
+
+// TestIdleGetsDoNotWakeForLeases: idle Gets must not wake at every lease
+// expiry time of keys other handles hold, which move on at every
+// extension: with 20 idle Gets and a 300ms lease held elsewhere, they sent
+// over 300 commands in 4s.
+func TestIdleGetsDoNotWakeForLeases(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	counted := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 50})
+	t.Cleanup(func() { _ = counted.Close() })
+	var sent atomic.Int64
+	counted.AddHook(countingHook{&sent})
+	opts := Options[string]{LeaseDuration: 300 * time.Millisecond, Heartbeat: time.Second}
+	holder := newTestQueue(t, s.Client(), opts)
+	idle := newHandle(t, counted, queueNameOf(holder), opts)
+	holder.Add("busy")
+	getNow(t, holder) // held, its lease extended every 100ms
+	ctx, cancel := context.WithCancel(context.Background())
+	var gets sync.WaitGroup
+	for range 20 {
+		gets.Go(func() {
+			_, err := idle.GetContext(ctx)
+			assert.ErrorIs(t, err, context.Canceled)
+		})
+	}
+	waitWaiting(t, idle, 20)
+	// Time passing is what is measured here, so sleeps are the point: one
+	// heartbeat for each Get's first look, then three measured.
+	time.Sleep(time.Second)
+	before := sent.Load()
+	time.Sleep(3 * time.Second)
+	during := sent.Load() - before
+	cancel()
+	gets.Wait()
+	t.Logf("20 idle Gets sent %d commands in 3 heartbeats", during)
+	assert.LessOrEqual(t, during, int64(2*3+4))
+	holder.Done("busy")
+}
+
+// TestGetContextDuringOutage: a GetContext whose context ends while Redis
+// does not answer returns soon after, and a key its abandoned script
+// leases afterwards is given back to the queue, not lost until its lease
+// expires.
+func TestGetContextDuringOutage(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	admin := s.Client()
+	ctx := context.Background()
+	q := newTestQueue(t, s.Client(), Options[string]{Heartbeat: time.Hour})
+	other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{Heartbeat: time.Hour})
+	q.Add("k")
+	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "2000", "ALL").Err())
+	start := time.Now()
+	shortCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err := q.GetContext(shortCtx)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Less(t, time.Since(start), time.Second, "GetContext waited for the pause to end")
+	// After the pause the abandoned script leases k; it comes back.
+	assert.Equal(t, "k", <-getWithin(t, other, 20*time.Second))
+}
