@@ -31,7 +31,11 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 // GetContext is Get that also returns when ctx ends, with ctx.Err(), and
 // that returns Redis's errors instead of retrying; it returns
 // workqueue.ErrShutDown after ShutDown. Cancelling ctx never loses an
-// item: the script that leases one runs to its end.
+// item: a script already sent gets 100ms more to answer, and its item is
+// returned; if Redis does not answer in that time, GetContext returns
+// ctx.Err() and a key the script leases later is given back to the front
+// of the queue, so it is missing from the queue only while Redis was not
+// answering.
 func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
 	return q.get(ctx, false)
 }
@@ -221,28 +225,22 @@ func (q *Queue[T]) take() (*T, time.Duration, error) {
 	}
 	now := q.clock.Now()
 	q.mu.Lock()
-	if h := q.held[key]; h != nil {
+	if h := q.held[key]; h != nil && !h.finishing {
 		// This handle lost the key's lease (Redis out of reach for longer
 		// than it) and got the key back while a worker is still on it:
 		// handing it out would give it to two workers. The worker keeps it
-		// under the new lease, marked to be queued again at its Done; or,
-		// if its Done is already running with the old token, the key goes
-		// back to the queue.
-		finishing := h.finishing
-		if !finishing {
-			h.token, h.lost, h.renewed = token, false, now
-		}
+		// under the new lease, marked to be queued again at its Done.
+		h.token, h.lost, h.renewed = token, false, now
 		q.mu.Unlock()
-		if finishing {
-			err = releaseScript.Run(ctx, q.client, q.keys.all, q.now(), key, token).Err()
-		} else {
-			err = addScript.Run(ctx, q.client, q.keys.all, q.now(), key, 0).Err()
-		}
-		if err != nil {
-			q.logger.Warn("workqueue: could not settle a key handed back to its holder; it is handed out again when its lease expires", "key", key, "err", err)
+		if err := addScript.Run(ctx, q.client, q.keys.all, q.now(), key, 0).Err(); err != nil {
+			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}
 		return nil, 0, nil
 	}
+	// A holding whose Done is running is replaced: that Done either has
+	// ended its lease already, which is how the key came back, or will be
+	// refused, as the lease is this one now; its release leaves this
+	// holding alone.
 	q.held[key] = &holding{token: token, since: now, renewed: now}
 	q.mu.Unlock()
 	q.metrics.handedOut(queuedFor)
