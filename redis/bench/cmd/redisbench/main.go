@@ -1,0 +1,492 @@
+// Command redisbench measures the Redis-backed queue (module
+// github.com/go-workqueue/workqueue/redis) side by side with asynq on one
+// local redis-server that it starts itself, and prints markdown tables of
+// medians for the README:
+//
+//   - keys per second through Add, then Get and Done, with 1, 4 and 16
+//     workers in each of 1 and 4 worker processes (real OS processes: the
+//     command runs copies of itself, each with its own go-redis client);
+//   - round trips per Add and per Get+Done, counted by a go-redis hook in
+//     each process;
+//   - round trips per second sent by an idle worker waiting for a key;
+//   - the latency from an Add to a waiting worker receiving the key.
+//
+// asynq does the nearest equivalent of each step: an enqueue whose task ID
+// is the key (so that a key already queued is not queued twice), and a
+// server of N concurrency per process that runs a handler doing nothing
+// and deletes the task when it returns. Both queues keep their defaults
+// (ours: Heartbeat 2s, LeaseDuration 30s; asynq: TaskCheckInterval 1s).
+//
+// Run it from this module's directory (redis/bench), about 10 minutes:
+//
+//	go run ./cmd/redisbench -reps 5
+//
+// The module is separate from bench/, which compares in-memory queues and
+// needs no Redis: asynq and the Redis client stay out of that module's
+// dependencies, and out of the root and redis modules too.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	if c := os.Getenv(childEnv); c != "" {
+		os.Exit(childMain(c))
+	}
+	cfg := defaultConfig()
+	flag.IntVar(&cfg.reps, "reps", cfg.reps, "repetitions of every measurement; the tables show medians")
+	flag.IntVar(&cfg.keys, "keys", cfg.keys, "keys added and processed by each throughput run, split among the processes")
+	workers := flag.String("workers", "1,4,16", "workers per process, comma separated")
+	procs := flag.String("procs", "1,4", "worker processes, comma separated")
+	flag.DurationVar(&cfg.idle, "idle", cfg.idle, "how long to count the commands of an idle worker; 0 skips it")
+	flag.IntVar(&cfg.samples, "samples", cfg.samples, "Add-to-Get latency samples of go-workqueue per repetition; 0 skips latency")
+	flag.IntVar(&cfg.asynqSamples, "asynq-samples", cfg.asynqSamples, "latency samples of asynq per repetition (each takes about a second: asynq polls)")
+	flag.Parse()
+	var err error
+	if cfg.workers, err = parseInts(*workers); err != nil {
+		log.Fatal(err)
+	}
+	if cfg.procs, err = parseInts(*procs); err != nil {
+		log.Fatal(err)
+	}
+	cfg.command = "go run ./cmd/redisbench " + strings.Join(os.Args[1:], " ")
+	if err := run(cfg); err != nil {
+		log.Fatal(err)
+	}
+}
+
+type config struct {
+	reps, keys            int
+	workers, procs        []int
+	idle                  time.Duration
+	samples, asynqSamples int
+	command               string
+	out, progress         io.Writer
+}
+
+func defaultConfig() config {
+	return config{
+		reps: 3, keys: 20000, workers: []int{1, 4, 16}, procs: []int{1, 4},
+		idle: 10 * time.Second, samples: 200, asynqSamples: 20,
+		out: os.Stdout, progress: os.Stderr,
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive integers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// shape is one throughput case: procs worker processes of workers each.
+type shape struct{ procs, workers int }
+
+// throughput is one run of one shape for one implementation.
+type throughput struct {
+	add, drain           time.Duration
+	addCounts, getCounts snapshot // summed over the processes
+	processed            int64
+}
+
+type results struct {
+	runs    map[shape]map[string][]throughput
+	idle    map[string][]snapshot // per second... counted over cfg.idle
+	latency map[string][]time.Duration
+}
+
+func run(cfg config) error {
+	srv, err := startRedis()
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	watch := redis.NewClient(&redis.Options{Addr: srv.addr})
+	defer watch.Close()
+
+	res := results{runs: map[shape]map[string][]throughput{}, idle: map[string][]snapshot{}, latency: map[string][]time.Duration{}}
+	var shapes []shape
+	for _, p := range cfg.procs {
+		for _, w := range cfg.workers {
+			shapes = append(shapes, shape{p, w})
+			res.runs[shape{p, w}] = map[string][]throughput{}
+		}
+	}
+	seq := 0
+	for rep := range cfg.reps {
+		for i, sh := range shapes {
+			// Rotate which implementation goes first, so that drift of a
+			// noisy machine does not always favour the same one.
+			for j := range impls {
+				impl := impls[(rep+i+j)%len(impls)]
+				seq++
+				t, err := runThroughput(watch, srv.addr, impl, fmt.Sprintf("bench%d", seq), sh, cfg.keys)
+				if err != nil {
+					return fmt.Errorf("%s, %d×%d: %w", impl, sh.procs, sh.workers, err)
+				}
+				res.runs[sh][impl] = append(res.runs[sh][impl], t)
+				fmt.Fprintf(cfg.progress, "rep %d: %-12s %d×%-2d  %8.0f keys/s  add %.2f rt/key  get+done %.2f rt/key\n",
+					rep+1, impl, sh.procs, sh.workers, float64(cfg.keys)/(t.add+t.drain).Seconds(),
+					perKey(t.addCounts.RoundTrips, cfg.keys), perKey(t.getCounts.RoundTrips, cfg.keys))
+			}
+		}
+		for j := range impls {
+			impl := impls[(rep+j)%len(impls)]
+			if cfg.idle > 0 {
+				_ = watch.FlushAll(context.Background()).Err()
+				s, err := measureIdle(srv.addr, impl, cfg.idle)
+				if err != nil {
+					return fmt.Errorf("%s idle: %w", impl, err)
+				}
+				res.idle[impl] = append(res.idle[impl], s)
+				fmt.Fprintf(cfg.progress, "rep %d: %-12s idle %.2f round trips/s %v\n", rep+1, impl, float64(s.RoundTrips)/cfg.idle.Seconds(), s.Commands)
+			}
+			n := cfg.samples
+			if impl == implAsynq {
+				n = cfg.asynqSamples
+			}
+			if cfg.samples > 0 && n > 0 {
+				_ = watch.FlushAll(context.Background()).Err()
+				lat, err := measureLatency(srv.addr, impl, n)
+				if err != nil {
+					return fmt.Errorf("%s latency: %w", impl, err)
+				}
+				res.latency[impl] = append(res.latency[impl], lat...)
+				fmt.Fprintf(cfg.progress, "rep %d: %-12s Add→Get median %v p99 %v\n", rep+1, impl, quantile(lat, 0.5), quantile(lat, 0.99))
+			}
+		}
+	}
+	printTables(cfg, srv.version(), shapes, res)
+	return nil
+}
+
+func perKey(n int64, keys int) float64 { return float64(n) / float64(keys) }
+
+// runThroughput runs one shape for one implementation on a flushed Redis:
+// the processes add cfg.keys keys between them, each from as many
+// goroutines as it has workers; once all are added, they start their
+// workers, and the run ends when Redis shows nothing queued or being
+// processed. Adding and draining are timed apart so that asynq, which
+// polls an empty queue once a second, is measured on its throughput and
+// not on its idle wait; the Add-to-Get latency is measured on its own.
+func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys int) (throughput, error) {
+	var t throughput
+	ctx := context.Background()
+	if err := watch.FlushAll(ctx).Err(); err != nil {
+		return t, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return t, err
+	}
+	type child struct {
+		cmd *exec.Cmd
+		in  io.WriteCloser
+		out *bufio.Scanner
+	}
+	var children []child
+	defer func() {
+		for _, c := range children {
+			_ = c.in.Close()
+			_ = c.cmd.Wait()
+		}
+	}()
+	for p := range sh.procs {
+		first, last := keys*p/sh.procs, keys*(p+1)/sh.procs
+		cc, _ := json.Marshal(childConfig{Impl: impl, Addr: addr, Queue: name, Workers: sh.workers, First: first, Count: last - first})
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), childEnv+"="+string(cc))
+		cmd.Stderr = os.Stderr
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			return t, err
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return t, err
+		}
+		if err := cmd.Start(); err != nil {
+			return t, err
+		}
+		children = append(children, child{cmd, in, bufio.NewScanner(out)})
+	}
+	// tell gives every child an order and, unless want is empty, waits for
+	// each one's report of that phase.
+	tell := func(order, want string) ([]report, error) {
+		for _, c := range children {
+			if order != "" {
+				if _, err := io.WriteString(c.in, order+"\n"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if want == "" {
+			return nil, nil
+		}
+		var reports []report
+		for _, c := range children {
+			if !c.out.Scan() {
+				return nil, fmt.Errorf("a worker process ended before %q: %v", want, c.out.Err())
+			}
+			var r report
+			if err := json.Unmarshal(c.out.Bytes(), &r); err != nil {
+				return nil, fmt.Errorf("worker process said %q: %w", c.out.Text(), err)
+			}
+			if r.Err != "" {
+				return nil, errors.New(r.Err)
+			}
+			if r.Phase != want {
+				return nil, fmt.Errorf("worker process reported %q, want %q", r.Phase, want)
+			}
+			reports = append(reports, r)
+		}
+		return reports, nil
+	}
+	if _, err := tell("", "ready"); err != nil {
+		return t, err
+	}
+
+	start := time.Now()
+	added, err := tell("add", "added")
+	if err != nil {
+		return t, err
+	}
+	t.add = time.Since(start)
+	for _, r := range added {
+		t.addCounts = t.addCounts.plus(r.Counts)
+	}
+
+	start = time.Now()
+	if _, err := tell("drain", ""); err != nil {
+		return t, err
+	}
+	deadline := start.Add(5 * time.Minute)
+	for {
+		n, err := outstanding(ctx, watch, impl, name)
+		if err != nil {
+			return t, err
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return t, fmt.Errorf("%d keys still outstanding after 5 minutes", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.drain = time.Since(start)
+	stopped, err := tell("stop", "stopped")
+	if err != nil {
+		return t, err
+	}
+	for _, r := range stopped {
+		t.getCounts = t.getCounts.plus(r.Counts)
+		t.processed += r.Processed
+	}
+	if t.processed != int64(keys) {
+		return t, fmt.Errorf("%d keys processed, want %d", t.processed, keys)
+	}
+	return t, nil
+}
+
+func (s snapshot) plus(o snapshot) snapshot {
+	sum := snapshot{RoundTrips: s.RoundTrips + o.RoundTrips, Commands: make(map[string]int64)}
+	for k, v := range s.Commands {
+		sum.Commands[k] += v
+	}
+	for k, v := range o.Commands {
+		sum.Commands[k] += v
+	}
+	return sum
+}
+
+// measureIdle starts one worker on an empty queue, lets it settle, and
+// counts what its client sends over d.
+func measureIdle(addr, impl string, d time.Duration) (snapshot, error) {
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	count := newCounter()
+	client.AddHook(count)
+	q := newQueue(impl, client, "idle")
+	q.start(1, func(string) {})
+	defer q.stop()
+	time.Sleep(time.Second)
+	before := count.snapshot()
+	time.Sleep(d)
+	return count.snapshot().sub(before), nil
+}
+
+// measureLatency adds n keys one at a time from a producer with its own
+// client, each once the consumer's single worker has been waiting for
+// 20ms, and returns how long each took from the start of the Add to the
+// worker receiving it. Producer and consumer share this process's clock.
+func measureLatency(addr, impl string, n int) ([]time.Duration, error) {
+	consumerClient := redis.NewClient(&redis.Options{Addr: addr})
+	defer consumerClient.Close()
+	producerClient := redis.NewClient(&redis.Options{Addr: addr})
+	defer producerClient.Close()
+	consumer := newQueue(impl, consumerClient, "latency")
+	got := make(chan time.Time, 1)
+	consumer.start(1, func(string) { got <- time.Now() })
+	defer consumer.stop()
+	producer := newQueue(impl, producerClient, "latency")
+	defer producer.stop()
+
+	const warmup = 2 // loads the scripts and the connections
+	var lat []time.Duration
+	for i := range n + warmup {
+		time.Sleep(20 * time.Millisecond)
+		start := time.Now()
+		if err := producer.add(context.Background(), key(i)); err != nil {
+			return nil, err
+		}
+		select {
+		case at := <-got:
+			if i >= warmup {
+				lat = append(lat, at.Sub(start))
+			}
+		case <-time.After(30 * time.Second):
+			return nil, fmt.Errorf("key %d not received in 30s", i)
+		}
+	}
+	return lat, nil
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(math.Ceil(q*float64(len(s))))-1)]
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// medianOf returns the median over runs of f.
+func medianOf(runs []throughput, f func(throughput) float64) float64 {
+	v := make([]float64, len(runs))
+	for i, r := range runs {
+		v[i] = f(r)
+	}
+	return median(v)
+}
+
+func printTables(cfg config, redisVersion string, shapes []shape, res results) {
+	w := cfg.out
+	k := float64(cfg.keys)
+	fmt.Fprintf(w, "Measured with `%s` (in redis/bench) on %s, %s, GOMAXPROCS %d, redis-server %s on loopback; medians of %d runs of %d keys each.\n\n",
+		strings.TrimSpace(cfg.command), time.Now().UTC().Format("2006-01-02"), runtime.Version(), runtime.GOMAXPROCS(0), redisVersion, cfg.reps, cfg.keys)
+
+	fmt.Fprintln(w, "| processes × workers | go-workqueue keys/s | asynq keys/s | ratio | Add/s: ours / asynq | Get+Done/s: ours / asynq |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|")
+	for _, sh := range shapes {
+		o, a := res.runs[sh][implOurs], res.runs[sh][implAsynq]
+		total := func(t throughput) float64 { return k / (t.add + t.drain).Seconds() }
+		adds := func(t throughput) float64 { return k / t.add.Seconds() }
+		drains := func(t throughput) float64 { return k / t.drain.Seconds() }
+		fmt.Fprintf(w, "| %d × %d | %.0f | %.0f | %.2f | %.0f / %.0f | %.0f / %.0f |\n", sh.procs, sh.workers,
+			medianOf(o, total), medianOf(a, total), medianOf(o, total)/medianOf(a, total),
+			medianOf(o, adds), medianOf(a, adds), medianOf(o, drains), medianOf(a, drains))
+	}
+
+	fmt.Fprintln(w, "\nRound trips per key, counted by a go-redis hook in every worker process (one per command sent alone or per pipeline):")
+	fmt.Fprintln(w, "\n| processes × workers | per Add: ours / asynq | per Get+Done: ours / asynq |")
+	fmt.Fprintln(w, "|---|--:|--:|")
+	for _, sh := range shapes {
+		o, a := res.runs[sh][implOurs], res.runs[sh][implAsynq]
+		add := func(t throughput) float64 { return perKey(t.addCounts.RoundTrips, cfg.keys) }
+		get := func(t throughput) float64 { return perKey(t.getCounts.RoundTrips, cfg.keys) }
+		fmt.Fprintf(w, "| %d × %d | %.3f / %.3f | %.3f / %.3f |\n", sh.procs, sh.workers,
+			medianOf(o, add), medianOf(a, add), medianOf(o, get), medianOf(a, get))
+	}
+
+	fmt.Fprintln(w, "\nCommands per key of the last repetition, by name:")
+	fmt.Fprintln(w)
+	for _, sh := range shapes {
+		for _, impl := range impls {
+			runs := res.runs[sh][impl]
+			if len(runs) == 0 {
+				continue
+			}
+			last := runs[len(runs)-1]
+			fmt.Fprintf(w, "- %d × %d %s: Add %s; Get+Done %s\n", sh.procs, sh.workers, impl,
+				breakdown(last.addCounts, k), breakdown(last.getCounts, k))
+		}
+	}
+
+	if len(res.idle) == 0 && len(res.latency) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nAn idle worker (one worker waiting on an empty queue, defaults), and the time from the start of an Add to a waiting worker receiving the key (all repetitions' samples pooled; %d per repetition for go-workqueue, %d for asynq):\n\n",
+		cfg.samples, cfg.asynqSamples)
+	fmt.Fprintln(w, "| | idle: round trips/s | idle: commands sent | Add → waiting worker: median | p99 |")
+	fmt.Fprintln(w, "|---|--:|---|--:|--:|")
+	for _, impl := range impls {
+		var rates []float64
+		var sum snapshot
+		for _, s := range res.idle[impl] {
+			rates = append(rates, float64(s.RoundTrips)/cfg.idle.Seconds())
+			sum = sum.plus(s)
+		}
+		lat := res.latency[impl]
+		fmt.Fprintf(w, "| %s | %.2f | %s | %v | %v |\n", impl, median(rates),
+			breakdown(sum, float64(len(res.idle[impl]))*cfg.idle.Seconds())+" per s",
+			quantile(lat, 0.5).Round(10*time.Microsecond), quantile(lat, 0.99).Round(10*time.Microsecond))
+	}
+}
+
+// breakdown lists the commands counted in s divided by per, most first.
+func breakdown(s snapshot, per float64) string {
+	names := make([]string, 0, len(s.Commands))
+	for name := range s.Commands {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if c := int(s.Commands[b] - s.Commands[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %.3g", name, float64(s.Commands[name])/per)
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain makes the test binary a worker process when the benchmark
+// re-executes it, as the command does with itself.
+func TestMain(m *testing.M) {
+	if c := os.Getenv(childEnv); c != "" {
+		os.Exit(childMain(c))
+	}
+	os.Exit(m.Run())
+}
+
+// TestRun runs every measurement once on a few keys, so that the command
+// cannot rot unnoticed; it takes a few seconds, most of them asynq's
+// polling of an empty queue.
+func TestRun(t *testing.T) {
+	var out bytes.Buffer
+	cfg := config{
+		reps: 1, keys: 200, workers: []int{2}, procs: []int{2},
+		idle: 200 * time.Millisecond, samples: 3, asynqSamples: 1,
+		command: "go run ./cmd/redisbench", out: &out, progress: os.Stderr,
+	}
+	if err := run(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out.String())
+	for _, want := range []string{"| 2 × 2 |", "| go-workqueue |", "| asynq |"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("no %q in the output", want)
+		}
+	}
+}
