@@ -74,9 +74,14 @@ func main() {
 }
 
 type config struct {
-	reps, keys            int
-	workers, procs        []int
-	idle                  time.Duration
+	reps, keys     int
+	workers, procs []int
+	idle           time.Duration
+	// settle is how long an idle worker runs before its commands are
+	// counted: longer than a heartbeat, so that the second connection its
+	// handle opens at the first heartbeat (the listener's BLPOP and the
+	// Get's script then overlap once) is not counted as idle traffic.
+	settle                time.Duration
 	samples, asynqSamples int
 	command               string
 	out, progress         io.Writer
@@ -85,7 +90,7 @@ type config struct {
 func defaultConfig() config {
 	return config{
 		reps: 3, keys: 20000, workers: []int{1, 4, 16}, procs: []int{1, 4},
-		idle: 10 * time.Second, samples: 200, asynqSamples: 20,
+		idle: 10 * time.Second, settle: 3 * time.Second, samples: 200, asynqSamples: 20,
 		out: os.Stdout, progress: os.Stderr,
 	}
 }
@@ -157,7 +162,7 @@ func run(cfg config) error {
 			impl := impls[(rep+j)%len(impls)]
 			if cfg.idle > 0 {
 				_ = watch.FlushAll(context.Background()).Err()
-				s, err := measureIdle(srv.addr, impl, cfg.idle)
+				s, err := measureIdle(srv.addr, impl, cfg.settle, cfg.idle)
 				if err != nil {
 					return fmt.Errorf("%s idle: %w", impl, err)
 				}
@@ -325,7 +330,7 @@ func (s snapshot) plus(o snapshot) snapshot {
 
 // measureIdle starts one worker on an empty queue, lets it settle, and
 // counts what its client sends over d.
-func measureIdle(addr, impl string, d time.Duration) (snapshot, error) {
+func measureIdle(addr, impl string, settle, d time.Duration) (snapshot, error) {
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
 	count := newCounter()
@@ -333,7 +338,7 @@ func measureIdle(addr, impl string, d time.Duration) (snapshot, error) {
 	q := newQueue(impl, client, "idle")
 	q.start(1, func(string) {})
 	defer q.stop()
-	time.Sleep(time.Second)
+	time.Sleep(settle)
 	before := count.snapshot()
 	time.Sleep(d)
 	return count.snapshot().sub(before), nil

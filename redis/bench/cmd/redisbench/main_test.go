@@ -24,7 +24,7 @@ func TestRun(t *testing.T) {
 	var out bytes.Buffer
 	cfg := config{
 		reps: 1, keys: 200, workers: []int{2}, procs: []int{2},
-		idle: 200 * time.Millisecond, samples: 3, asynqSamples: 1,
+		idle: 200 * time.Millisecond, settle: 100 * time.Millisecond, samples: 3, asynqSamples: 1,
 		command: "go run ./cmd/redisbench", out: &out, progress: os.Stderr,
 	}
 	if err := run(cfg); err != nil {
