@@ -47,12 +47,6 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 		return item, workqueue.ErrShutDown
 	}
 	q.waiting++
-	if q.waiting == 1 {
-		select {
-		case q.hasWaiter <- struct{}{}:
-		default:
-		}
-	}
 	q.mu.Unlock()
 	// woken is set while this Get holds a wakeup it has not used: a token
 	// Redis handed this handle for some waiting Get. knowsDue is set while
@@ -257,6 +251,24 @@ func (q *Queue[T]) logReclaimed(n int64) {
 // it is positive, for ctx, or for ShutDown. A wakeup that comes with ctx
 // or ShutDown is left for another Get.
 func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (woken bool, err error) {
+	// Only a sleeping Get sets the listener blocking on Redis: a Get that
+	// finds a key ready needs no wakeup, and a BLPOP sent beside its script
+	// would take the token that the get script leaves while keys remain,
+	// costing a round trip or two more per key while busy.
+	q.mu.Lock()
+	q.sleeping++
+	if q.sleeping == 1 {
+		select {
+		case q.hasWaiter <- struct{}{}:
+		default:
+		}
+	}
+	q.mu.Unlock()
+	defer func() {
+		q.mu.Lock()
+		q.sleeping--
+		q.mu.Unlock()
+	}()
 	var timeout <-chan time.Time
 	if wait > 0 {
 		t := q.clock.NewTimer(wait)
@@ -393,12 +405,12 @@ func (q *Queue[T]) listen() {
 	ctx := context.Background()
 	for attempt := 0; ; {
 		q.mu.Lock()
-		waiting, stopping := q.waiting, q.shuttingDown
+		sleeping, stopping := q.sleeping, q.shuttingDown
 		q.mu.Unlock()
 		if stopping {
 			return
 		}
-		if waiting == 0 {
+		if sleeping == 0 {
 			select {
 			case <-q.hasWaiter:
 			case <-q.stopCh:
@@ -427,7 +439,7 @@ func (q *Queue[T]) listen() {
 			// Under q.mu, so that the last Get to leave sees this wakeup
 			// in q.wake and passes it on.
 			q.mu.Lock()
-			handed := q.waiting > 0 && !q.shuttingDown
+			handed := q.sleeping > 0 && !q.shuttingDown
 			if handed {
 				q.wakeOne()
 			}

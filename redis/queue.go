@@ -88,12 +88,13 @@ type Queue[T comparable] struct {
 	mu           sync.Mutex
 	held         map[string]*holding
 	waiting      int // Gets in progress
+	sleeping     int // Gets waiting for a wakeup: only then does the listener block on Redis
 	shuttingDown bool
 	idleClosed   bool
 	stopCh       chan struct{} // closed at ShutDown
 	idleCh       chan struct{} // closed once shut down, with nothing held and no Get in progress
 	wake         chan struct{} // the listener's wakeup for one waiting Get
-	hasWaiter    chan struct{} // a Get began: the listener may block on Redis
+	hasWaiter    chan struct{} // a Get went to sleep: the listener may block on Redis
 	listenerDone chan struct{}
 	keeperDone   chan struct{}
 	stopListener sync.Once
