@@ -17,7 +17,7 @@
 // and deletes the task when it returns. Both queues keep their defaults
 // (ours: Heartbeat 2s, LeaseDuration 30s; asynq: TaskCheckInterval 1s).
 //
-// Run it from this module's directory (redis/bench), about 10 minutes:
+// Run it from this module's directory (redis/bench), about 8 minutes:
 //
 //	go run ./cmd/redisbench -reps 5
 //
@@ -119,8 +119,8 @@ type throughput struct {
 
 type results struct {
 	runs    map[shape]map[string][]throughput
-	idle    map[string][]snapshot // per second... counted over cfg.idle
-	latency map[string][]time.Duration
+	idle    map[string][]snapshot        // one per repetition, counted over cfg.idle
+	latency map[string][][]time.Duration // one list of samples per repetition
 }
 
 func run(cfg config) error {
@@ -132,7 +132,7 @@ func run(cfg config) error {
 	watch := redis.NewClient(&redis.Options{Addr: srv.addr})
 	defer watch.Close()
 
-	res := results{runs: map[shape]map[string][]throughput{}, idle: map[string][]snapshot{}, latency: map[string][]time.Duration{}}
+	res := results{runs: map[shape]map[string][]throughput{}, idle: map[string][]snapshot{}, latency: map[string][][]time.Duration{}}
 	var shapes []shape
 	for _, p := range cfg.procs {
 		for _, w := range cfg.workers {
@@ -179,7 +179,7 @@ func run(cfg config) error {
 				if err != nil {
 					return fmt.Errorf("%s latency: %w", impl, err)
 				}
-				res.latency[impl] = append(res.latency[impl], lat...)
+				res.latency[impl] = append(res.latency[impl], lat)
 				fmt.Fprintf(cfg.progress, "rep %d: %-12s Add→Get median %v p99 %v\n", rep+1, impl, quantile(lat, 0.5), quantile(lat, 0.99))
 			}
 		}
@@ -456,7 +456,7 @@ func printTables(cfg config, redisVersion string, shapes []shape, res results) {
 	if len(res.idle) == 0 && len(res.latency) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "\nAn idle worker (one worker waiting on an empty queue, defaults), and the time from the start of an Add to a waiting worker receiving the key (all repetitions' samples pooled; %d per repetition for go-workqueue, %d for asynq):\n\n",
+	fmt.Fprintf(w, "\nAn idle worker (one worker waiting on an empty queue, defaults), and the time from the start of an Add to a waiting worker receiving the key (%d samples per repetition for go-workqueue, %d for asynq; the medians over the repetitions of each one's median and p99):\n\n",
 		cfg.samples, cfg.asynqSamples)
 	fmt.Fprintln(w, "| | idle: round trips/s | idle: commands sent | Add → waiting worker: median | p99 |")
 	fmt.Fprintln(w, "|---|--:|---|--:|--:|")
@@ -467,10 +467,25 @@ func printTables(cfg config, redisVersion string, shapes []shape, res results) {
 			rates = append(rates, float64(s.RoundTrips)/cfg.idle.Seconds())
 			sum = sum.plus(s)
 		}
-		lat := res.latency[impl]
-		fmt.Fprintf(w, "| %s | %.2f | %s | %v | %v |\n", impl, median(rates),
-			breakdown(sum, float64(len(res.idle[impl]))*cfg.idle.Seconds())+" per s",
-			quantile(lat, 0.5).Round(10*time.Microsecond), quantile(lat, 0.99).Round(10*time.Microsecond))
+		// The median of the repetitions' p99s rather than the p99 of
+		// all samples, so that one repetition hit by the noise of the
+		// machine does not make the column.
+		var p50s, p99s []float64
+		for _, lat := range res.latency[impl] {
+			p50s = append(p50s, float64(quantile(lat, 0.5)))
+			p99s = append(p99s, float64(quantile(lat, 0.99)))
+		}
+		idle, sent := "-", "-"
+		if len(rates) > 0 {
+			idle = fmt.Sprintf("%.2f", median(rates))
+			sent = breakdown(sum, float64(len(rates))*cfg.idle.Seconds()) + " per s"
+		}
+		p50, p99 := "-", "-"
+		if len(p50s) > 0 {
+			p50 = time.Duration(median(p50s)).Round(10 * time.Microsecond).String()
+			p99 = time.Duration(median(p99s)).Round(10 * time.Microsecond).String()
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", impl, idle, sent, p50, p99)
 	}
 }
 
