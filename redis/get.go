@@ -75,11 +75,15 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	if err := ctx.Err(); err != nil {
 		return item, err
 	}
+	// A script that failed may have run, its reply lost: it is sent again
+	// with the same nonce, so that it returns the lease it took, if any,
+	// instead of leaving it to expire. Once a reply arrived, a new nonce.
+	nonce := newNonce()
 	for attempt := 0; ; {
 		if q.ShuttingDown() {
 			return item, workqueue.ErrShutDown
 		}
-		got, wait, err := q.takeContext(ctx)
+		got, wait, err := q.takeContext(ctx, nonce)
 		if got != nil {
 			return *got, nil
 		}
@@ -104,6 +108,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 		}
 		woken, knowsDue = false, wait > 0
 		attempt = 0
+		nonce = newNonce()
 		if wait == 0 {
 			continue
 		}
@@ -122,9 +127,9 @@ const takeGrace = 100 * time.Millisecond
 // takeContext is take, returning soon after ctx ends even while Redis
 // does not answer. A key that such an abandoned take leases is given back
 // to the front of the queue.
-func (q *Queue[T]) takeContext(ctx context.Context) (*T, time.Duration, error) {
+func (q *Queue[T]) takeContext(ctx context.Context, nonce string) (*T, time.Duration, error) {
 	if ctx.Done() == nil {
-		return q.take()
+		return q.take(nonce)
 	}
 	type taken struct {
 		item *T
@@ -133,7 +138,7 @@ func (q *Queue[T]) takeContext(ctx context.Context) (*T, time.Duration, error) {
 	}
 	result := make(chan taken, 1)
 	go func() {
-		item, wait, err := q.take()
+		item, wait, err := q.take(nonce)
 		result <- taken{item, wait, err}
 	}()
 	var r taken
@@ -187,11 +192,11 @@ func (q *Queue[T]) passOn() {
 }
 
 // take runs the get script once. It returns the item handed out, or else
-// how long to wait for the next delayed item or lease expiry (-1: none,
+// how long to wait for the next delayed item to be due (-1: none,
 // wait for a signal; 0: look again at once).
-func (q *Queue[T]) take() (*T, time.Duration, error) {
+func (q *Queue[T]) take(nonce string) (*T, time.Duration, error) {
 	ctx := context.Background()
-	res, err := getScript.Run(ctx, q.client, q.keys.all, q.now(), q.lease.Milliseconds(), newNonce()).Slice()
+	res, err := getScript.Run(ctx, q.client, q.keys.all, q.now(), q.lease.Milliseconds(), nonce).Slice()
 	if err != nil {
 		return nil, 0, err
 	}

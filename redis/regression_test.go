@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -260,4 +261,57 @@ func TestGetContextDuringOutage(t *testing.T) {
 	assert.Less(t, time.Since(start), time.Second, "GetContext waited for the pause to end")
 	// After the pause the abandoned script leases k; it comes back.
 	assert.Equal(t, "k", <-getWithin(t, other, 20*time.Second))
+}
+
+// TestGetReplyLost: a get script whose reply is lost after it ran (a
+// connection reset) is sent again with the same nonce and returns the same
+// lease, instead of taking another and leaving the first to expire with
+// nobody holding it.
+func TestGetReplyLost(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	client.AddHook(loseFirstGrant{done: new(atomic.Bool)})
+	q := newTestQueue(t, client, Options[string]{Heartbeat: time.Hour})
+	q.Add("k")
+	got := make(chan string, 1)
+	go func() {
+		item, _ := q.Get() // retries the lost reply
+		got <- item
+	}()
+	select {
+	case item := <-got:
+		assert.Equal(t, "k", item)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the key whose grant reply was lost was not handed out")
+	}
+	q.Done("k")
+	ctx := context.Background()
+	assert.Zero(t, client.ZCard(ctx, q.keys.all[3]).Val(), "a lease left behind")
+	assert.Zero(t, client.HLen(ctx, q.keys.all[9]).Val(), "a grant left behind")
+}
+
+// loseFirstGrant turns the reply of the first get script that granted a
+// lease into a connection error, after the script ran.
+type loseFirstGrant struct{ done *atomic.Bool }
+
+func (h loseFirstGrant) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h loseFirstGrant) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		c, ok := cmd.(*redis.Cmd)
+		if !ok || err != nil || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
+			return err
+		}
+		// Only the get script answers a grant with six values.
+		if res, _ := c.Slice(); len(res) == 6 && res[0] == int64(1) && h.done.CompareAndSwap(false, true) {
+			cmd.SetErr(io.ErrUnexpectedEOF)
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+}
+
+func (h loseFirstGrant) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -46,7 +46,7 @@ type queueKeys struct {
 
 func newQueueKeys(name string) queueKeys {
 	prefix := "wq:{" + name + "}:"
-	parts := []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket"}
+	parts := []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants"}
 	all := make([]string, len(parts))
 	for i, part := range parts {
 		all[i] = prefix + part

@@ -6,8 +6,7 @@ local now, key = clock(ARGV[1]), ARGV[2]
 if redis.call('HGET', TOKENS, key) ~= ARGV[3] then
   return {-1, redis.call('LLEN', READY)}
 end
-redis.call('HDEL', TOKENS, key)
-redis.call('ZREM', LEASES, key)
+end_lease(key)
 if redis.call('HGET', STATE, key) == 'd' then
   enqueue(key, now, false)
   return {1, redis.call('LLEN', READY)}

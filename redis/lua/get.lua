@@ -9,7 +9,14 @@
 -- or -1 if none waits. Lease expiry is no reason to wake: the heartbeat
 -- finds expired leases, where every idle Get waking at each expiry time
 -- would run this script about every two thirds of a lease.
-local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
+local now, lease, nonce = clock(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+-- This script ran already with this nonce and its reply was lost: the
+-- same grant again, instead of a second lease nobody would hold.
+local granted = redis.call('HGET', GRANTS, nonce)
+if granted then
+  local token = redis.call('HGET', TOKENS, granted)
+  return {1, granted, token, 0, redis.call('LLEN', READY), 0}
+end
 local reclaimed = promote(now)
 local key = redis.call('LPOP', READY)
 if not key then
@@ -20,8 +27,9 @@ if not key then
 end
 local since = tonumber(redis.call('HGET', STATE, key))
 redis.call('HSET', STATE, key, 'p')
-local token = redis.call('INCR', FENCE) .. ':' .. ARGV[3]
+local token = redis.call('INCR', FENCE) .. ':' .. nonce
 redis.call('HSET', TOKENS, key, token)
+redis.call('HSET', GRANTS, nonce, key)
 redis.call('ZADD', LEASES, now + lease, key)
 local depth = redis.call('LLEN', READY)
 if depth > 0 then signal() end

@@ -7,8 +7,10 @@
 --   "d"       handed out, and added again since: queue it again at Done
 -- A key in no state is idle. DELAYED holds keys waiting for their ready
 -- time, independent of STATE, as the in-memory delaying queue's heap is.
-local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+-- GRANTS maps the nonce of each lease's token to its key, so that a get
+-- script sent again after its reply was lost returns the same grant.
+local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -17,6 +19,16 @@ local function clock(ms)
   if ms >= 0 then return ms end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- end_lease forgets key's lease: its token, expiry and grant.
+local function end_lease(key)
+  local token = redis.call('HGET', TOKENS, key)
+  if token then
+    redis.call('HDEL', GRANTS, string.sub(token, string.find(token, ':', 1, true) + 1))
+    redis.call('HDEL', TOKENS, key)
+  end
+  redis.call('ZREM', LEASES, key)
 end
 
 -- signal leaves one token in SIGNAL, where idle processes block with BLPOP.
@@ -66,8 +78,7 @@ local function promote(now)
   local expired = redis.call('ZRANGE', LEASES, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
   for i = #expired, 1, -1 do
     local key = expired[i]
-    redis.call('ZREM', LEASES, key)
-    redis.call('HDEL', TOKENS, key)
+    end_lease(key)
     enqueue(key, now, true)
   end
   return #expired

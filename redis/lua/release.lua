@@ -4,7 +4,6 @@
 -- if the lease was still the token's, else 0.
 local now, key = clock(ARGV[1]), ARGV[2]
 if redis.call('HGET', TOKENS, key) ~= ARGV[3] then return 0 end
-redis.call('HDEL', TOKENS, key)
-redis.call('ZREM', LEASES, key)
+end_lease(key)
 enqueue(key, now, true)
 return 1
