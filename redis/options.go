@@ -108,7 +108,8 @@ func millis(d time.Duration) float64 {
 
 // Codec turns items of type T into the strings stored in Redis and back.
 // Encode must be deterministic and injective: equal items must encode to
-// the same string, or dedup breaks.
+// the same string, or dedup breaks. A Queue calls it from many goroutines
+// at once, so it must be safe for concurrent use.
 type Codec[T any] interface {
 	Encode(item T) (string, error)
 	Decode(key string) (T, error)

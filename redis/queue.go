@@ -100,6 +100,9 @@ type Queue[T comparable] struct {
 	stopListener sync.Once
 }
 
+// A Queue runs wherever a client-go rate-limiting queue does.
+var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
+
 // holding is the lease on one item this handle handed out.
 type holding struct {
 	token   string
