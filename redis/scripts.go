@@ -20,6 +20,7 @@ var (
 	extendScript      = loadScript("extend.lua")
 	signalScript      = loadScript("signal.lua")
 	releaseScript     = loadScript("release.lua")
+	snapshotScript    = loadScript("snapshot.lua")
 )
 
 func loadScript(name string) *redis.Script {
@@ -46,7 +47,7 @@ type queueKeys struct {
 
 func newQueueKeys(name string) queueKeys {
 	prefix := "wq:{" + name + "}:"
-	parts := []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants"}
+	parts := []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds"}
 	all := make([]string, len(parts))
 	for i, part := range parts {
 		all[i] = prefix + part

@@ -31,6 +31,7 @@ local token = redis.call('INCR', FENCE) .. ':' .. nonce
 redis.call('HSET', TOKENS, key, token)
 redis.call('HSET', GRANTS, nonce, key)
 redis.call('ZADD', LEASES, now + lease, key)
+redis.call('ZADD', SINCE, now, key)
 local depth = redis.call('LLEN', READY)
 if depth > 0 then signal() end
 return {1, key, token, now - since, depth, reclaimed}

@@ -9,8 +9,10 @@
 -- time, independent of STATE, as the in-memory delaying queue's heap is.
 -- GRANTS maps the nonce of each lease's token to its key, so that a get
 -- script sent again after its reply was lost returns the same grant.
-local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+-- SINCE holds when each leased key was handed out, and ADDS counts the
+-- adds that queued or marked a key, for snapshots.
+local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -29,6 +31,7 @@ local function end_lease(key)
     redis.call('HDEL', TOKENS, key)
   end
   redis.call('ZREM', LEASES, key)
+  redis.call('ZREM', SINCE, key)
 end
 
 -- signal leaves one token in SIGNAL, where idle processes block with BLPOP.
@@ -54,10 +57,12 @@ local function add(key, now)
   local state = redis.call('HGET', STATE, key)
   if not state then
     enqueue(key, now, false)
+    redis.call('INCR', ADDS)
     return 1
   end
   if state == 'p' then
     redis.call('HSET', STATE, key, 'd')
+    redis.call('INCR', ADDS)
     return 2
   end
   return 0

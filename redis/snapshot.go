@@ -1,0 +1,100 @@
+package redisqueue
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+// maxSnapshotItems bounds the items of each kind one snapshot lists, so
+// that one script stays short however large n is.
+const maxSnapshotItems = 1000
+
+// Snapshot returns a view of the whole queue, across every handle, at one
+// instant (one script): the counts, the first n queued items, the n
+// longest-running items of every handle with when they were handed out,
+// the n first delayed items, the adds made by every handle since the queue
+// was created, and the failure counts of the items listed. n is capped at
+// 1000. ShuttingDown is this handle's. It satisfies the inspect package's
+// Snapshotter, so that an inspector page shows which keys are stuck in any
+// process. If Redis does not answer within 5s it logs the error and
+// returns a view with only Taken and ShuttingDown set; SnapshotContext
+// returns the error instead. Safe for concurrent use.
+func (q *Queue[T]) Snapshot(n int) workqueue.Snapshot[T] {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	snap, err := q.SnapshotContext(ctx, n)
+	if err != nil {
+		q.logger.Warn("workqueue: snapshot failed", "err", err)
+		return workqueue.Snapshot[T]{Taken: q.clock.Now(), ShuttingDown: q.ShuttingDown()}
+	}
+	return snap
+}
+
+// SnapshotContext is Snapshot, returning Redis's error.
+func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapshot[T], error) {
+	n = min(max(n, 0), maxSnapshotItems)
+	snap := workqueue.Snapshot[T]{ShuttingDown: q.ShuttingDown()}
+	res, err := snapshotScript.Run(ctx, q.client, q.keys.all, q.now(), n).Slice()
+	if err != nil {
+		return snap, err
+	}
+	snap.Taken = time.UnixMilli(res[0].(int64))
+	snap.Depth = int(res[1].(int64))
+	snap.Processing = int(res[3].(int64))
+	snap.Waiting = int(res[6].(int64))
+	snap.Adds = uint64(res[8].(int64))
+	failures := res[9].([]any)
+	listed := 0
+	// failed records the failure count of the next listed key, in the
+	// script's order: queued, in flight, delayed.
+	failed := func(item T) {
+		if listed < len(failures) {
+			if s, ok := failures[listed].(string); ok {
+				if count, err := strconv.Atoi(s); err == nil && count > 0 {
+					if snap.Failures == nil {
+						snap.Failures = make(map[T]int)
+					}
+					snap.Failures[item] = count
+				}
+			}
+		}
+		listed++
+	}
+	for _, key := range res[2].([]any) {
+		item, err := q.codec.Decode(key.(string))
+		if err == nil {
+			snap.Queued = append(snap.Queued, item)
+			failed(item)
+		} else {
+			listed++
+		}
+	}
+	leased, marked := res[4].([]any), res[5].([]any)
+	for i := 0; i+1 < len(leased); i += 2 {
+		item, err := q.codec.Decode(leased[i].(string))
+		if err != nil {
+			listed++
+			continue
+		}
+		since, _ := strconv.ParseFloat(leased[i+1].(string), 64)
+		snap.InFlight = append(snap.InFlight, workqueue.InFlightItem[T]{
+			Item: item, Since: time.UnixMilli(int64(since)), Requeue: marked[i/2].(int64) == 1,
+		})
+		failed(item)
+	}
+	delayed := res[7].([]any)
+	for i := 0; i+1 < len(delayed); i += 2 {
+		item, err := q.codec.Decode(delayed[i].(string))
+		if err != nil {
+			listed++
+			continue
+		}
+		readyAt, _ := strconv.ParseFloat(delayed[i+1].(string), 64)
+		snap.Delayed = append(snap.Delayed, workqueue.DelayedItem[T]{Item: item, ReadyAt: time.UnixMilli(int64(readyAt))})
+		failed(item)
+	}
+	return snap, nil
+}
