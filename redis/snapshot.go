@@ -72,29 +72,27 @@ func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapsh
 			listed++
 		}
 	}
-	leased, marked := res[4].([]any), res[5].([]any)
-	for i := 0; i+1 < len(leased); i += 2 {
-		item, err := q.codec.Decode(leased[i].(string))
-		if err != nil {
-			listed++
-			continue
+	// scored decodes a ZRANGE WITHSCORES reply and calls f with each item,
+	// its score as a time, and its index.
+	scored := func(reply any, f func(item T, at time.Time, i int)) {
+		pairs := reply.([]any)
+		for i := 0; i+1 < len(pairs); i += 2 {
+			item, err := q.codec.Decode(pairs[i].(string))
+			if err != nil {
+				listed++
+				continue
+			}
+			ms, _ := strconv.ParseFloat(pairs[i+1].(string), 64)
+			f(item, time.UnixMilli(int64(ms)), i/2)
+			failed(item)
 		}
-		since, _ := strconv.ParseFloat(leased[i+1].(string), 64)
-		snap.InFlight = append(snap.InFlight, workqueue.InFlightItem[T]{
-			Item: item, Since: time.UnixMilli(int64(since)), Requeue: marked[i/2].(int64) == 1,
-		})
-		failed(item)
 	}
-	delayed := res[7].([]any)
-	for i := 0; i+1 < len(delayed); i += 2 {
-		item, err := q.codec.Decode(delayed[i].(string))
-		if err != nil {
-			listed++
-			continue
-		}
-		readyAt, _ := strconv.ParseFloat(delayed[i+1].(string), 64)
-		snap.Delayed = append(snap.Delayed, workqueue.DelayedItem[T]{Item: item, ReadyAt: time.UnixMilli(int64(readyAt))})
-		failed(item)
-	}
+	marked := res[5].([]any)
+	scored(res[4], func(item T, since time.Time, i int) {
+		snap.InFlight = append(snap.InFlight, workqueue.InFlightItem[T]{Item: item, Since: since, Requeue: marked[i].(int64) == 1})
+	})
+	scored(res[7], func(item T, readyAt time.Time, _ int) {
+		snap.Delayed = append(snap.Delayed, workqueue.DelayedItem[T]{Item: item, ReadyAt: readyAt})
+	})
 	return snap, nil
 }
