@@ -127,25 +127,19 @@ func (c *controller) openQueue(queue Queue, updateStatus updateStatusFn) error {
 	return nil
 }
 
-// closeQueue closes a queue's open children first, marking them closed by
-// their parent, then closes the queue: Closed if it has no PodGroups,
-// Closing while it has some. The root queue cannot be closed.
+// closeQueue closes a queue, Closed if it has no PodGroups, Closing while
+// it has some, then its open children, marking them closed by their
+// parent. The queue goes first: a child marked closed by its parent while
+// the parent still reads Open (its own update failed, or had not been
+// made yet) is opened again by a sync that runs in between, and that open
+// is then refused until the parent opens. The root queue cannot be closed.
 func (c *controller) closeQueue(queue Queue, updateStatus updateStatusFn) error {
-	if !closedOrClosing(effectiveState(queue)) {
-		if queue.Name == rootQueue {
+	if queue.Name == rootQueue {
+		if !closedOrClosing(effectiveState(queue)) {
 			c.timeline.event(queue.Name, eventWarning, string(CloseQueueAction), "the root queue cannot be closed")
-			return nil
 		}
-		for _, child := range c.store.Queues.list() {
-			if child.Parent != queue.Name || closedOrClosing(effectiveState(child)) {
-				continue
-			}
-			if err := c.closeByParent(child); err != nil {
-				return err
-			}
-		}
+		return nil
 	}
-
 	updated := queue
 	updateStatus(&updated.Status, c.presentPodGroups(queue.Name))
 	if updated.Status != queue.Status {
@@ -153,6 +147,14 @@ func (c *controller) closeQueue(queue Queue, updateStatus updateStatusFn) error 
 			return err
 		}
 		c.recordStateChange(queue.Name, CloseQueueAction, effectiveState(queue), updated.Status.State)
+	}
+	for _, child := range c.store.Queues.list() {
+		if child.Parent != queue.Name || closedOrClosing(effectiveState(child)) {
+			continue
+		}
+		if err := c.closeByParent(child); err != nil {
+			return err
+		}
 	}
 	return nil
 }
