@@ -24,7 +24,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +36,7 @@ import (
 
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 	"github.com/go-workqueue/workqueue/redis/internal/worklog"
+	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
 const (
@@ -85,12 +85,12 @@ func run(out io.Writer, addr string, keys, procs int) error {
 	}
 	defer os.RemoveAll(dir)
 	if addr == "" {
-		stop, started, err := startRedis(dir)
+		server, err := redistest.Launch(dir, redistest.Options{})
 		if err != nil {
-			return err
+			return fmt.Errorf("%w; or pass -redis ADDR", err)
 		}
-		defer stop()
-		addr = started
+		defer server.Stop()
+		addr = server.Addr
 		fmt.Fprintf(out, "started redis-server on %s\n", addr)
 	}
 	client := redis.NewClient(&redis.Options{Addr: addr})
@@ -351,42 +351,6 @@ func waitLog(path string, timeout time.Duration, cond func(lines []string) (stri
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// startRedis starts a redis-server from PATH on a free loopback port with
-// its data in dir, without persistence, and waits until it answers.
-func startRedis(dir string) (stop func(), addr string, err error) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, "", errors.New("no redis-server on PATH: install one or pass -redis ADDR")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, "", err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--dir", dir, "--save", "", "--appendonly", "no", "--logfile", filepath.Join(dir, "redis.log"))
-	if err := cmd.Start(); err != nil {
-		return nil, "", err
-	}
-	stop = func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}
-	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
-	defer client.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for client.Ping(context.Background()).Err() != nil {
-		if time.Now().After(deadline) {
-			stop()
-			return nil, "", fmt.Errorf("redis-server on %s did not answer in 10s", addr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return stop, addr, nil
 }
 
 // cleanup deletes the queue's keys, which matters on a shared Redis.

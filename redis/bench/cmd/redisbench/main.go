@@ -129,7 +129,7 @@ func run(cfg config) error {
 		return err
 	}
 	defer srv.stop()
-	watch := redis.NewClient(&redis.Options{Addr: srv.addr})
+	watch := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer watch.Close()
 
 	res := results{runs: map[shape]map[string][]throughput{}, idle: map[string][]snapshot{}, latency: map[string][][]time.Duration{}}
@@ -148,7 +148,7 @@ func run(cfg config) error {
 			for j := range impls {
 				impl := impls[(rep+i+j)%len(impls)]
 				seq++
-				t, err := runThroughput(watch, srv.addr, impl, fmt.Sprintf("bench%d", seq), sh, cfg.keys)
+				t, err := runThroughput(watch, srv.Addr, impl, fmt.Sprintf("bench%d", seq), sh, cfg.keys)
 				if err != nil {
 					return fmt.Errorf("%s, %d×%d: %w", impl, sh.procs, sh.workers, err)
 				}
@@ -162,7 +162,7 @@ func run(cfg config) error {
 			impl := impls[(rep+j)%len(impls)]
 			if cfg.idle > 0 {
 				_ = watch.FlushAll(context.Background()).Err()
-				s, err := measureIdle(srv.addr, impl, cfg.settle, cfg.idle)
+				s, err := measureIdle(srv.Addr, impl, cfg.settle, cfg.idle)
 				if err != nil {
 					return fmt.Errorf("%s idle: %w", impl, err)
 				}
@@ -175,7 +175,7 @@ func run(cfg config) error {
 			}
 			if cfg.samples > 0 && n > 0 {
 				_ = watch.FlushAll(context.Background()).Err()
-				lat, err := measureLatency(srv.addr, impl, n)
+				lat, err := measureLatency(srv.Addr, impl, n)
 				if err != nil {
 					return fmt.Errorf("%s latency: %w", impl, err)
 				}
