@@ -124,7 +124,7 @@ type queueMetrics[T comparable] struct {
 	startedAt map[T]time.Time // Get of each item being processed
 
 	updatePeriod time.Duration
-	queueLock    *sync.Mutex
+	queueLock    *yieldingMutex
 	stopOnce     sync.Once
 	stopCh       chan struct{}
 	loopDone     chan struct{}
@@ -133,7 +133,7 @@ type queueMetrics[T comparable] struct {
 // newQueueMetrics returns nil, meaning no metrics at all, unless both a
 // provider and a name are given. Otherwise it starts the goroutine that
 // refreshes the unfinished-work gauges under queueLock.
-func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk clock.WithTicker, queueLock *sync.Mutex) *queueMetrics[T] {
+func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk clock.WithTicker, queueLock *yieldingMutex) *queueMetrics[T] {
 	if provider == nil || name == "" {
 		return nil
 	}

@@ -101,7 +101,7 @@ type TypedPriorityQueueConfig[T comparable] struct {
 // block before that instant).
 type TypedPriorityQueue[T comparable] struct {
 	// mu guards everything below but the shutdown flag's reads.
-	mu      sync.Mutex
+	mu      yieldingMutex
 	drained sync.Cond
 
 	// items holds a record of every item that is queued, processing or

@@ -106,7 +106,7 @@ const (
 // history of calls is one that the calls made one at a time could produce
 // (Get and ShutDownWithDrain may block before that instant).
 type Typed[T comparable] struct {
-	mu sync.Mutex
+	mu yieldingMutex
 	// drained wakes ShutDownWithDrain callers: the queue became idle, or a
 	// ShutDown released them.
 	drained sync.Cond

@@ -2,7 +2,6 @@ package workqueue
 
 import (
 	"context"
-	"sync"
 )
 
 // getWaiter is a Get caller asleep until an item is queued or a shutdown
@@ -85,7 +84,7 @@ func (l *waiterLine) recycle(w *getWaiter) {
 // counts the woken waiters not yet running, and wakeOne passes a wakeup
 // that arrives as ctx ends on to another waiter. The caller holds mu, which
 // guards line and pending, and holds it again when sleepInLine returns.
-func sleepInLine(ctx context.Context, mu *sync.Mutex, line *waiterLine, pending *int, wakeOne func()) error {
+func sleepInLine(ctx context.Context, mu *yieldingMutex, line *waiterLine, pending *int, wakeOne func()) error {
 	w := line.join()
 	mu.Unlock()
 	select {
