@@ -22,8 +22,8 @@ import (
 // 64 1.95x, 64 and 64 1.70x; the controller cases with 10k keys and 4
 // producers and 8 workers 1.56x (no reconcile cost) and 2.26x (1 µs); one
 // producer and one worker, where sync.Mutex's own spinning serves well,
-// level (490 vs 586 ns). The retries before the first yield keep that
-// case level: yielding at once made it 1.2x slower.
+// no slower (490 vs 586 ns). The retries before the first yield keep that
+// case so: yielding at once made it up to 1.3x slower.
 //
 // The yields are bounded so that a holder that blocks, for example in a
 // user's metrics provider or custom storage, costs the waiters some
