@@ -52,7 +52,7 @@ func benchCycle(b *testing.B, q TypedInterface[string], keys []string) {
 func BenchmarkCycleParts(b *testing.B) {
 	keys := benchKeys(1024)
 	b.Run("locks", func(b *testing.B) {
-		var mu sync.Mutex
+		var mu yieldingMutex
 		for b.Loop() {
 			for range 3 {
 				mu.Lock()
