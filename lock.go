@@ -18,15 +18,15 @@ import (
 // rescheduling cost microseconds, many times the critical section, so the
 // callers end up queueing on the scheduler rather than on the lock. A
 // goroutine that yields goes to the global run queue instead and usually
-// finds the lock free when it runs again. Measured on the 2-core VM, before
-// the time bound below was added,
-// medians of 3 runs side by side against the same queues on sync.Mutex
-// (bench module): 8 producers and 8 workers 1.43x faster, 8 and 64 1.95x,
-// 64 and 64 1.70x; the controller cases with 10k keys and 4 producers and
-// 8 workers 1.56x (no reconcile cost) and 2.26x (1 µs); one producer and
-// one worker, where sync.Mutex's own spinning serves well, no slower (490
-// vs 586 ns). The retries before the first yield keep that case so:
-// yielding at once made it up to 1.3x slower.
+// finds the lock free when it runs again. Measured on the 2-core VM before
+// the time bound below was added, medians of 3 runs side by side against
+// the same queues on sync.Mutex (bench module): 8 producers and 8 workers
+// 1.43x faster, 8 and 64 1.95x, 64 and 64 1.70x; the controller cases
+// with 10k keys and 4 producers and 8 workers 1.56x (no reconcile cost)
+// and 2.26x (1 µs); one producer and one worker, where sync.Mutex's own
+// spinning serves well, no slower (490 vs 586 ns). The retries before the
+// first yield keep that case so: yielding at once made it up to 1.3x
+// slower.
 //
 // A yield takes a turn of the run queue, which on a machine busy with
 // CPU-bound goroutines can last milliseconds, and a yielding waiter sees
