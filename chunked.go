@@ -71,6 +71,19 @@ func (c *chunked[E]) empty() {
 	c.n = 0
 }
 
+// shrink empties the array, whose elements hold no pointers or have been
+// cleared: it lets go of all its memory if it had grown beyond the first
+// chunk, so that a burst does not pin memory, and keeps the first chunk
+// otherwise, so that an array that holds a few elements at a time
+// allocates nothing.
+func (c *chunked[E]) shrink() {
+	if c.n > chunkSize {
+		c.reset()
+	} else {
+		c.empty()
+	}
+}
+
 // reset empties the array and lets go of all its memory.
 func (c *chunked[E]) reset() {
 	c.chunks, c.n = nil, 0

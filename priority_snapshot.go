@@ -45,16 +45,12 @@ func (q *TypedPriorityQueue[T]) Snapshot(n int) Snapshot[T] {
 // them out now.
 func (q *TypedPriorityQueue[T]) handOutOrder(n int) []T {
 	var out []T
-	overdue := func(*prioRecord) bool { return false }
+	overdue := func(int32) bool { return false }
 	if q.maxWait > 0 {
 		cutoff := q.sinceEpoch() - q.maxWait
-		overdue = func(r *prioRecord) bool { return r.readySince <= cutoff }
-		for id := q.ageHead; id >= 0 && len(out) < n; id = q.items.at(id).val.ageNext {
-			if record := q.items.at(id); !overdue(&record.val) {
-				break
-			} else {
-				out = append(out, record.item)
-			}
+		overdue = func(id int32) bool { return q.ages.at(int(id)).readySince <= cutoff }
+		for id := q.ageHead; id >= 0 && len(out) < n && overdue(id); id = q.ages.at(int(id)).next {
+			out = append(out, q.items.at(id).item)
 		}
 	}
 	for i := len(q.levels) - 1; i >= 0 && len(out) < n; i-- {
@@ -82,7 +78,7 @@ type fairCursor struct {
 // skip does not reject, or -1 when there is none. budget bounds how many
 // children in turn it considers: the caller stops after n items, and the
 // children that have only items to skip have overdue items listed before.
-func (q *TypedPriorityQueue[T]) step(c *fairCursor, budget int, skip func(*prioRecord) bool) int32 {
+func (q *TypedPriorityQueue[T]) step(c *fairCursor, budget int, skip func(id int32) bool) int32 {
 	if !c.started {
 		c.started = true
 		c.id = c.node.head
@@ -93,9 +89,8 @@ func (q *TypedPriorityQueue[T]) step(c *fairCursor, budget int, skip func(*prioR
 	if c.node.leaf {
 		for c.id >= 0 {
 			id := c.id
-			record := q.items.at(id)
-			c.id = record.val.next
-			if !skip(&record.val) {
+			c.id = q.items.at(id).val.next
+			if !skip(id) {
 				return id
 			}
 		}

@@ -46,13 +46,19 @@ func verifyPriorityQueue[T comparable](q *TypedPriorityQueue[T]) error {
 			return fmt.Errorf("item %v: a record neither processing nor pending", e.item)
 		case !r.processing && r.pending == pendingReady:
 			queued++
-			if r.leaf == nil {
+			if len(q.fairness) > 0 && storedLeaf(q, id) == nil {
 				return fmt.Errorf("item %v: queued without a leaf", e.item)
 			}
 		}
-		if (r.processing || r.pending != pendingReady) && (r.leaf != nil || r.prev >= 0 || r.next >= 0 || r.agePrev >= 0 || r.ageNext >= 0) {
+		if (r.processing || r.pending != pendingReady) && (storedLeaf(q, id) != nil || r.prev >= 0 || r.next >= 0 || ageLinked(q, id)) {
 			return fmt.Errorf("item %v: linked, yet not queued", e.item)
 		}
+	}
+	if q.leaves.len() > q.items.entries.len() || q.ages.len() > q.items.entries.len() {
+		return fmt.Errorf("%d leaves and %d age links kept for %d records", q.leaves.len(), q.ages.len(), q.items.entries.len())
+	}
+	if len(q.fairness) == 0 && q.leaves.len() > 0 || q.maxWait == 0 && q.ages.len() > 0 {
+		return fmt.Errorf("%d leaves and %d age links kept without the options", q.leaves.len(), q.ages.len())
 	}
 	if delayed != q.waiting.len() {
 		return fmt.Errorf("%d records wait for a delay, the heap holds %d", delayed, q.waiting.len())
@@ -82,12 +88,12 @@ func verifyPriorityQueue[T comparable](q *TypedPriorityQueue[T]) error {
 	}
 	if q.maxWait > 0 {
 		n, prev, last := 0, int32(-1), int64(-1<<63)
-		for id := q.ageHead; id >= 0; id = q.items.at(id).val.ageNext {
-			r := &q.items.at(id).val
-			if r.agePrev != prev || r.readySince < last || r.processing || r.pending != pendingReady {
+		for id := q.ageHead; id >= 0; id = q.ages.at(int(id)).next {
+			r, link := &q.items.at(id).val, q.ages.at(int(id))
+			if link.prev != prev || link.readySince < last || r.processing || r.pending != pendingReady {
 				return fmt.Errorf("age list broken at id %d", id)
 			}
-			n, prev, last = n+1, id, r.readySince
+			n, prev, last = n+1, id, link.readySince
 		}
 		if n != queued || q.ageTail != prev {
 			return fmt.Errorf("age list holds %d items, %d queued", n, queued)
@@ -108,7 +114,7 @@ func verifyFairNode[T comparable](q *TypedPriorityQueue[T], node *fairNode, prio
 		n, prev := 0, int32(-1)
 		for id := node.head; id >= 0; id = q.items.at(id).val.next {
 			r := &q.items.at(id).val
-			if r.prev != prev || r.leaf != node || r.priority != priority || r.processing || r.pending != pendingReady {
+			if r.prev != prev || len(q.fairness) > 0 && storedLeaf(q, id) != node || r.priority != priority || r.processing || r.pending != pendingReady {
 				return 0, fmt.Errorf("leaf %q: list broken at id %d", node.key, id)
 			}
 			if d := len(q.fairness) - 1; d >= 0 && q.fairness[d](q.items.at(id).item) != node.key {
@@ -154,4 +160,23 @@ func verifyFairNode[T comparable](q *TypedPriorityQueue[T], node *fairNode, prio
 		return 0, fmt.Errorf("node %q: %d idle children, counted %d; %d items, counted %d", node.key, idle, node.idle, total, node.n)
 	}
 	return total, nil
+}
+
+// storedLeaf returns the leaf the queue keeps for the item with id, nil if
+// none.
+func storedLeaf[T comparable](q *TypedPriorityQueue[T], id int32) *fairNode {
+	if int(id) >= q.leaves.len() {
+		return nil
+	}
+	return *q.leaves.at(int(id))
+}
+
+// ageLinked reports whether the item with id has neighbours in the age
+// list.
+func ageLinked[T comparable](q *TypedPriorityQueue[T], id int32) bool {
+	if int(id) >= q.ages.len() {
+		return false
+	}
+	link := q.ages.at(int(id))
+	return link.prev >= 0 || link.next >= 0
 }
