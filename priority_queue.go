@@ -375,7 +375,7 @@ func (q *TypedPriorityQueue[T]) raise(record *tableEntry[T, prioRecord], id int3
 		record.val.priority = priority
 		return
 	}
-	q.dequeue(id) // before the raise: dequeue finds the level by the priority; the age list keeps its place
+	q.dequeue(id, q.leafOf(id)) // before the raise, which changes the leaf; the age list keeps its place
 	q.items.at(id).val.priority = priority
 	q.enqueue(id)
 }
@@ -433,17 +433,21 @@ func (q *TypedPriorityQueue[T]) enqueue(id int32) {
 	q.wakeOne()
 }
 
-// dequeue takes the queued item with id out of its level's lists; keys
-// left with nothing queued leave their rotations.
-func (q *TypedPriorityQueue[T]) dequeue(id int32) {
-	record := &q.items.at(id).val
-	var leaf *fairNode
+// leafOf returns the leaf whose list holds the queued item with id.
+func (q *TypedPriorityQueue[T]) leafOf(id int32) *fairNode {
 	if len(q.fairness) > 0 {
-		leaf = *q.leaves.at(int(id))
-		*q.leaves.at(int(id)) = nil
-	} else {
-		leaf = &q.level(record.priority).root
+		return *q.leaves.at(int(id))
 	}
+	return &q.level(q.items.at(id).val.priority).root
+}
+
+// dequeue takes the queued item with id out of leaf, the leaf that lists
+// it; keys left with nothing queued leave their rotations.
+func (q *TypedPriorityQueue[T]) dequeue(id int32, leaf *fairNode) {
+	if len(q.fairness) > 0 {
+		*q.leaves.at(int(id)) = nil
+	}
+	record := &q.items.at(id).val
 	if record.prev >= 0 {
 		q.items.at(record.prev).val.next = record.next
 	} else {
@@ -470,10 +474,10 @@ func (q *TypedPriorityQueue[T]) dequeue(id int32) {
 	}
 }
 
-// unqueue takes the queued item with id out of its level and out of the
-// age list.
-func (q *TypedPriorityQueue[T]) unqueue(id int32) {
-	q.dequeue(id)
+// unqueue takes the queued item with id out of leaf, the leaf that lists
+// it, and out of the age list.
+func (q *TypedPriorityQueue[T]) unqueue(id int32, leaf *fairNode) {
+	q.dequeue(id, leaf)
 	if q.maxWait > 0 {
 		link := q.ages.at(int(id))
 		if link.prev >= 0 {
@@ -579,8 +583,8 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 			return item, 0, err
 		}
 	}
-	id := q.next()
-	q.unqueue(id)
+	id, leaf := q.next()
+	q.unqueue(id, leaf)
 	record := q.items.at(id)
 	record.val.processing, record.val.pending = true, pendingNone
 	q.processing++
@@ -598,11 +602,11 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 }
 
 // next returns the id of the item to hand out next, at least one being
-// queued, and turns the fairness rotations it passes, unless the item is
-// overdue.
-func (q *TypedPriorityQueue[T]) next() int32 {
+// queued, and the leaf that lists it, and turns the fairness rotations it
+// passes, unless the item is overdue.
+func (q *TypedPriorityQueue[T]) next() (int32, *fairNode) {
 	if q.maxWait > 0 && q.sinceEpoch()-q.ages.at(int(q.ageHead)).readySince >= q.maxWait {
-		return q.ageHead // out of turn: the rotations stay as they are
+		return q.ageHead, q.leafOf(q.ageHead) // out of turn: the rotations stay as they are
 	}
 	var level *prioLevel
 	for i := len(q.levels) - 1; ; i-- {
@@ -615,7 +619,7 @@ func (q *TypedPriorityQueue[T]) next() int32 {
 		node = node.first
 	}
 	node.turn()
-	return node.head
+	return node.head, node
 }
 
 // Done marks item as done processing. If it was added while being
@@ -680,7 +684,7 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 		q.waiting.remove(item)
 		q.setDelayedGauge()
 	case !record.val.processing:
-		q.unqueue(id)
+		q.unqueue(id, q.leafOf(id))
 		fallthrough
 	default:
 		if q.metrics != nil {
