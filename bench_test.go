@@ -98,9 +98,13 @@ func BenchmarkCycleParts(b *testing.B) {
 // BenchmarkBatch measures adding 1000 distinct keys, then getting and
 // finishing all of them; one op is one key.
 func BenchmarkBatch(b *testing.B) {
-	keys := benchKeys(1000)
 	q := NewTyped[string]()
 	defer q.ShutDown()
+	benchBatch(b, q, benchKeys(1000))
+}
+
+// benchBatch runs the batch of BenchmarkBatch on q with keys.
+func benchBatch(b *testing.B, q TypedInterface[string], keys []string) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, key := range keys {

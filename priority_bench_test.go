@@ -41,12 +41,12 @@ func BenchmarkPriorityCycle(b *testing.B) {
 	})
 }
 
-// BenchmarkPriorityBacklog adds n distinct keys on one goroutine, then gets
-// and finishes them all; the time is per key. It is the floor of the
+// BenchmarkPriorityBacklog runs BenchmarkBatch's batch on the priority
+// queue with n distinct keys; the time is per key. It is the floor of the
 // parallel bench cases, whose producers outrun the workers until up to a
 // million keys wait: every new key costs the item index a cache miss in
 // Add and another in Done once the index outgrows the cache. On the 2-core
-// VM (3 runs each): 96-98 ns/key at n=1Ki, 180-185 at 64Ki, 305-339 at
+// VM (5 runs each): 96-99 ns/key at n=1Ki, 180-190 at 64Ki, 305-347 at
 // 1Mi, against controller-runtime's 1,800-2,050 ns per item in the
 // parallel cases of the same machine. Holding one item in processing, so
 // that the table never empties and never regrows, left 1Mi at 301-341:
@@ -54,21 +54,10 @@ func BenchmarkPriorityCycle(b *testing.B) {
 func BenchmarkPriorityBacklog(b *testing.B) {
 	limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
 	for _, n := range []int{1 << 10, 1 << 16, 1 << 20} {
-		keys := benchKeys(n)
 		b.Run("n="+strconv.Itoa(n), func(b *testing.B) {
 			q := NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{})
 			defer q.ShutDown()
-			b.ReportAllocs()
-			for b.Loop() {
-				for _, key := range keys {
-					q.Add(key)
-				}
-				for range keys {
-					item, _ := q.Get()
-					q.Done(item)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+			benchBatch(b, q, benchKeys(n))
 		})
 	}
 }
