@@ -61,7 +61,7 @@ func BenchmarkCycleParts(b *testing.B) {
 		}
 	})
 	b.Run("hashes", func(b *testing.B) {
-		table := newItemTable[string, itemState]()
+		table := newItemTable[string, record]()
 		var sink uint32
 		i := 0
 		for b.Loop() {
@@ -71,7 +71,7 @@ func BenchmarkCycleParts(b *testing.B) {
 		_ = sink
 	})
 	b.Run("table", func(b *testing.B) {
-		table := newItemTable[string, itemState]()
+		table := newItemTable[string, record]()
 		hashes := make([]uint32, len(keys))
 		for i, key := range keys {
 			hashes[i] = table.hash(key)
@@ -80,7 +80,7 @@ func BenchmarkCycleParts(b *testing.B) {
 		for b.Loop() {
 			key, hash := keys[i&1023], hashes[i&1023]
 			table.lookup(key, hash)
-			table.insert(key, hash, stateQueued)
+			table.insert(key, hash, record{})
 			_, id := table.lookup(key, hash)
 			table.remove(id)
 			i++

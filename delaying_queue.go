@@ -67,16 +67,6 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	Queue TypedInterface[T]
 }
 
-// heartbeatPeriod bounds how long the waiting goroutine sleeps without
-// looking at the heap. Every change that matters wakes it explicitly; the
-// heartbeat is a backstop only.
-const heartbeatPeriod = 10 * time.Second
-
-// waitingBatch bounds how many ready items the waiting goroutine moves from
-// the heap to the underlying queue per lock hold, so AddAfter callers never
-// wait behind a large batch.
-const waitingBatch = 256
-
 // NewTypedDelayingQueue returns a new delaying queue with no name and no
 // metrics. It is shorthand for
 // NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{}).
@@ -112,46 +102,29 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		})
 	}
 	q := &delayingQueue[T]{
-		queue:    config.Queue,
-		clock:    config.Clock,
-		epoch:    config.Clock.Now(),
-		logger:   config.Logger,
-		waiting:  newDelayHeap[T](),
-		wake:     make(chan struct{}, 1),
-		stopCh:   make(chan struct{}),
-		loopDone: make(chan struct{}),
+		queue:  config.Queue,
+		logger: config.Logger,
+		delays: newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
 	}
-	q.retries, q.delayed = delayingMetrics(config.MetricsProvider, config.Name)
-	go q.waitingLoop()
+	q.delays.start(&q.mu, q.queue.Add, q.finished, q.logger)
 	return q
 }
 
-// delayingQueue adds a heap of waiting items, and one goroutine that moves
-// them to the underlying queue when they are ready, to a TypedInterface.
+// delayingQueue adds the items waiting for their delay, and the goroutine
+// that moves them to the underlying queue when they are ready, to a
+// TypedInterface.
 type delayingQueue[T comparable] struct {
-	queue   TypedInterface[T]
-	clock   clock.WithTicker
-	epoch   time.Time // ready times are kept as offsets from it
-	logger  *slog.Logger
-	retries CounterMetric       // nil when the queue records no metrics
-	delayed SettableGaugeMetric // nil unless the provider offers it
+	queue  TypedInterface[T]
+	logger *slog.Logger
 
-	// mu guards the heap. The waiting goroutine holds it while it moves
-	// ready items to the underlying queue, so that an item is always in
-	// one of the two for Remove.
-	mu      sync.Mutex
-	waiting *delayHeap[T]
-	// stopped is set when the waiting goroutine is told to stop: nothing
-	// more goes into the heap.
+	// mu guards the delays. Their goroutine holds it while it moves ready
+	// items to the underlying queue, so that an item is always in one of
+	// the two for Remove and Snapshot.
+	mu     sync.Mutex
+	delays *delayer[T]
+	// stopped is set when the goroutine is told to stop: nothing more
+	// waits for a delay.
 	stopped bool
-
-	// wake tells the waiting goroutine that the first ready time moved
-	// earlier. Its buffer of one makes the send non-blocking: a pending wake
-	// already covers any later one.
-	wake     chan struct{}
-	stopOnce sync.Once
-	stopCh   chan struct{}
-	loopDone chan struct{}
 }
 
 // Add adds item at once; see [Typed.Add].
@@ -185,10 +158,7 @@ func (q *delayingQueue[T]) GetContext(ctx context.Context) (T, error) {
 func (q *delayingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	removed := q.waiting.remove(item)
-	if removed {
-		q.setDelayedGauge()
-	}
+	removed := q.delays.remove(item)
 	if r, ok := q.queue.(remover[T]); ok && r.Remove(item) {
 		removed = true
 	}
@@ -225,10 +195,7 @@ func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
 		return
 	}
 	if q.waitFor(item, duration) {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.delays.poke()
 	}
 }
 
@@ -237,13 +204,13 @@ func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
 // report that, so its flag is read before the add.
 func (q *delayingQueue[T]) addNow(item T) {
 	if adder, ok := q.queue.(tryAdder[T]); ok {
-		if adder.tryAdd(item) && q.retries != nil {
-			q.retries.Inc()
+		if adder.tryAdd(item) {
+			q.delays.countRetry()
 		}
 		return
 	}
-	if q.retries != nil && !q.queue.ShuttingDown() {
-		q.retries.Inc()
+	if !q.queue.ShuttingDown() {
+		q.delays.countRetry()
 	}
 	q.queue.Add(item)
 }
@@ -258,12 +225,8 @@ func (q *delayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bool) {
 	if q.stopped || q.queue.ShuttingDown() {
 		return false
 	}
-	isFirst = q.waiting.add(item, q.readyAt(delay))
-	if q.retries != nil {
-		q.retries.Inc()
-	}
-	q.setDelayedGauge()
-	return isFirst
+	q.delays.countRetry()
+	return q.delays.add(item, delay)
 }
 
 // ShutDown shuts the underlying queue down, which ignores adds from then
@@ -295,76 +258,45 @@ func (q *delayingQueue[T]) stopAdds() {
 
 func (q *delayingQueue[T]) stopWaiting() {
 	dropped := q.dropWaiting()
-	q.stopOnce.Do(func() { close(q.stopCh) })
-	<-q.loopDone
+	q.delays.stop()
 	if dropped > 0 {
 		q.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", dropped)
 	}
 }
 
-// sinceEpoch returns the clock's current time as an offset from the epoch.
-func (q *delayingQueue[T]) sinceEpoch() int64 {
-	return int64(q.clock.Since(q.epoch))
-}
-
-// readyAt returns the offset from the epoch at which a delay that starts now
-// ends, clamped so that huge delays do not overflow.
-func (q *delayingQueue[T]) readyAt(delay time.Duration) int64 {
-	return readyAfter(q.sinceEpoch(), delay)
-}
-
-func (q *delayingQueue[T]) waitingLoop() {
-	defer close(q.loopDone)
-	defer func() {
-		if r := recover(); r != nil {
-			q.logger.Error("workqueue: panic in the delaying queue's waiting goroutine", "panic", fmt.Sprint(r))
-			panic(r)
-		}
-	}()
-	runDelayLoop(q.clock, q.sinceEpoch, q.moveReady, func() bool {
-		if q.queue.ShuttingDown() {
-			// The underlying queue was shut down on its own: nothing we
-			// add would be accepted any more.
-			q.dropWaiting()
-			return true
-		}
-		return false
-	}, q.wake, q.stopCh)
-}
-
-// moveReady moves up to waitingBatch ready items from the heap to the
-// underlying queue. It returns when the goroutine should next look (at most
-// a heartbeat from now) and whether the batch was full, so that more may be
-// ready.
-func (q *delayingQueue[T]) moveReady() (next int64, more bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.sinceEpoch()
-	moved := 0
-	for ; moved < waitingBatch && q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now; moved++ {
-		q.queue.Add(q.waiting.popFirst())
+// finished ends the delay goroutine when the underlying queue was shut
+// down on its own: nothing it would add would be accepted any more.
+func (q *delayingQueue[T]) finished() bool {
+	if q.queue.ShuttingDown() {
+		q.dropWaiting()
+		return true
 	}
-	if moved > 0 {
-		q.setDelayedGauge()
-	}
-	return nextLook(q.waiting, now, moved)
+	return false
 }
 
-// dropWaiting stops the heap, so later AddAfter calls with a delay do
+// dropWaiting stops the delays, so later AddAfter calls with a delay do
 // nothing, and drops the waiting items; it returns how many there were.
 func (q *delayingQueue[T]) dropWaiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.stopped = true
-	dropped := q.waiting.removeAll()
-	q.setDelayedGauge()
-	return dropped
+	return q.delays.dropAll(nil)
 }
 
-// setDelayedGauge publishes the number of items waiting; the caller holds
-// q.mu, so updates reach the gauge in the order the heap changed.
-func (q *delayingQueue[T]) setDelayedGauge() {
-	if q.delayed != nil {
-		q.delayed.Set(float64(q.waiting.len()))
+// Snapshot returns a view of the queue at one instant; see [Typed.Snapshot].
+// It lists the items waiting for their delay too, the n that are ready
+// first, which takes O(n log n) steps under the delays' lock. Over a queue
+// from outside this package without a Snapshot method, only the waiting
+// items are listed.
+func (q *delayingQueue[T]) Snapshot(n int) Snapshot[T] {
+	q.mu.Lock() // held while the queue below takes its part: one instant
+	defer q.mu.Unlock()
+	var s Snapshot[T]
+	if inner, ok := q.queue.(snapshotter[T]); ok {
+		s = inner.Snapshot(n)
+	} else {
+		s = Snapshot[T]{Taken: q.delays.clock.Now(), ShuttingDown: q.queue.ShuttingDown(), Depth: q.queue.Len()}
 	}
+	s.Waiting, s.Delayed = q.delays.snapshot(n)
+	return s
 }

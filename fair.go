@@ -5,8 +5,8 @@ package workqueue
 // depth i < d have one child per key of dimension i+1 that has, or lately
 // had, items queued, and the leaves, at depth d, list their items.
 //
-// A leaf lists its queued items, oldest first, as a doubly linked list
-// through the items' records (by id in the queue's item table). An inner
+// A leaf lists its queued items, oldest first, by their ids in the queue's
+// item table. An inner
 // node keeps its active children (those with items queued) in a rotation,
 // a doubly linked list: the first is next in turn, and a child joins at the
 // back when it becomes active and moves there when it has had its turn.
@@ -19,8 +19,8 @@ type fairNode struct {
 	n    int
 	leaf bool
 
-	// A leaf's list: ids of the first and last item, -1 when empty.
-	head, tail int32
+	// A leaf's list of queued items.
+	list idList
 
 	// An inner node's children by key, and its rotation.
 	children     map[string]*fairNode
@@ -47,7 +47,7 @@ func (n *fairNode) child(key string, leaf bool) *fairNode {
 		if n.children == nil {
 			n.children = make(map[string]*fairNode)
 		}
-		c = &fairNode{leaf: leaf, head: -1, tail: -1, parent: n, key: key}
+		c = &fairNode{leaf: leaf, list: newIDList(), parent: n, key: key}
 		n.children[key] = c
 		n.idle++
 	}

@@ -1,5 +1,7 @@
 package workqueue
 
+import "container/heap"
+
 // delayHeap holds the items that wait for their delay, each once, ordered by
 // ready time; items with equal ready times leave in the order they were last
 // moved in.
@@ -159,4 +161,50 @@ func (h *delayHeap[T]) down(i int) {
 func (h *delayHeap[T]) put(i int, e delayEntry) {
 	*h.entries.at(i) = e
 	h.items.at(e.id).val = int32(i)
+}
+
+// waitingItem is an item of the delay heap with its ready time.
+type waitingItem[T comparable] struct {
+	item    T
+	readyAt int64
+}
+
+// first returns the n items that are ready first, soonest first, by a
+// best-first walk of the heap from its root: O(n log n).
+func (h *delayHeap[T]) first(n int) []waitingItem[T] {
+	var out []waitingItem[T]
+	frontier := &heapFrontier{entries: &h.entries}
+	if h.len() > 0 {
+		frontier.positions = append(frontier.positions, 0)
+	}
+	for frontier.Len() > 0 && len(out) < n {
+		i := heap.Pop(frontier).(int)
+		e := h.entries.at(i)
+		out = append(out, waitingItem[T]{item: h.items.at(e.id).item, readyAt: e.readyAt})
+		for child := heapArity*i + 1; child < min(heapArity*i+1+heapArity, h.len()); child++ {
+			heap.Push(frontier, child)
+		}
+	}
+	return out
+}
+
+// heapFrontier is a min-heap of positions in a delay heap, ordered as the
+// entries there: the candidates for the next of first's items.
+type heapFrontier struct {
+	entries   *chunked[delayEntry]
+	positions []int
+}
+
+func (f *heapFrontier) Len() int { return len(f.positions) }
+func (f *heapFrontier) Less(i, j int) bool {
+	return f.entries.at(f.positions[i]).before(f.entries.at(f.positions[j]))
+}
+func (f *heapFrontier) Swap(i, j int) {
+	f.positions[i], f.positions[j] = f.positions[j], f.positions[i]
+}
+func (f *heapFrontier) Push(x any) { f.positions = append(f.positions, x.(int)) }
+func (f *heapFrontier) Pop() any {
+	last := f.positions[len(f.positions)-1]
+	f.positions = f.positions[:len(f.positions)-1]
+	return last
 }

@@ -108,9 +108,10 @@ func orNoop[M any](metric M) M {
 	return metric
 }
 
-// queueMetrics records the metrics of one Typed queue. Its add, get, done and
-// updateUnfinishedWork methods must be called with the queue's lock held,
-// which also guards the timestamp maps.
+// queueMetrics records the metrics of one queue. Its add, remove, get and
+// done methods must be called with the queue's lock held, which also guards
+// the timestamps of the adds. The core keeps the times of the hand-outs, in
+// its in-flight list.
 type queueMetrics[T comparable] struct {
 	clock                   clock.WithTicker
 	depth                   GaugeMetric
@@ -120,20 +121,20 @@ type queueMetrics[T comparable] struct {
 	unfinishedWorkSeconds   SettableGaugeMetric
 	longestRunningProcessor SettableGaugeMetric
 
-	addedAt   map[T]time.Time // first add of each item waiting to be handed out
-	startedAt map[T]time.Time // Get of each item being processed
+	addedAt map[T]time.Time // first add of each item waiting to be handed out
 
 	updatePeriod time.Duration
-	queueLock    *yieldingMutex
-	stopOnce     sync.Once
-	stopCh       chan struct{}
-	loopDone     chan struct{}
+	// refresh sets the unfinished-work gauges, taking the queue's lock.
+	refresh  func()
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	loopDone chan struct{}
 }
 
 // newQueueMetrics returns nil, meaning no metrics at all, unless both a
 // provider and a name are given. Otherwise it starts the goroutine that
-// refreshes the unfinished-work gauges under queueLock.
-func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk clock.WithTicker, queueLock *yieldingMutex) *queueMetrics[T] {
+// calls refresh periodically.
+func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk clock.WithTicker, refresh func()) *queueMetrics[T] {
 	if provider == nil || name == "" {
 		return nil
 	}
@@ -146,9 +147,8 @@ func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk cl
 		unfinishedWorkSeconds:   orNoop(provider.NewUnfinishedWorkSecondsMetric(name)),
 		longestRunningProcessor: orNoop(provider.NewLongestRunningProcessorSecondsMetric(name)),
 		addedAt:                 make(map[T]time.Time),
-		startedAt:               make(map[T]time.Time),
 		updatePeriod:            defaultUnfinishedWorkUpdatePeriod,
-		queueLock:               queueLock,
+		refresh:                 refresh,
 		stopCh:                  make(chan struct{}),
 		loopDone:                make(chan struct{}),
 	}
@@ -173,33 +173,18 @@ func (m *queueMetrics[T]) remove(item T) {
 	delete(m.addedAt, item)
 }
 
-func (m *queueMetrics[T]) get(item T) {
-	now := m.clock.Now()
+// get is told that item was handed out at now.
+func (m *queueMetrics[T]) get(item T, now time.Time) {
 	m.depth.Dec()
-	m.startedAt[item] = now
 	if added, ok := m.addedAt[item]; ok {
 		m.latency.Observe(now.Sub(added).Seconds())
 		delete(m.addedAt, item)
 	}
 }
 
-func (m *queueMetrics[T]) done(item T) {
-	if started, ok := m.startedAt[item]; ok {
-		m.workDuration.Observe(m.clock.Since(started).Seconds())
-		delete(m.startedAt, item)
-	}
-}
-
-func (m *queueMetrics[T]) updateUnfinishedWork() {
-	now := m.clock.Now()
-	var total, oldest float64
-	for _, started := range m.startedAt {
-		age := now.Sub(started).Seconds()
-		total += age
-		oldest = max(oldest, age)
-	}
-	m.unfinishedWorkSeconds.Set(total)
-	m.longestRunningProcessor.Set(oldest)
+// done is told that an item handed out at since is done.
+func (m *queueMetrics[T]) done(since time.Time) {
+	m.workDuration.Observe(m.clock.Since(since).Seconds())
 }
 
 // refreshLoop uses a timer rather than a ticker because a fake clock's
@@ -214,9 +199,7 @@ func (m *queueMetrics[T]) refreshLoop() {
 			return
 		case <-timer.C():
 		}
-		m.queueLock.Lock()
-		m.updateUnfinishedWork()
-		m.queueLock.Unlock()
+		m.refresh()
 		timer.Reset(m.updatePeriod)
 	}
 }

@@ -324,7 +324,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			return diverged(i, op, "queue invariant: %v", err)
 		}
 		delaying.mu.Lock()
-		err := checkHeap(delaying.waiting)
+		err := checkHeap(delaying.delays.heap)
 		delaying.mu.Unlock()
 		if err != nil {
 			return diverged(i, op, "heap invariant: %v", err)

@@ -70,7 +70,7 @@ func pqModelDim(d, i int) string { return fmt.Sprint(i % (3 - d)) }
 type pqModelItem struct {
 	processing bool
 	queued     bool
-	pending    pendingAdd
+	pending    pending
 	priority   int
 	seq        uint64 // when queued at its level: the order within its key
 	readySince time.Duration

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -100,97 +99,24 @@ type TypedPriorityQueueConfig[T comparable] struct {
 // instant between its call and its return (Get and ShutDownWithDrain may
 // block before that instant).
 type TypedPriorityQueue[T comparable] struct {
-	// mu guards everything below but the shutdown flag's reads.
-	mu      yieldingMutex
-	drained sync.Cond
+	core[T]
+	order  *priorityOrder[T]
+	delays *delayer[T]
+	logger *slog.Logger
 
-	// items holds a record of every item that is queued, processing or
-	// waiting for its delay. Invariant (verifyPriorityQueue checks it): an
-	// item is in a level's lists if and only if its record is ready and
-	// not processing, and in waiting if and only if its record says so.
-	items itemTable[T, prioRecord]
-	// levels holds the levels, lowest priority first; the empty ones are
-	// kept for reuse up to maxIdleLevels.
-	levels     []*prioLevel
-	idleLevels int
-	queued     int // items in the levels' lists
-	processing int // items handed out and not yet done
-	fairness   []func(T) string
+	// limiterMu makes a rate-limited add one step (its check of the
+	// shutdown flag, its calls of the rate limiter and its add), and
+	// serializes Forget, NumRequeues, Remove and the start of a shutdown
+	// with it, so that no failure is recorded for an item the shutdown
+	// drops. It is taken before the core's lock, and the rate limiter,
+	// user code, is called with it alone held: a slow limiter holds up
+	// other callers of the limiter, not Get and Done.
+	limiterMu   sync.Mutex
+	rateLimiter TypedRateLimiter[T]
 
-	// With Fairness, leaves holds by id the leaf each queued item is
-	// listed in; with MaxWait, ages links the queued items in the order
-	// they became ready, oldest first. They are kept beside the records,
-	// not in them, so that a queue with neither option keeps a record of
-	// 48 bytes instead of 72: 64.9 instead of 88.9 bytes of heap per item
-	// with a million queued (the bench module's BenchmarkMemory), at the
-	// same speed within the noise of the cycle and parallel cases.
-	leaves            chunked[*fairNode]
-	ages              chunked[ageLink]
-	maxWait           int64
-	ageHead, ageTail  int32
-	waiting           *delayHeap[T]
-	clock             clock.WithTicker
-	epoch             time.Time
-	logger            *slog.Logger
-	rateLimiter       TypedRateLimiter[T]
-	sleepers          waiterLine
-	wakeupsPending    int
-	drainWaiters      int
-	drainReleased     bool
-	shuttingDown      atomic.Bool
-	adds              uint64
-	flight            flightList
-	metrics           *queueMetrics[T]
-	retries           CounterMetric
-	delayed           SettableGaugeMetric
 	depthByPriority   PriorityGaugeMetric
-	wake              chan struct{}
 	stopOnce          sync.Once
-	stopCh, loopDone  chan struct{}
 	droppedAtShutdown int
-}
-
-// prioRecord is what the queue knows of an item.
-type prioRecord struct {
-	// While queued: the item's neighbours in its leaf's list, -1 for none.
-	prev, next int32
-	processing bool
-	pending    pendingAdd
-	// priority is the pending add's priority: the highest asked for since
-	// the item was last handed out.
-	priority int
-}
-
-// ageLink is a queued item's place in the age list, with MaxWait: its
-// neighbours (-1 for none) and when it became ready (nanoseconds since the
-// epoch).
-type ageLink struct {
-	prev, next int32
-	readySince int64
-}
-
-// pendingAdd is what an item waits for apart from being processed.
-type pendingAdd uint8
-
-const (
-	// pendingNone: nothing; the item is being processed.
-	pendingNone pendingAdd = iota
-	// pendingReady: to be handed out: queued, or, while processing, to be
-	// queued by Done.
-	pendingReady
-	// pendingDelay: waiting for its delay in the heap.
-	pendingDelay
-)
-
-// maxIdleLevels is how many empty levels the queue keeps for reuse, so that
-// a level that empties and fills again, as in an Add/Get/Done loop, costs
-// no allocation and keeps its fairness keys.
-const maxIdleLevels = 16
-
-// prioLevel holds the queued items of one priority.
-type prioLevel struct {
-	priority int
-	root     fairNode
 }
 
 // NewTypedPriorityQueue returns a new priority queue configured by config
@@ -219,26 +145,20 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		config.Logger = slog.Default()
 	}
 	q := &TypedPriorityQueue[T]{
-		items:       newItemTable[T, prioRecord](),
-		fairness:    slices.Clone(config.Fairness),
-		maxWait:     int64(config.MaxWait),
-		ageHead:     -1,
-		ageTail:     -1,
-		waiting:     newDelayHeap[T](),
-		clock:       config.Clock,
-		epoch:       config.Clock.Now(),
-		logger:      config.Logger,
-		rateLimiter: rateLimiter,
-		flight:      newFlightList(),
-		wake:        make(chan struct{}, 1),
-		stopCh:      make(chan struct{}),
-		loopDone:    make(chan struct{}),
+		delays:          newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
+		logger:          config.Logger,
+		rateLimiter:     rateLimiter,
+		depthByPriority: priorityDepthMetric(config.MetricsProvider, config.Name),
 	}
-	q.drained.L = &q.mu
-	q.metrics = newQueueMetrics[T](config.MetricsProvider, config.Name, config.Clock, &q.mu)
-	q.retries, q.delayed = delayingMetrics(config.MetricsProvider, config.Name)
-	q.depthByPriority = priorityDepthMetric(config.MetricsProvider, config.Name)
-	go q.waitingLoop()
+	q.order = &priorityOrder[T]{
+		items:    &q.items,
+		fairness: slices.Clone(config.Fairness),
+		maxWait:  int64(config.MaxWait),
+		now:      q.delays.now,
+		ages:     newIDList(),
+	}
+	q.init(q.order, config.MetricsProvider, config.Name, config.Clock)
+	q.delays.start(&q.mu, q.delayEnded, func() bool { return false }, q.logger)
 	return q
 }
 
@@ -280,90 +200,98 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	if opts.Priority != nil {
 		priority = *opts.Priority
 	}
+	var delaysBuf [4]time.Duration
+	afters := delaysBuf[:0]
+	if opts.RateLimited {
+		q.limiterMu.Lock()
+		defer q.limiterMu.Unlock()
+		if q.shuttingDown.Load() {
+			return
+		}
+		for _, item := range items {
+			after := opts.After
+			if d := q.rateLimiter.When(item); after <= 0 || d < after {
+				after = d
+			}
+			afters = append(afters, after)
+		}
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.shuttingDown.Load() {
 		return
 	}
 	wakeLoop := false
-	for _, item := range items {
+	for i, item := range items {
 		after := opts.After
 		if opts.RateLimited {
-			if d := q.rateLimiter.When(item); after <= 0 || d < after {
-				after = d
-			}
+			after = afters[i]
 		}
 		if q.addLocked(item, q.items.hash(item), priority, after) {
 			wakeLoop = true
 		}
 	}
 	if wakeLoop {
-		select {
-		case q.wake <- struct{}{}:
-		default:
-		}
+		q.delays.poke()
 	}
 }
 
 // addLocked merges one add into item's record and reports whether the
 // delay goroutine must look at the heap again. The caller holds mu.
 func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration) (wakeLoop bool) {
-	record, id := q.items.lookup(item, hash)
+	entry, id := q.items.lookup(item, hash)
 	if after > 0 {
-		if q.retries != nil {
-			q.retries.Inc()
-		}
+		q.delays.countRetry()
 		switch {
-		case record == nil:
-			q.items.insert(item, hash, prioRecord{pending: pendingDelay, priority: priority, prev: -1, next: -1})
-		case record.val.pending == pendingReady: // ready already: the earliest wins
-			q.raise(record, id, priority)
+		case entry == nil:
+			_, id = q.items.insert(item, hash, record{pending: pendingDelay})
+			q.order.setPriority(id, priority)
+		case entry.val.pending == pendingReady: // ready already: the earliest wins
+			q.raise(entry, id, priority)
 			return false
-		case record.val.pending == pendingDelay:
-			record.val.priority = max(record.val.priority, priority)
-		default: // processing
-			record.val.pending, record.val.priority = pendingDelay, priority
+		case entry.val.pending == pendingDelay:
+			q.order.setPriority(id, max(q.order.priority(id), priority))
+		default: // processing, with nothing pending
+			entry.val.pending = pendingDelay
+			q.order.setPriority(id, priority)
 		}
-		isFirst := q.waiting.add(item, q.readyAt(after))
-		q.setDelayedGauge()
-		return isFirst
+		return q.delays.add(item, after)
 	}
 	switch {
-	case record == nil:
-		_, id = q.items.insert(item, hash, prioRecord{pending: pendingReady, priority: priority, prev: -1, next: -1})
-		q.makeQueued(id)
-	case record.val.pending == pendingReady:
-		q.raise(record, id, priority)
+	case entry == nil:
+		_, id = q.items.insert(item, hash, record{pending: pendingReady})
+		q.order.setPriority(id, priority)
+		q.queueHeld(id)
+	case entry.val.pending == pendingReady:
+		q.raise(entry, id, priority)
 		return false
-	case record.val.pending == pendingDelay:
-		q.waiting.remove(item)
-		q.setDelayedGauge()
-		record.val.pending, record.val.priority = pendingReady, max(record.val.priority, priority)
-		if !record.val.processing {
-			q.makeQueued(id)
+	case entry.val.pending == pendingDelay:
+		q.delays.remove(item)
+		entry.val.pending = pendingReady
+		q.order.setPriority(id, max(q.order.priority(id), priority))
+		if !entry.val.processing {
+			q.queueHeld(id)
 		}
-	default: // processing
-		record.val.pending, record.val.priority = pendingReady, priority
+	default: // processing, with nothing pending
+		entry.val.pending = pendingReady
+		q.order.setPriority(id, priority)
 	}
-	q.countAdd(item, q.items.at(id).val.priority)
+	q.countReady(item, q.order.priority(id))
 	return false
 }
 
-// countAdd records an add that made an item ready.
-func (q *TypedPriorityQueue[T]) countAdd(item T, priority int) {
-	q.adds++
-	if q.metrics != nil {
-		q.metrics.add(item)
-	}
+// countReady records an add that made an item ready.
+func (q *TypedPriorityQueue[T]) countReady(item T, priority int) {
+	q.countAdd(item)
 	if q.depthByPriority != nil {
 		q.depthByPriority.Inc(priority)
 	}
 }
 
-// raise sets the priority of the ready item with record and id to priority
+// raise sets the priority of the ready item with entry and id to priority
 // if that is higher, moving a queued item to the back of its new level.
-func (q *TypedPriorityQueue[T]) raise(record *tableEntry[T, prioRecord], id int32, priority int) {
-	old := record.val.priority
+func (q *TypedPriorityQueue[T]) raise(entry *tableEntry[T, record], id int32, priority int) {
+	old := q.order.priority(id)
 	if priority <= old {
 		return
 	}
@@ -371,166 +299,23 @@ func (q *TypedPriorityQueue[T]) raise(record *tableEntry[T, prioRecord], id int3
 		q.depthByPriority.Dec(old)
 		q.depthByPriority.Inc(priority)
 	}
-	if record.val.processing {
-		record.val.priority = priority
+	if entry.val.processing {
+		q.order.setPriority(id, priority)
 		return
 	}
-	q.dequeue(id, q.leafOf(id)) // before the raise, which changes the leaf; the age list keeps its place
-	q.items.at(id).val.priority = priority
-	q.enqueue(id)
+	q.order.raise(id, priority)
 }
 
-// makeQueued queues the item with id, ready and not processing, at the
-// back of its level and, with MaxWait, of the age list, as ready since now:
-// only then does it read the clock.
-func (q *TypedPriorityQueue[T]) makeQueued(id int32) {
-	q.enqueue(id)
-	if q.maxWait > 0 {
-		for q.ages.len() <= int(id) {
-			q.ages.push(ageLink{prev: -1, next: -1})
-		}
-		*q.ages.at(int(id)) = ageLink{prev: q.ageTail, next: -1, readySince: q.sinceEpoch()}
-		if q.ageTail >= 0 {
-			q.ages.at(int(q.ageTail)).next = id
-		} else {
-			q.ageHead = id
-		}
-		q.ageTail = id
+// delayEnded queues item, whose delay has ended, unless it is being
+// processed: then Done queues it. The delay goroutine calls it with mu
+// held.
+func (q *TypedPriorityQueue[T]) delayEnded(item T) {
+	entry, id := q.items.lookup(item, q.items.hash(item))
+	entry.val.pending = pendingReady
+	if !entry.val.processing {
+		q.queueHeld(id)
 	}
-}
-
-// enqueue puts the item with id, ready and not processing, at the back of
-// its priority's level: of its leaf's list, whose fairness keys join their
-// rotations at the back if they had nothing queued. It wakes a Get caller
-// if one should take the item.
-func (q *TypedPriorityQueue[T]) enqueue(id int32) {
-	record := q.items.at(id)
-	level := q.level(record.val.priority)
-	node := &level.root
-	for d, key := range q.fairness {
-		node = node.child(key(record.item), d+1 == len(q.fairness))
-	}
-	if len(q.fairness) > 0 {
-		for q.leaves.len() <= int(id) {
-			q.leaves.push(nil)
-		}
-		*q.leaves.at(int(id)) = node
-	}
-	record.val.prev, record.val.next = node.tail, -1
-	if node.tail >= 0 {
-		q.items.at(node.tail).val.next = id
-	} else {
-		node.head = id
-	}
-	node.tail = id
-	for n := node; n != nil; n = n.parent {
-		n.n++
-	}
-	if level.root.n == 1 {
-		q.idleLevels--
-	}
-	q.queued++
-	q.wakeOne()
-}
-
-// leafOf returns the leaf whose list holds the queued item with id.
-func (q *TypedPriorityQueue[T]) leafOf(id int32) *fairNode {
-	if len(q.fairness) > 0 {
-		return *q.leaves.at(int(id))
-	}
-	return &q.level(q.items.at(id).val.priority).root
-}
-
-// dequeue takes the queued item with id out of leaf, the leaf that lists
-// it; keys left with nothing queued leave their rotations.
-func (q *TypedPriorityQueue[T]) dequeue(id int32, leaf *fairNode) {
-	if len(q.fairness) > 0 {
-		*q.leaves.at(int(id)) = nil
-	}
-	record := &q.items.at(id).val
-	if record.prev >= 0 {
-		q.items.at(record.prev).val.next = record.next
-	} else {
-		leaf.head = record.next
-	}
-	if record.next >= 0 {
-		q.items.at(record.next).val.prev = record.prev
-	} else {
-		leaf.tail = record.prev
-	}
-	record.prev, record.next = -1, -1
-	root := leaf
-	for n := leaf; n != nil; n = n.parent {
-		n.n--
-		if n.n == 0 && n.parent != nil {
-			n.parent.deactivate(n)
-		}
-		root = n
-	}
-	q.queued--
-	if root.n == 0 {
-		q.idleLevels++
-		q.dropIdleLevels()
-	}
-}
-
-// unqueue takes the queued item with id out of leaf, the leaf that lists
-// it, and out of the age list.
-func (q *TypedPriorityQueue[T]) unqueue(id int32, leaf *fairNode) {
-	q.dequeue(id, leaf)
-	if q.maxWait > 0 {
-		link := q.ages.at(int(id))
-		if link.prev >= 0 {
-			q.ages.at(int(link.prev)).next = link.next
-		} else {
-			q.ageHead = link.next
-		}
-		if link.next >= 0 {
-			q.ages.at(int(link.next)).prev = link.prev
-		} else {
-			q.ageTail = link.prev
-		}
-		*link = ageLink{prev: -1, next: -1}
-	}
-}
-
-// level returns the level of priority, making it if needed.
-func (q *TypedPriorityQueue[T]) level(priority int) *prioLevel {
-	i, found := slices.BinarySearchFunc(q.levels, priority, func(l *prioLevel, p int) int {
-		switch {
-		case l.priority < p:
-			return -1
-		case l.priority > p:
-			return 1
-		}
-		return 0
-	})
-	if found {
-		return q.levels[i]
-	}
-	l := &prioLevel{priority: priority, root: fairNode{leaf: len(q.fairness) == 0, head: -1, tail: -1}}
-	q.levels = slices.Insert(q.levels, i, l)
-	q.idleLevels++
-	return l
-}
-
-// dropIdleLevels forgets the empty levels once more than maxIdleLevels are
-// kept, so that many distinct priorities do not pin memory.
-func (q *TypedPriorityQueue[T]) dropIdleLevels() {
-	if q.idleLevels <= maxIdleLevels {
-		return
-	}
-	q.levels = slices.DeleteFunc(q.levels, func(l *prioLevel) bool { return l.root.n == 0 })
-	q.idleLevels = 0
-}
-
-// wakeOne wakes a sleeping Get caller if one should take a newly queued
-// item: if more items are queued than wakeups are pending.
-func (q *TypedPriorityQueue[T]) wakeOne() {
-	if q.sleepers.n > 0 && q.queued > q.wakeupsPending {
-		q.wakeupsPending++
-		q.sleepers.wakeFirst()
-	}
+	q.countReady(item, q.order.priority(id))
 }
 
 // Len returns the number of items ready to be handed out by Get. Items
@@ -572,54 +357,15 @@ func (q *TypedPriorityQueue[T]) GetContext(ctx context.Context) (item T, err err
 func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.queued == 0 {
-		if q.shuttingDown.Load() {
-			return item, 0, ErrShutDown
-		}
-		if q.drained.L == nil {
-			panic("workqueue: Get on a zero TypedPriorityQueue; make one with NewTypedPriorityQueue")
-		}
-		if err := sleepInLine(ctx, &q.mu, &q.sleepers, &q.wakeupsPending, q.wakeOne); err != nil {
-			return item, 0, err
-		}
+	id, err := q.core.get(ctx, "TypedPriorityQueue; make one with NewTypedPriorityQueue")
+	if err != nil {
+		return item, 0, err
 	}
-	id, leaf := q.next()
-	q.unqueue(id, leaf)
-	record := q.items.at(id)
-	record.val.processing, record.val.pending = true, pendingNone
-	q.processing++
-	item, priority = record.item, record.val.priority
-	if q.flight.tracking {
-		q.flight.link(id, q.clock.Now())
-	}
-	if q.metrics != nil {
-		q.metrics.get(item)
-	}
+	item, priority = q.items.at(id).item, q.order.priority(id)
 	if q.depthByPriority != nil {
 		q.depthByPriority.Dec(priority)
 	}
 	return item, priority, nil
-}
-
-// next returns the id of the item to hand out next, at least one being
-// queued, and the leaf that lists it, and turns the fairness rotations it
-// passes, unless the item is overdue.
-func (q *TypedPriorityQueue[T]) next() (int32, *fairNode) {
-	if q.maxWait > 0 && q.sinceEpoch()-q.ages.at(int(q.ageHead)).readySince >= q.maxWait {
-		return q.ageHead, q.leafOf(q.ageHead) // out of turn: the rotations stay as they are
-	}
-	var level *prioLevel
-	for i := len(q.levels) - 1; ; i-- {
-		if level = q.levels[i]; level.root.n > 0 {
-			break
-		}
-	}
-	node := &level.root
-	for !node.leaf {
-		node = node.first
-	}
-	node.turn()
-	return node.head, node
 }
 
 // Done marks item as done processing. If it was added while being
@@ -629,40 +375,7 @@ func (q *TypedPriorityQueue[T]) Done(item T) {
 	hash := q.items.hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	record, id := q.items.lookup(item, hash)
-	if record == nil || !record.val.processing {
-		return
-	}
-	if q.flight.tracking {
-		q.flight.unlink(id)
-	}
-	record.val.processing = false
-	q.processing--
-	switch record.val.pending {
-	case pendingReady:
-		q.makeQueued(id)
-	case pendingNone:
-		q.forget(id)
-	}
-	if q.metrics != nil {
-		q.metrics.done(item)
-	}
-}
-
-// forget removes the record with id, neither queued, processing nor
-// waiting, and releases a drain if the queue is idle.
-func (q *TypedPriorityQueue[T]) forget(id int32) {
-	q.items.remove(id)
-	if q.items.len() == 0 {
-		if q.flight.tracking {
-			q.flight.links.reset()
-		}
-		q.leaves.shrink()
-		q.ages.shrink()
-	}
-	if q.drainWaiters > 0 && q.items.len() == 0 {
-		q.drained.Broadcast()
-	}
+	q.done(item, hash)
 }
 
 // Remove takes item back: a queued item or one waiting for its delay
@@ -672,32 +385,29 @@ func (q *TypedPriorityQueue[T]) forget(id int32) {
 // processed keeps being processed.
 func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 	hash := q.items.hash(item)
+	q.limiterMu.Lock()
+	defer q.limiterMu.Unlock()
+	q.rateLimiter.Forget(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.rateLimiter.Forget(item)
-	record, id := q.items.lookup(item, hash)
-	if record == nil || record.val.pending == pendingNone {
+	entry, id := q.items.lookup(item, hash)
+	if entry == nil {
 		return false
 	}
-	switch {
-	case record.val.pending == pendingDelay:
-		q.waiting.remove(item)
-		q.setDelayedGauge()
-	case !record.val.processing:
-		q.unqueue(id, q.leafOf(id))
-		fallthrough
-	default:
-		if q.metrics != nil {
-			q.metrics.remove(item)
+	switch entry.val.pending {
+	case pendingDelay:
+		q.delays.remove(item)
+		entry.val.pending = pendingNone
+		if !entry.val.processing {
+			q.release(id)
 		}
+	case pendingReady:
 		if q.depthByPriority != nil {
-			q.depthByPriority.Dec(record.val.priority)
+			q.depthByPriority.Dec(q.order.priority(id))
 		}
-	}
-	record = q.items.at(id)
-	record.val.pending = pendingNone
-	if !record.val.processing {
-		q.forget(id)
+		q.removeReady(id)
+	default:
+		return false
 	}
 	return true
 }
@@ -706,15 +416,15 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 // history is cleared. The queue itself is unchanged: Done must still be
 // called.
 func (q *TypedPriorityQueue[T]) Forget(item T) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.limiterMu.Lock()
+	defer q.limiterMu.Unlock()
 	q.rateLimiter.Forget(item)
 }
 
 // NumRequeues returns how many failures the rate limiter counts for item.
 func (q *TypedPriorityQueue[T]) NumRequeues(item T) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.limiterMu.Lock()
+	defer q.limiterMu.Unlock()
 	return q.rateLimiter.NumRequeues(item)
 }
 
@@ -727,11 +437,12 @@ func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.shuttingDown.Load
 // the queue's goroutines, waiting for them to exit. Calling it again does
 // nothing.
 func (q *TypedPriorityQueue[T]) ShutDown() {
+	q.limiterMu.Lock()
 	q.mu.Lock()
-	q.stopAddsLocked()
-	q.drainReleased = true
-	q.drained.Broadcast()
+	q.beginShutDownLocked()
+	q.releaseDrains()
 	q.mu.Unlock()
+	q.limiterMu.Unlock()
 	q.stopGoroutines()
 }
 
@@ -743,100 +454,66 @@ func (q *TypedPriorityQueue[T]) ShutDown() {
 // returns at once. It stops the queue's goroutines before it returns. It
 // panics on a zero TypedPriorityQueue.
 func (q *TypedPriorityQueue[T]) ShutDownWithDrain() {
+	const zero = "TypedPriorityQueue; make one with NewTypedPriorityQueue"
 	if q.drained.L == nil {
-		panic("workqueue: ShutDownWithDrain on a zero TypedPriorityQueue; make one with NewTypedPriorityQueue")
+		panic("workqueue: ShutDownWithDrain on a zero " + zero)
 	}
+	q.limiterMu.Lock()
 	q.mu.Lock()
-	q.stopAddsLocked()
-	q.drainWaiters++
-	for !q.drainReleased && q.items.len() > 0 {
-		q.drained.Wait()
-	}
-	q.drainWaiters--
+	q.beginShutDownLocked()
+	q.mu.Unlock()
+	// Not held while the drain waits: workers still call Forget.
+	q.limiterMu.Unlock()
+	q.mu.Lock()
+	q.drain(zero)
 	q.mu.Unlock()
 	q.stopGoroutines()
 }
 
-// stopAddsLocked is the instant a shutdown begins: adds are ignored from
-// then on, the items waiting for their delay are dropped, and sleeping Get
-// callers are woken.
-func (q *TypedPriorityQueue[T]) stopAddsLocked() {
+// beginShutDownLocked is the instant a shutdown begins: adds are ignored
+// from then on, the items waiting for their delay are dropped, and
+// sleeping Get callers are woken. The caller holds limiterMu and mu.
+func (q *TypedPriorityQueue[T]) beginShutDownLocked() {
 	if !q.shuttingDown.Load() {
-		q.shuttingDown.Store(true)
-		q.droppedAtShutdown = q.waiting.len()
-		for q.waiting.len() > 0 {
-			item := q.waiting.popFirst()
-			record, id := q.items.lookup(item, q.items.hash(item))
-			record.val.pending = pendingNone
-			if !record.val.processing {
-				q.forget(id)
+		q.droppedAtShutdown = q.delays.dropAll(func(item T) {
+			entry, id := q.items.lookup(item, q.items.hash(item))
+			entry.val.pending = pendingNone
+			if !entry.val.processing {
+				q.release(id)
 			}
-		}
-		q.setDelayedGauge()
+		})
 	}
-	for q.sleepers.n > 0 {
-		q.wakeupsPending++
-		q.sleepers.wakeFirst()
-	}
+	q.stopAddsLocked()
 }
 
 func (q *TypedPriorityQueue[T]) stopGoroutines() {
+	q.delays.stop()
 	q.stopOnce.Do(func() {
-		close(q.stopCh)
-		<-q.loopDone
 		if q.droppedAtShutdown > 0 {
 			q.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", q.droppedAtShutdown)
 		}
 	})
-	<-q.loopDone
-	if q.metrics != nil {
-		q.metrics.stop()
-	}
+	q.stopMetrics()
 }
 
-// sinceEpoch returns the clock's current time as an offset from the epoch.
-func (q *TypedPriorityQueue[T]) sinceEpoch() int64 {
-	return int64(q.clock.Since(q.epoch))
-}
-
-// readyAt returns the offset from the epoch at which a delay that starts now
-// ends, clamped so that huge delays do not overflow.
-func (q *TypedPriorityQueue[T]) readyAt(delay time.Duration) int64 {
-	return readyAfter(q.sinceEpoch(), delay)
-}
-
-func (q *TypedPriorityQueue[T]) setDelayedGauge() {
-	if q.delayed != nil {
-		q.delayed.Set(float64(q.waiting.len()))
-	}
-}
-
-// waitingLoop queues the items whose delay has ended, until the queue is
-// shut down.
-func (q *TypedPriorityQueue[T]) waitingLoop() {
-	defer close(q.loopDone)
-	runDelayLoop(q.clock, q.sinceEpoch, q.moveReady, func() bool { return false }, q.wake, q.stopCh)
-}
-
-// moveReady queues up to waitingBatch items whose delay has ended. It
-// returns when to look next (at most a heartbeat from now) and whether the
-// batch was full, so that more may be ready.
-func (q *TypedPriorityQueue[T]) moveReady() (next int64, more bool) {
+// Snapshot returns a view of the queue at one instant, listing at most n
+// items of each kind (n <= 0 lists none; the counts are always there); see
+// [Typed.Snapshot]. Queued lists the ready items in the order Get would
+// hand them out if called again and again at that instant: with MaxWait,
+// the overdue items first, then each priority from the highest, each in
+// turn of its fairness keys. Delayed lists the items waiting for their
+// delay that are ready first, and Failures the failure counts of the items
+// listed. It is safe for concurrent use.
+func (q *TypedPriorityQueue[T]) Snapshot(n int) Snapshot[T] {
+	// limiterMu is held from the view to the failure counts, so that they
+	// are those of the view's instant, without calling the rate limiter
+	// under mu.
+	q.limiterMu.Lock()
+	defer q.limiterMu.Unlock()
 	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.sinceEpoch()
-	moved := 0
-	for ; moved < waitingBatch && q.waiting.len() > 0 && q.waiting.firstReadyAt() <= now; moved++ {
-		item := q.waiting.popFirst()
-		record, id := q.items.lookup(item, q.items.hash(item))
-		record.val.pending = pendingReady
-		if !record.val.processing {
-			q.makeQueued(id)
-		}
-		q.countAdd(item, record.val.priority)
-	}
-	if moved > 0 {
-		q.setDelayedGauge()
-	}
-	return nextLook(q.waiting, now, moved)
+	s := q.snapshotLocked(n)
+	s.Waiting, s.Delayed = q.delays.snapshot(n)
+	q.mu.Unlock()
+	s.Failures = listedFailures(q.rateLimiter, &s)
+	return s
 }

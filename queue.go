@@ -3,8 +3,6 @@ package workqueue
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 
 	"k8s.io/utils/clock"
 )
@@ -50,11 +48,10 @@ type Queue[T comparable] interface {
 	Pop() (item T)
 }
 
-// DefaultQueue returns first-in, first-out storage: a ring buffer that
-// grows and shrinks with its contents. Pop on an empty DefaultQueue returns
-// the zero value. The result is not safe for concurrent use on its own. A
-// DefaultQueue passed in the config is used as given; leaving the config's
-// Queue nil gives the same order with a faster Get.
+// DefaultQueue returns first-in, first-out storage. Pop on an empty
+// DefaultQueue returns the zero value. The result is not safe for
+// concurrent use on its own. A DefaultQueue passed in the config is used as
+// given; leaving the config's Queue nil gives the same order, faster.
 func DefaultQueue[T comparable]() Queue[T] {
 	return new(ring[T])
 }
@@ -79,70 +76,16 @@ type TypedQueueConfig[T comparable] struct {
 	Queue Queue[T]
 }
 
-// itemState is what the queue knows of an item it holds.
-type itemState uint8
-
-const (
-	// stateQueued: in storage, waiting for Get.
-	stateQueued itemState = iota
-	// stateProcessing: handed out by Get, not yet marked done.
-	stateProcessing
-	// stateDirty: processing, and added again meanwhile; Done queues it.
-	stateDirty
-	// stateRemoved: still in the storage, but removed by Remove; Get
-	// skips it. With the default storage its record is detached from the
-	// table's index, so that an add of the item files a new one and goes
-	// to the back; custom storage, which must never hold an item twice,
-	// keeps it indexed, and an add takes it back where it is.
-	stateRemoved
-)
-
 // Typed is a work queue; see the package documentation for its guarantees.
 // Create one with [NewTyped] or [NewTypedWithConfig]; the zero value is not
-// usable. On a zero Typed, a Get that has to wait for an item and
-// ShutDownWithDrain panic with a "workqueue:" message; the other methods
-// may seem to work until then. All methods are safe for concurrent use, and each takes effect at
-// one instant between its call and its return, so that any concurrent
-// history of calls is one that the calls made one at a time could produce
-// (Get and ShutDownWithDrain may block before that instant).
+// usable: a Get that has to wait for an item and ShutDownWithDrain panic
+// on it with a "workqueue:" message. All methods are safe for concurrent
+// use, and each takes effect at one instant between its call and its
+// return, so that any concurrent history of calls is one that the calls
+// made one at a time could produce (Get and ShutDownWithDrain may block
+// before that instant).
 type Typed[T comparable] struct {
-	mu yieldingMutex
-	// drained wakes ShutDownWithDrain callers: the queue became idle, or a
-	// ShutDown released them.
-	drained sync.Cond
-
-	// items holds a record of every item that is queued or processing.
-	// Invariant (verifyQueue checks it): an item is in the storage if and
-	// only if its state is stateQueued or stateRemoved; the others are
-	// being processed.
-	items itemTable[T, itemState]
-	// removed counts the records in the storage in stateRemoved.
-	removed int
-	// order is the default storage: the ids of the queued items in items,
-	// oldest first. custom, if set, is the storage instead.
-	order  ring[int32]
-	custom Queue[T]
-
-	// sleepers are the Get callers asleep and not yet woken, and
-	// wakeupsPending counts those woken and not yet running. A push wakes
-	// a sleeper only when more items are queued than wakeups are pending,
-	// so a burst does not wake more workers than it has items for.
-	sleepers       waiterLine
-	wakeupsPending int
-	drainWaiters   int
-	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
-	drainReleased bool
-	// shuttingDown is written under mu; ShuttingDown reads it without.
-	shuttingDown atomic.Bool
-
-	// metrics is nil when the queue records no metrics; mu guards it.
-	metrics *queueMetrics[T]
-
-	// For Snapshot: the queue's clock, the adds so far, and the items
-	// being processed in the order they were handed out.
-	clock  clock.PassiveClock
-	adds   uint64
-	flight flightList
+	core[T]
 }
 
 // NewTyped returns a new FIFO work queue with no name and no metrics. It is
@@ -159,17 +102,20 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
-	q := &Typed[T]{items: newItemTable[T, itemState](), custom: config.Queue, clock: config.Clock, flight: newFlightList()}
-	q.drained.L = &q.mu
-	q.metrics = newQueueMetrics[T](config.MetricsProvider, config.Name, config.Clock, &q.mu)
-	if q.custom != nil && q.custom.Len() > 0 {
-		prefilled := make([]T, 0, q.custom.Len())
-		for q.custom.Len() > 0 {
-			prefilled = append(prefilled, q.custom.Pop())
+	q := &Typed[T]{}
+	var order handOutOrder
+	var prefilled []T
+	if config.Queue == nil {
+		order = &fifoOrder{list: newIDList()}
+	} else {
+		for config.Queue.Len() > 0 {
+			prefilled = append(prefilled, config.Queue.Pop())
 		}
-		for _, item := range prefilled {
-			q.Add(item)
-		}
+		order = &storageOrder[T]{storage: config.Queue, items: &q.items}
+	}
+	q.init(order, config.MetricsProvider, config.Name, config.Clock)
+	for _, item := range prefilled {
+		q.Add(item)
 	}
 	return q
 }
@@ -195,57 +141,20 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	if q.shuttingDown.Load() {
 		return false
 	}
-	record, _ := q.items.lookup(item, hash)
+	entry, id := q.items.lookup(item, hash)
 	switch {
-	case record == nil:
-		if q.custom != nil {
-			// Stored before the record is filed: a Push that panics
-			// leaves the queue as it was.
-			q.custom.Push(item)
-			q.items.insert(item, hash, stateQueued)
-		} else {
-			_, id := q.items.insert(item, hash, stateQueued)
-			q.order.Push(id)
-		}
-		q.wakeOne()
-	case record.val == stateQueued:
-		if q.custom != nil {
-			q.custom.Touch(item)
-		}
+	case entry == nil:
+		q.insertQueued(item, hash)
+	case !entry.val.processing:
+		q.order.touch(id)
 		return true
-	case record.val == stateProcessing:
-		record.val = stateDirty
-	case record.val == stateRemoved: // only with custom storage
-		q.custom.Touch(item)
-		record.val = stateQueued
-		q.removed--
-		q.wakeOne()
-	default: // dirty already
+	case entry.val.pending == pendingNone:
+		entry.val.pending = pendingReady
+	default: // to be queued again by Done already
 		return true
 	}
-	q.adds++
-	if q.metrics != nil {
-		q.metrics.add(item)
-	}
+	q.countAdd(item)
 	return true
-}
-
-// wakeOne wakes a sleeping Get caller if one should take a newly queued
-// item: if more items are queued than wakeups are pending. The caller holds
-// mu.
-func (q *Typed[T]) wakeOne() {
-	if q.sleepers.n > 0 && q.queued() > q.wakeupsPending {
-		q.wakeupsPending++
-		q.sleepers.wakeFirst()
-	}
-}
-
-// queued returns the number of items in the storage. The caller holds mu.
-func (q *Typed[T]) queued() int {
-	if q.custom != nil {
-		return q.custom.Len() - q.removed
-	}
-	return q.order.Len() - q.removed
 }
 
 // Len returns the number of items waiting to be handed out by Get. Items
@@ -254,7 +163,7 @@ func (q *Typed[T]) queued() int {
 func (q *Typed[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.queued()
+	return q.queued
 }
 
 // Get blocks until an item is queued, marks it as being processed and
@@ -286,67 +195,14 @@ func (q *Typed[T]) GetContext(ctx context.Context) (item T, err error) {
 	return q.get(ctx)
 }
 
-// get hands out the next item, sleeping until there is one. It returns
-// ErrShutDown once a shutdown has begun and none is left, and ctx's error
-// when it ends first.
 func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for q.queued() == 0 {
-		if q.shuttingDown.Load() {
-			return item, ErrShutDown
-		}
-		if q.drained.L == nil {
-			panic(zeroTyped("Get"))
-		}
-		if err := q.sleep(ctx); err != nil {
-			return item, err
-		}
+	id, err := q.core.get(ctx, "Typed; make one with NewTyped or NewTypedWithConfig")
+	if err != nil {
+		return item, err
 	}
-	record, id := q.popQueued()
-	item = record.item
-	record.val = stateProcessing
-	if q.flight.tracking {
-		q.flight.link(id, q.clock.Now())
-	}
-	if q.metrics != nil {
-		q.metrics.get(item)
-	}
-	return item, nil
-}
-
-// popQueued takes the next queued item out of the storage, skipping removed
-// ones, and returns its record and id. The caller holds mu, and at least
-// one item is queued.
-func (q *Typed[T]) popQueued() (*tableEntry[T, itemState], int32) {
-	for {
-		if q.custom == nil {
-			id := q.order.Pop()
-			if record := q.items.at(id); record.val != stateRemoved {
-				return record, id
-			}
-			q.items.release(id)
-			q.removed--
-			continue
-		}
-		item := q.custom.Pop()
-		record, id := q.items.lookup(item, q.items.hash(item))
-		switch {
-		case record == nil || record.val != stateQueued && record.val != stateRemoved:
-			panic("workqueue: the queue's storage popped an item that was not queued in it")
-		case record.val == stateQueued:
-			return record, id
-		}
-		q.items.remove(id)
-		q.removed--
-	}
-}
-
-// sleep waits, with mu released, until a push or a shutdown wakes the
-// caller, or ctx ends; then it returns ctx's error. The caller
-// holds mu, and holds it again when sleep returns.
-func (q *Typed[T]) sleep(ctx context.Context) error {
-	return sleepInLine(ctx, &q.mu, &q.sleepers, &q.wakeupsPending, q.wakeOne)
+	return q.items.at(id).item, nil
 }
 
 // Done marks item as done processing. If it was added while being processed,
@@ -357,80 +213,24 @@ func (q *Typed[T]) Done(item T) {
 	hash := q.items.hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	record, id := q.items.lookup(item, hash)
-	if record == nil || record.val == stateQueued || record.val == stateRemoved {
-		return
-	}
-	if q.flight.tracking {
-		q.flight.unlink(id)
-	}
-	// The state changes before the metrics, which are user code, are
-	// told, and a custom Push runs before anything changes: a panic in
-	// either leaves the queue consistent.
-	if record.val == stateDirty {
-		if q.custom != nil {
-			q.custom.Push(item)
-		} else {
-			q.order.Push(id)
-		}
-		record.val = stateQueued
-		q.wakeOne()
-	} else {
-		q.items.remove(id)
-		if q.flight.tracking && q.items.len() == 0 {
-			q.flight.links.reset() // nothing is linked: let go of a burst's links
-		}
-		if q.drainWaiters > 0 && q.idle() {
-			q.drained.Broadcast()
-		}
-	}
-	if q.metrics != nil {
-		q.metrics.done(item)
-	}
-}
-
-// idle reports whether no item is queued or being processed. The caller
-// holds mu.
-func (q *Typed[T]) idle() bool {
-	if q.custom != nil {
-		return q.items.len() == q.removed // removed records stay indexed
-	}
-	return q.items.len() == 0
+	q.done(item, hash)
 }
 
 // Remove takes item back: a queued item leaves the queue, and an item
 // being processed that was added again meanwhile is not queued again by
 // Done. It reports whether it took anything back; an item being processed
-// keeps being processed. It takes O(1) time; a removed item's place in the
-// storage is freed when Get reaches it. With custom storage, an item added
-// again before Get reaches its old place is handed out from there, as if
-// it had never been removed.
+// keeps being processed. It takes O(1) time. With custom storage, an item
+// added again before Get reaches its old place is handed out from there,
+// as if it had never been removed.
 func (q *Typed[T]) Remove(item T) bool {
 	hash := q.items.hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	record, id := q.items.lookup(item, hash)
-	if record == nil {
+	entry, id := q.items.lookup(item, hash)
+	if entry == nil || entry.val.pending != pendingReady {
 		return false
 	}
-	switch record.val {
-	case stateQueued:
-		record.val = stateRemoved
-		q.removed++
-		if q.custom == nil {
-			q.items.detach(id)
-		}
-	case stateDirty:
-		record.val = stateProcessing
-	default:
-		return false
-	}
-	if q.metrics != nil {
-		q.metrics.remove(item)
-	}
-	if q.drainWaiters > 0 && q.idle() {
-		q.drained.Broadcast()
-	}
+	q.removeReady(id)
 	return true
 }
 
@@ -440,9 +240,7 @@ func (q *Typed[T]) Remove(item T) bool {
 // that goroutine has exited. Calling it again does nothing.
 func (q *Typed[T]) ShutDown() {
 	q.mu.Lock()
-	q.stopAddsLocked()
-	q.drainReleased = true
-	q.drained.Broadcast()
+	q.releaseDrains()
 	q.mu.Unlock()
 	q.stopMetrics()
 }
@@ -454,26 +252,11 @@ func (q *Typed[T]) ShutDown() {
 // it at once; after ShutDown it returns at once. It stops the metrics
 // goroutine before it returns. It panics on a zero Typed.
 func (q *Typed[T]) ShutDownWithDrain() {
-	// Read without the lock: only construction sets it.
-	if q.drained.L == nil {
-		panic(zeroTyped("ShutDownWithDrain"))
-	}
 	q.mu.Lock()
 	q.stopAddsLocked()
-	q.drainWaiters++
-	for !q.drainReleased && !q.idle() {
-		q.drained.Wait()
-	}
-	q.drainWaiters--
+	q.drain("Typed; make one with NewTyped or NewTypedWithConfig")
 	q.mu.Unlock()
 	q.stopMetrics()
-}
-
-// zeroTyped is the panic message of method called on a zero Typed, which
-// lacks what its constructor sets up: a Get there would wait for ever, a
-// drain would dereference nil.
-func zeroTyped(method string) string {
-	return "workqueue: " + method + " on a zero Typed; make one with NewTyped or NewTypedWithConfig"
 }
 
 // stopAdds is the instant at which a shutdown begins: from then on every
@@ -485,25 +268,92 @@ func (q *Typed[T]) stopAdds() {
 	q.mu.Unlock()
 }
 
-func (q *Typed[T]) stopAddsLocked() {
-	q.shuttingDown.Store(true)
-	for q.sleepers.n > 0 {
-		q.wakeupsPending++
-		q.sleepers.wakeFirst()
-	}
-}
-
 // ShuttingDown reports whether a shutdown has begun: ShutDown or
 // ShutDownWithDrain of this queue or of a layer above it has been called.
 func (q *Typed[T]) ShuttingDown() bool {
 	return q.shuttingDown.Load()
 }
 
-func (q *Typed[T]) stopMetrics() {
-	if q.metrics != nil {
-		q.metrics.stop()
+// Snapshot returns a view of the queue at one instant, listing at most n
+// items of each kind (n <= 0 lists none; the counts are always there). It
+// holds the queue's lock for O(n) steps, so it is cheap enough to call on a
+// busy queue every second. Queued is empty with custom storage, which
+// cannot be read without popping.
+//
+// InFlight lists the items handed out since the queue's first Snapshot,
+// or since it was made if it records metrics. It is safe for concurrent
+// use.
+func (q *Typed[T]) Snapshot(n int) Snapshot[T] {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.snapshotLocked(n)
+}
+
+// fifoOrder hands out items first in, first out.
+type fifoOrder struct {
+	list  idList
+	links idLinks
+}
+
+func (o *fifoOrder) queue(id int32)   { o.list.pushBack(&o.links, id) }
+func (o *fifoOrder) next() int32      { return o.list.popFront(&o.links) }
+func (o *fifoOrder) unqueue(id int32) { o.list.remove(&o.links, id) }
+func (o *fifoOrder) touch(int32)      {}
+func (o *fifoOrder) empty()           { o.links.shrink() }
+
+func (o *fifoOrder) first(n int) []int32 {
+	var ids []int32
+	for id := o.list.head; id >= 0 && len(ids) < n; id = o.links.next(id) {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// storageOrder hands out items in the order of the user's storage. The
+// storage cannot take an item out of its middle, so an item the core
+// unqueues stays stored, in removed, until Pop returns it and it is
+// skipped, or until it is queued again and keeps its place.
+type storageOrder[T comparable] struct {
+	storage Queue[T]
+	items   *itemTable[T, record]
+	removed map[T]struct{}
+}
+
+func (o *storageOrder[T]) queue(id int32) {
+	item := o.items.at(id).item
+	if _, ok := o.removed[item]; ok {
+		o.storage.Touch(item)
+		delete(o.removed, item)
+		return
+	}
+	o.storage.Push(item)
+}
+
+func (o *storageOrder[T]) next() int32 {
+	for {
+		item := o.storage.Pop()
+		if _, ok := o.removed[item]; ok {
+			delete(o.removed, item)
+			continue
+		}
+		entry, id := o.items.lookup(item, o.items.hash(item))
+		if entry == nil || entry.val.processing || entry.val.pending != pendingReady {
+			panic("workqueue: the queue's storage popped an item that was not queued in it")
+		}
+		return id
 	}
 }
+
+func (o *storageOrder[T]) unqueue(id int32) {
+	if o.removed == nil {
+		o.removed = make(map[T]struct{})
+	}
+	o.removed[o.items.at(id).item] = struct{}{}
+}
+
+func (o *storageOrder[T]) touch(id int32)    { o.storage.Touch(o.items.at(id).item) }
+func (o *storageOrder[T]) first(int) []int32 { return nil }
+func (o *storageOrder[T]) empty()            {}
 
 // addStopper is implemented by the queues of this package whose shutdown can
 // begin (stopAdds) apart from waiting for a drain, so that a layer above

@@ -89,9 +89,13 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 			Clock:           config.Clock,
 		})
 	}
+	if config.Clock == nil {
+		config.Clock = clock.RealClock{}
+	}
 	return &rateLimitingQueue[T]{
 		TypedDelayingInterface: config.DelayingQueue,
 		rateLimiter:            rateLimiter,
+		clock:                  config.Clock,
 	}
 }
 
@@ -100,6 +104,7 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 type rateLimitingQueue[T comparable] struct {
 	TypedDelayingInterface[T]
 	rateLimiter TypedRateLimiter[T]
+	clock       clock.PassiveClock // for a Snapshot over a queue without one
 
 	// mu makes AddRateLimited one step: its check of the shutdown flag, its
 	// call of the rate limiter and its add. Forget and NumRequeues take it
@@ -189,4 +194,43 @@ func (q *rateLimitingQueue[T]) beginShutDown() {
 	if s, ok := q.TypedDelayingInterface.(addStopper); ok {
 		s.stopAdds()
 	}
+}
+
+// Snapshot returns a view of the queue at one instant, with the failure
+// counts of the items it lists; see [delayingQueue.Snapshot].
+func (q *rateLimitingQueue[T]) Snapshot(n int) Snapshot[T] {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var s Snapshot[T]
+	if inner, ok := q.TypedDelayingInterface.(snapshotter[T]); ok {
+		s = inner.Snapshot(n)
+	} else {
+		s = Snapshot[T]{Taken: q.clock.Now(), ShuttingDown: q.ShuttingDown(), Depth: q.Len()}
+	}
+	s.Failures = listedFailures(q.rateLimiter, &s)
+	return s
+}
+
+// listedFailures returns the failure counts limiter keeps for the items s
+// lists, nil if none has any.
+func listedFailures[T comparable](limiter TypedRateLimiter[T], s *Snapshot[T]) map[T]int {
+	var failures map[T]int
+	count := func(item T) {
+		if n := limiter.NumRequeues(item); n > 0 {
+			if failures == nil {
+				failures = map[T]int{}
+			}
+			failures[item] = n
+		}
+	}
+	for _, item := range s.Queued {
+		count(item)
+	}
+	for _, f := range s.InFlight {
+		count(f.Item)
+	}
+	for _, d := range s.Delayed {
+		count(d.Item)
+	}
+	return failures
 }

@@ -1,6 +1,6 @@
 package workqueue
 
-// ring is a FIFO ring buffer, the default Queue storage. Its buffer length is
+// ring is a FIFO ring buffer: the storage DefaultQueue returns. Its buffer length is
 // zero or a power of two, so positions wrap with a mask. Above
 // ringKeepSize slots it shrinks by half when a quarter full, so a burst does
 // not pin its memory forever; the gap between the grow and shrink points
@@ -22,9 +22,6 @@ const (
 func (r *ring[T]) Touch(T) {}
 
 func (r *ring[T]) Len() int { return r.n }
-
-// at returns the i-th oldest item; i must be below Len.
-func (r *ring[T]) at(i int) T { return r.buf[(r.head+i)&(len(r.buf)-1)] }
 
 func (r *ring[T]) Push(item T) {
 	if r.n == len(r.buf) {

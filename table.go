@@ -10,8 +10,8 @@ import "hash/maphash"
 // and growth never rehashes or copies much. Freed entries are cleared at
 // once, so the table never keeps an item alive, and are reused.
 //
-// The queue keeps its item records in one (V: the item's state) and the
-// delay heap its waiting items (V: the position in the heap). An id stays
+// The queue's core keeps its item records in one (V: the item's record)
+// and the delay heap its waiting items (V: the position in the heap). An id stays
 // valid until its item is removed; a pointer to an entry only until the
 // next insert. The zero value is not usable: call newItemTable. It is not
 // safe for concurrent use; hash reads only the seed, so callers may hash
@@ -22,10 +22,7 @@ type itemTable[T comparable, V any] struct {
 	// freePlus1 is the id plus one of the first free entry, 0 if none; a
 	// free entry's hash holds the next one the same way.
 	freePlus1 uint32
-	// detached counts the entries taken out of the index but not yet
-	// released (see detach).
-	detached int
-	seed     maphash.Seed
+	seed      maphash.Seed
 }
 
 type tableEntry[T comparable, V any] struct {
@@ -91,22 +88,6 @@ func (t *itemTable[T, V]) remove(id int32) {
 	t.free(id)
 }
 
-// detach takes the entry with id out of the index: lookups no longer find
-// it, and the item can be inserted again under a new id, while this entry
-// and its id stay valid until release. The queue detaches a removed item
-// whose id is still in its FIFO, so that a later add of the item goes to
-// the back.
-func (t *itemTable[T, V]) detach(id int32) {
-	t.index.remove(t.entries.at(int(id)).hash, id)
-	t.detached++
-}
-
-// release forgets the detached entry with id.
-func (t *itemTable[T, V]) release(id int32) {
-	t.detached--
-	t.free(id)
-}
-
 // free clears the entry with id, which is in no index, and puts it on the
 // free list. Once the table is empty it lets go of memory beyond the first
 // chunk, so that a burst does not pin its memory, while a table that holds
@@ -114,7 +95,7 @@ func (t *itemTable[T, V]) release(id int32) {
 func (t *itemTable[T, V]) free(id int32) {
 	*t.entries.at(int(id)) = tableEntry[T, V]{hash: t.freePlus1} // cleared for the garbage collector
 	t.freePlus1 = uint32(id) + 1
-	if t.index.count == 0 && t.detached == 0 {
+	if t.index.count == 0 {
 		t.freePlus1 = 0
 		if t.entries.len() > chunkSize {
 			t.clear()
@@ -126,7 +107,6 @@ func (t *itemTable[T, V]) free(id int32) {
 
 // clear empties the table and lets go of its memory.
 func (t *itemTable[T, V]) clear() {
-	t.detached = 0
 	t.index.reset()
 	t.entries.reset()
 	t.freePlus1 = 0

@@ -1,0 +1,389 @@
+package workqueue
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// pending is what an item that the queue holds waits for, apart from the end
+// of its processing.
+type pending uint8
+
+const (
+	// pendingNone: nothing; the item is being processed and leaves the
+	// queue at Done.
+	pendingNone pending = iota
+	// pendingReady: to be handed out: queued, or, while being processed,
+	// queued again by Done.
+	pendingReady
+	// pendingDelay: the end of its delay, in a priority queue's delays.
+	pendingDelay
+)
+
+// record is what the core knows of an item it holds.
+//
+// Invariant (verifyCore checks it): processing or pending is not
+// pendingNone; an item is in the hand-out order if and only if it is not
+// processing and pending is pendingReady.
+type record struct {
+	processing bool
+	pending    pending
+}
+
+// handOutOrder is the one thing in which the queues differ: the order in
+// which the core hands out its queued items. The core calls it with its
+// lock held; it refers to items by their id in the core's item table.
+type handOutOrder interface {
+	// queue puts id, whose record has just become queued, in the order.
+	// It may panic (custom storage's Push); it then leaves the order as
+	// it was.
+	queue(id int32)
+	// next removes and returns the id to hand out next; at least one is
+	// queued.
+	next() int32
+	// unqueue takes the queued id out of the order.
+	unqueue(id int32)
+	// touch tells the order that the queued id was added again.
+	touch(id int32)
+	// first returns at most n queued ids in the order next would return
+	// them, without changing anything; nil if the order cannot tell.
+	first(n int) []int32
+	// empty tells the order that the table holds no item any more, so that
+	// it can let go of memory a burst made it grow.
+	empty()
+}
+
+// core is the engine under every queue of this package: the lock, the item
+// table with each item's record, the Get callers asleep and their wakeups,
+// shutdown and drain, the items in flight and the metrics. A queue is a
+// core with a hand-out order, and its own add rules on top.
+type core[T comparable] struct {
+	mu yieldingMutex
+	// drained wakes ShutDownWithDrain callers: the queue became idle, or a
+	// ShutDown released them.
+	drained sync.Cond
+
+	// items holds a record of every item the queue holds: queued, being
+	// processed, or waiting for its delay in a priority queue.
+	items      itemTable[T, record]
+	order      handOutOrder
+	queued     int // items in the order
+	processing int // items handed out and not yet done
+
+	// sleepers are the Get callers asleep and not yet woken, and
+	// wakeupsPending counts those woken and not yet running. A push wakes
+	// a sleeper only when more items are queued than wakeups are pending,
+	// so a burst does not wake more workers than it has items for.
+	sleepers       waiterLine
+	wakeupsPending int
+	drainWaiters   int
+	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
+	drainReleased bool
+	// shuttingDown is written under mu; ShuttingDown reads it without.
+	shuttingDown atomic.Bool
+
+	// metrics is nil when the queue records no metrics.
+	metrics *queueMetrics[T]
+	clock   clock.PassiveClock
+	// adds counts the adds that made an item ready, for Snapshot.
+	adds uint64
+	// flight lists the items being processed, by hand-out time, once a
+	// Snapshot or the metrics need it.
+	flight flightList
+}
+
+// init sets up a core that hands out items in order. The core must not be
+// copied afterwards.
+func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string, clk clock.WithTicker) {
+	c.items = newItemTable[T, record]()
+	c.order = order
+	c.clock = clk
+	c.flight = newFlightList()
+	c.drained.L = &c.mu
+	c.metrics = newQueueMetrics[T](provider, name, clk, c.refreshUnfinishedWork)
+	c.flight.tracking = c.metrics != nil
+}
+
+// insertQueued files item, which the core does not hold, as queued. The
+// caller holds mu and counts the add.
+func (c *core[T]) insertQueued(item T, hash uint32) int32 {
+	_, id := c.items.insert(item, hash, record{pending: pendingReady})
+	filed := false
+	defer func() {
+		if !filed { // the order panicked: the item was never added
+			c.items.remove(id)
+		}
+	}()
+	c.order.queue(id)
+	filed = true
+	c.queued++
+	c.wakeOne()
+	return id
+}
+
+// queueHeld queues the held item with id, neither processing nor queued,
+// whose record the caller has made pendingReady. The caller holds mu.
+func (c *core[T]) queueHeld(id int32) {
+	c.order.queue(id)
+	c.queued++
+	c.wakeOne()
+}
+
+// unqueue takes the queued item with id out of the order; the caller holds
+// mu and changes its record.
+func (c *core[T]) unqueue(id int32) {
+	c.order.unqueue(id)
+	c.queued--
+}
+
+// countAdd records an add that made item ready. The caller holds mu.
+func (c *core[T]) countAdd(item T) {
+	c.adds++
+	if c.metrics != nil {
+		c.metrics.add(item)
+	}
+}
+
+// release forgets the record with id, neither queued nor processing, and
+// releases a drain if the queue is idle. The caller holds mu.
+func (c *core[T]) release(id int32) {
+	c.items.remove(id)
+	if c.items.len() == 0 {
+		c.order.empty()
+		c.flight.shrink()
+		if c.drainWaiters > 0 {
+			c.drained.Broadcast()
+		}
+	}
+}
+
+// wakeOne wakes a sleeping Get caller if one should take a newly queued
+// item: if more items are queued than wakeups are pending. The caller holds
+// mu.
+func (c *core[T]) wakeOne() {
+	if c.sleepers.n > 0 && c.queued > c.wakeupsPending {
+		c.wakeupsPending++
+		c.sleepers.wakeFirst()
+	}
+}
+
+// get hands out the next item, sleeping until there is one, and returns
+// its id; the caller holds mu, and holds it again when get returns. It
+// returns ErrShutDown once a shutdown has begun and none is left, and ctx's
+// error when ctx ends first. zero names the queue's type for the panic of
+// a Get on its zero value.
+func (c *core[T]) get(ctx context.Context, zero string) (int32, error) {
+	for c.queued == 0 {
+		if c.shuttingDown.Load() {
+			return -1, ErrShutDown
+		}
+		if c.drained.L == nil {
+			panic("workqueue: Get on a zero " + zero)
+		}
+		if err := sleepInLine(ctx, &c.mu, &c.sleepers, &c.wakeupsPending, c.wakeOne); err != nil {
+			return -1, err
+		}
+	}
+	id := c.order.next()
+	c.queued--
+	c.processing++
+	entry := c.items.at(id)
+	entry.val = record{processing: true}
+	if c.flight.tracking {
+		// One clock reading for the in-flight list and the metrics.
+		now := c.clock.Now()
+		c.flight.link(id, now)
+		if c.metrics != nil {
+			c.metrics.get(entry.item, now)
+		}
+	}
+	return id, nil
+}
+
+// done ends the processing of item, if it is being processed: the item is
+// queued again if it was added meanwhile, waits for its delay if it has
+// one, and otherwise leaves the queue. The caller holds mu.
+func (c *core[T]) done(item T, hash uint32) {
+	entry, id := c.items.lookup(item, hash)
+	if entry == nil || !entry.val.processing {
+		return
+	}
+	// The order runs first, since custom storage's Push may panic: a Done
+	// that panics has not happened. The metrics, user code too, run last.
+	if entry.val.pending == pendingReady {
+		c.order.queue(id)
+		c.queued++
+		c.wakeOne()
+	}
+	entry = c.items.at(id)
+	entry.val.processing = false
+	c.processing--
+	since, linked := c.flight.unlink(id)
+	if entry.val.pending == pendingNone {
+		c.release(id)
+	}
+	if c.metrics != nil && linked {
+		c.metrics.done(since)
+	}
+}
+
+// removeReady takes back the ready add of the item with id: a queued item
+// leaves the queue, and an item being processed is not queued again by
+// Done. The caller holds mu; the record's pending is pendingReady.
+func (c *core[T]) removeReady(id int32) {
+	entry := c.items.at(id)
+	item := entry.item
+	entry.val.pending = pendingNone
+	if entry.val.processing {
+		c.uncountAdd(item)
+		return
+	}
+	c.unqueue(id)
+	c.release(id)
+	c.uncountAdd(item)
+}
+
+// uncountAdd tells the metrics that an add was taken back before Get.
+func (c *core[T]) uncountAdd(item T) {
+	if c.metrics != nil {
+		c.metrics.remove(item)
+	}
+}
+
+// stopAddsLocked is the instant at which a shutdown begins: from then on
+// every add is ignored, and every sleeping Get caller is woken. The caller
+// holds mu.
+func (c *core[T]) stopAddsLocked() {
+	c.shuttingDown.Store(true)
+	for c.sleepers.n > 0 {
+		c.wakeupsPending++
+		c.sleepers.wakeFirst()
+	}
+}
+
+// releaseDrains is ShutDown's part under mu: the shutdown begins, and every
+// ShutDownWithDrain caller is released.
+func (c *core[T]) releaseDrains() {
+	c.stopAddsLocked()
+	c.drainReleased = true
+	c.drained.Broadcast()
+}
+
+// drain waits, with mu held and released while it sleeps, until no item is
+// held or a ShutDown releases it. zero names the queue's type for the panic
+// on its zero value.
+func (c *core[T]) drain(zero string) {
+	if c.drained.L == nil {
+		panic("workqueue: ShutDownWithDrain on a zero " + zero)
+	}
+	c.drainWaiters++
+	for !c.drainReleased && c.items.len() > 0 {
+		c.drained.Wait()
+	}
+	c.drainWaiters--
+}
+
+// stopMetrics stops the metrics goroutine and waits for it to exit.
+func (c *core[T]) stopMetrics() {
+	if c.metrics != nil {
+		c.metrics.stop()
+	}
+}
+
+// refreshUnfinishedWork sets the unfinished-work gauges from the items in
+// flight; the metrics goroutine calls it periodically.
+func (c *core[T]) refreshUnfinishedWork() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	var total, oldest float64
+	for id := c.flight.list.head; id >= 0; id = c.flight.links.next(id) {
+		age := now.Sub(c.flight.since(id)).Seconds()
+		total += age
+		oldest = max(oldest, age)
+	}
+	c.metrics.unfinishedWorkSeconds.Set(total)
+	c.metrics.longestRunningProcessor.Set(oldest)
+}
+
+// snapshotLocked is the core's part of a Snapshot: the counts, the first
+// n queued items and the n longest in flight. The caller holds mu. From
+// the first Snapshot on, the core tracks the items in flight.
+func (c *core[T]) snapshotLocked(n int) Snapshot[T] {
+	c.flight.tracking = true
+	s := Snapshot[T]{
+		Taken:        c.clock.Now(),
+		ShuttingDown: c.shuttingDown.Load(),
+		Depth:        c.queued,
+		Processing:   c.processing,
+		Adds:         c.adds,
+	}
+	if n > 0 {
+		for _, id := range c.order.first(n) {
+			s.Queued = append(s.Queued, c.items.at(id).item)
+		}
+	}
+	for id := c.flight.list.head; id >= 0 && len(s.InFlight) < n; id = c.flight.links.next(id) {
+		entry := c.items.at(id)
+		s.InFlight = append(s.InFlight, InFlightItem[T]{Item: entry.item, Since: c.flight.since(id), Requeue: entry.val.pending == pendingReady})
+	}
+	return s
+}
+
+// flightList lists the items being processed in the order Get handed them
+// out, by their ids in the item table, with the time of each hand-out, once
+// tracking is set. Items handed out before that are not in it.
+type flightList struct {
+	tracking bool
+	list     idList
+	links    idLinks
+	handouts chunked[handout] // by id
+}
+
+// handout is when Get handed out the item with an id, if it is in the list.
+type handout struct {
+	since  time.Time
+	linked bool
+}
+
+func newFlightList() flightList { return flightList{list: newIDList()} }
+
+// link appends the item with id, handed out at now.
+func (f *flightList) link(id int32, now time.Time) {
+	for f.handouts.len() <= int(id) {
+		f.handouts.push(handout{})
+	}
+	*f.handouts.at(int(id)) = handout{since: now, linked: true}
+	f.list.pushBack(&f.links, id)
+}
+
+// since returns when the item with id, which is in the list, was handed
+// out.
+func (f *flightList) since(id int32) time.Time { return f.handouts.at(int(id)).since }
+
+// unlink takes the item with id out of the list, if it is in it, and
+// returns when it was handed out and whether it was in it.
+func (f *flightList) unlink(id int32) (since time.Time, linked bool) {
+	if int(id) >= f.handouts.len() {
+		return time.Time{}, false
+	}
+	h := f.handouts.at(int(id))
+	since, linked = h.since, h.linked
+	if linked {
+		f.list.remove(&f.links, id)
+		*h = handout{}
+	}
+	return since, linked
+}
+
+// shrink lets go of a burst's memory once nothing is in flight.
+func (f *flightList) shrink() {
+	f.links.shrink()
+	if f.handouts.len() > chunkSize {
+		f.handouts.reset()
+	}
+}

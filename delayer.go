@@ -1,0 +1,212 @@
+package workqueue
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// heartbeatPeriod bounds how long the delay goroutine sleeps without
+// looking at the heap. Every change that matters wakes it explicitly; the
+// heartbeat is a backstop only.
+const heartbeatPeriod = 10 * time.Second
+
+// waitingBatch bounds how many ready items the delay goroutine moves per
+// lock hold, so that adders never wait behind a large batch.
+const waitingBatch = 256
+
+// delayer holds the items that wait for their delay, in a heap by ready
+// time, and runs the goroutine that hands each one on when its delay ends:
+// the one delay mechanism of the delaying queue and the priority queue.
+// The queue that owns it guards the heap with a lock of its own, which it
+// passes to start, and keeps the metrics it counts.
+type delayer[T comparable] struct {
+	clock   clock.WithTicker
+	epoch   time.Time // ready times are kept as offsets from it
+	heap    *delayHeap[T]
+	retries CounterMetric       // nil when the queue records no metrics
+	gauge   SettableGaugeMetric // nil unless the provider offers it
+
+	// wake tells the goroutine that the first ready time moved earlier.
+	// Its buffer of one makes the send non-blocking: a pending wake
+	// already covers any later one.
+	wake     chan struct{}
+	stopOnce sync.Once
+	stopCh   chan struct{}
+	loopDone chan struct{}
+}
+
+func newDelayer[T comparable](clk clock.WithTicker, provider MetricsProvider, name string) *delayer[T] {
+	d := &delayer[T]{
+		clock:    clk,
+		epoch:    clk.Now(),
+		heap:     newDelayHeap[T](),
+		wake:     make(chan struct{}, 1),
+		stopCh:   make(chan struct{}),
+		loopDone: make(chan struct{}),
+	}
+	d.retries, d.gauge = delayingMetrics(provider, name)
+	return d
+}
+
+// now returns the clock's current time as an offset from the epoch.
+func (d *delayer[T]) now() int64 { return int64(d.clock.Since(d.epoch)) }
+
+// add puts item in the heap, to be ready once delay has passed, or moves
+// its ready time earlier if it is waiting already, and reports whether it
+// is now the first to be ready. The caller holds the owner's lock.
+func (d *delayer[T]) add(item T, delay time.Duration) (isFirst bool) {
+	isFirst = d.heap.add(item, readyAfter(d.now(), delay))
+	d.setGauge()
+	return isFirst
+}
+
+// remove takes item out of the heap and reports whether it was there. The
+// caller holds the owner's lock.
+func (d *delayer[T]) remove(item T) bool {
+	if !d.heap.remove(item) {
+		return false
+	}
+	d.setGauge()
+	return true
+}
+
+// countRetry counts an accepted delayed add.
+func (d *delayer[T]) countRetry() {
+	if d.retries != nil {
+		d.retries.Inc()
+	}
+}
+
+// poke makes the goroutine look at the heap again, without blocking.
+func (d *delayer[T]) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// setGauge publishes the number of items waiting; the caller holds the
+// owner's lock, so updates reach the gauge in the order the heap changed.
+func (d *delayer[T]) setGauge() {
+	if d.gauge != nil {
+		d.gauge.Set(float64(d.heap.len()))
+	}
+}
+
+// start runs the goroutine: whenever items are ready, it takes lock and
+// hands up to waitingBatch of them to ready. After each pass that leaves
+// nothing ready, finished may end it; so does stop. A panic in the
+// goroutine (in ready, say, which may be the user's queue) is logged to
+// logger before it crashes the program.
+func (d *delayer[T]) start(lock sync.Locker, ready func(item T), finished func() bool, logger *slog.Logger) {
+	go func() {
+		defer close(d.loopDone)
+		defer func() {
+			if r := recover(); r != nil {
+				logger.Error("workqueue: panic in the goroutine that ends delays", "panic", fmt.Sprint(r))
+				panic(r)
+			}
+		}()
+		d.loop(func() (int64, bool) { return d.moveReady(lock, ready) }, finished)
+	}()
+}
+
+func (d *delayer[T]) loop(moveReady func() (next int64, more bool), finished func() bool) {
+	timer := d.clock.NewTimer(heartbeatPeriod)
+	defer timer.Stop()
+	for {
+		next, more := moveReady()
+		if more {
+			continue
+		}
+		if finished() {
+			return
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C():
+			default:
+			}
+		}
+		timer.Reset(time.Duration(next - d.now()))
+		// A fake clock may have stepped between reading the time and arming
+		// the timer; the timer would then fire late, so look again.
+		if d.now() >= next {
+			continue
+		}
+		select {
+		case <-d.stopCh:
+			return
+		case <-d.wake:
+		case <-timer.C():
+		}
+	}
+}
+
+// moveReady hands up to waitingBatch ready items to ready, under lock. It
+// returns when to look next (at most a heartbeat from now) and whether the
+// batch was full, so that more may be ready.
+func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64, more bool) {
+	lock.Lock()
+	defer lock.Unlock()
+	now := d.now()
+	moved := 0
+	for ; moved < waitingBatch && d.heap.len() > 0 && d.heap.firstReadyAt() <= now; moved++ {
+		ready(d.heap.popFirst())
+	}
+	if moved > 0 {
+		d.setGauge()
+	}
+	if moved == waitingBatch {
+		return now, true
+	}
+	next = now + int64(heartbeatPeriod)
+	if d.heap.len() > 0 {
+		next = min(next, d.heap.firstReadyAt())
+	}
+	return next, false
+}
+
+// dropAll empties the heap, passing each item to each unless it is nil,
+// and returns how many it held; the caller holds the owner's lock.
+func (d *delayer[T]) dropAll(each func(item T)) int {
+	n := d.heap.len()
+	if each == nil {
+		d.heap.removeAll()
+	}
+	for d.heap.len() > 0 {
+		each(d.heap.popFirst())
+	}
+	d.setGauge()
+	return n
+}
+
+// stop ends the goroutine and waits for it to exit; it may be called many
+// times, from many goroutines.
+func (d *delayer[T]) stop() {
+	d.stopOnce.Do(func() { close(d.stopCh) })
+	<-d.loopDone
+}
+
+// snapshot returns the number of waiting items and the n that are ready
+// first, soonest first. The caller holds the owner's lock.
+func (d *delayer[T]) snapshot(n int) (waiting int, first []DelayedItem[T]) {
+	for _, e := range d.heap.first(n) {
+		first = append(first, DelayedItem[T]{Item: e.item, ReadyAt: d.epoch.Add(time.Duration(e.readyAt))})
+	}
+	return d.heap.len(), first
+}
+
+// readyAfter returns the offset from an epoch at which a delay that starts
+// at offset now ends, clamped so that huge delays do not overflow.
+func readyAfter(now int64, delay time.Duration) int64 {
+	if int64(delay) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(delay)
+}

@@ -1,0 +1,283 @@
+package workqueue
+
+import (
+	"slices"
+)
+
+// priorityOrder hands out the item of the highest priority first; within a
+// priority, first in, first out, or in turns of the fairness keys; and,
+// with MaxWait, an item ready for longer than that before any other.
+//
+// Invariant (verifyPriorityOrder checks it): each queued id is listed once,
+// in the leaf of the level of its priority that its fairness keys name,
+// and, with MaxWait, in the age list, in the order the ids became ready;
+// no other id is listed.
+type priorityOrder[T comparable] struct {
+	items    *itemTable[T, record]
+	fairness []func(T) string
+
+	// levels holds the levels, lowest priority first; the empty ones are
+	// kept for reuse up to maxIdleLevels.
+	levels     []*prioLevel
+	idleLevels int
+	// priorities holds by id the priority of each held item's pending add.
+	priorities chunked[int]
+	// links holds the leaves' lists; with Fairness, leaves holds by id the
+	// leaf that lists each queued item. Both live beside the records,
+	// not in them, so that a queue without fairness pays nothing for it.
+	links  idLinks
+	leaves chunked[*fairNode]
+
+	// With MaxWait (in nanoseconds; 0 for none): the queued ids in the
+	// order they became ready, each with the time it did, from now.
+	maxWait    int64
+	now        func() int64
+	ages       idList
+	ageLinks   idLinks
+	readySince chunked[int64]
+}
+
+// maxIdleLevels is how many empty levels the queue keeps for reuse, so that
+// a level that empties and fills again, as in an Add/Get/Done loop, costs
+// no allocation and keeps its fairness keys.
+const maxIdleLevels = 16
+
+// prioLevel holds the queued items of one priority.
+type prioLevel struct {
+	priority int
+	root     fairNode
+}
+
+// priority returns the priority of the held item with id.
+func (o *priorityOrder[T]) priority(id int32) int { return *o.priorities.at(int(id)) }
+
+// setPriority sets the priority of the held item with id, which is not
+// queued.
+func (o *priorityOrder[T]) setPriority(id int32, priority int) {
+	for o.priorities.len() <= int(id) {
+		o.priorities.push(0)
+	}
+	*o.priorities.at(int(id)) = priority
+}
+
+// queue puts id at the back of its level and, with MaxWait, of the age
+// list, as ready since now: only then does it read the clock.
+func (o *priorityOrder[T]) queue(id int32) {
+	o.enqueue(id)
+	if o.maxWait > 0 {
+		for o.readySince.len() <= int(id) {
+			o.readySince.push(0)
+		}
+		*o.readySince.at(int(id)) = o.now()
+		o.ages.pushBack(&o.ageLinks, id)
+	}
+}
+
+// raise moves the queued id to the back of the level of priority, higher
+// than its own; its place in the age list stays.
+func (o *priorityOrder[T]) raise(id int32, priority int) {
+	o.dequeue(id, o.leafOf(id)) // before the priority changes the leaf
+	*o.priorities.at(int(id)) = priority
+	o.enqueue(id)
+}
+
+func (o *priorityOrder[T]) next() int32 {
+	id, leaf := o.nextID()
+	o.unqueueFrom(id, leaf)
+	return id
+}
+
+func (o *priorityOrder[T]) unqueue(id int32) { o.unqueueFrom(id, o.leafOf(id)) }
+
+func (o *priorityOrder[T]) touch(int32) {}
+
+// empty lets go of the side arrays a burst made grow.
+func (o *priorityOrder[T]) empty() {
+	o.links.shrink()
+	o.ageLinks.shrink()
+	o.leaves.shrink()
+	o.priorities.shrink()
+	o.readySince.shrink()
+}
+
+// enqueue puts id at the back of its priority's level: of its leaf's list,
+// whose fairness keys join their rotations at the back if they had
+// nothing queued.
+func (o *priorityOrder[T]) enqueue(id int32) {
+	level := o.level(o.priority(id))
+	node := &level.root
+	for d, key := range o.fairness {
+		node = node.child(key(o.items.at(id).item), d+1 == len(o.fairness))
+	}
+	if len(o.fairness) > 0 {
+		for o.leaves.len() <= int(id) {
+			o.leaves.push(nil)
+		}
+		*o.leaves.at(int(id)) = node
+	}
+	node.list.pushBack(&o.links, id)
+	for n := node; n != nil; n = n.parent {
+		n.n++
+	}
+	if level.root.n == 1 {
+		o.idleLevels--
+	}
+}
+
+// leafOf returns the leaf whose list holds the queued id.
+func (o *priorityOrder[T]) leafOf(id int32) *fairNode {
+	if len(o.fairness) > 0 {
+		return *o.leaves.at(int(id))
+	}
+	return &o.level(o.priority(id)).root
+}
+
+// dequeue takes the queued id out of leaf, the leaf that lists it; keys
+// left with nothing queued leave their rotations.
+func (o *priorityOrder[T]) dequeue(id int32, leaf *fairNode) {
+	if len(o.fairness) > 0 {
+		*o.leaves.at(int(id)) = nil
+	}
+	leaf.list.remove(&o.links, id)
+	root := leaf
+	for n := leaf; n != nil; n = n.parent {
+		n.n--
+		if n.n == 0 && n.parent != nil {
+			n.parent.deactivate(n)
+		}
+		root = n
+	}
+	if root.n == 0 {
+		o.idleLevels++
+		o.dropIdleLevels()
+	}
+}
+
+// unqueueFrom takes the queued id out of leaf, the leaf that lists it, and
+// out of the age list.
+func (o *priorityOrder[T]) unqueueFrom(id int32, leaf *fairNode) {
+	o.dequeue(id, leaf)
+	if o.maxWait > 0 {
+		o.ages.remove(&o.ageLinks, id)
+	}
+}
+
+// level returns the level of priority, making it if needed.
+func (o *priorityOrder[T]) level(priority int) *prioLevel {
+	i, found := slices.BinarySearchFunc(o.levels, priority, func(l *prioLevel, p int) int {
+		switch {
+		case l.priority < p:
+			return -1
+		case l.priority > p:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		return o.levels[i]
+	}
+	l := &prioLevel{priority: priority, root: fairNode{leaf: len(o.fairness) == 0, list: newIDList()}}
+	o.levels = slices.Insert(o.levels, i, l)
+	o.idleLevels++
+	return l
+}
+
+// dropIdleLevels forgets the empty levels once more than maxIdleLevels are
+// kept, so that many distinct priorities do not pin memory.
+func (o *priorityOrder[T]) dropIdleLevels() {
+	if o.idleLevels <= maxIdleLevels {
+		return
+	}
+	o.levels = slices.DeleteFunc(o.levels, func(l *prioLevel) bool { return l.root.n == 0 })
+	o.idleLevels = 0
+}
+
+// nextID returns the id to hand out next, at least one being queued, and
+// the leaf that lists it, and turns the fairness rotations it passes,
+// unless the item is overdue.
+func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
+	if o.maxWait > 0 && o.now()-*o.readySince.at(int(o.ages.head)) >= o.maxWait {
+		return o.ages.head, o.leafOf(o.ages.head) // out of turn: the rotations stay as they are
+	}
+	var level *prioLevel
+	for i := len(o.levels) - 1; ; i-- {
+		if level = o.levels[i]; level.root.n > 0 {
+			break
+		}
+	}
+	node := &level.root
+	for !node.leaf {
+		node = node.first
+	}
+	node.turn()
+	return node.list.head, node
+}
+
+// first returns the first n queued ids in the order next would return them
+// if called again and again now: with MaxWait, the overdue ones first,
+// then each priority from the highest, each in turn of its fairness keys.
+// It takes O(n log n) steps without fairness, and O(n²) at most with it,
+// plus one step per overdue item skipped.
+func (o *priorityOrder[T]) first(n int) []int32 {
+	var out []int32
+	overdue := func(int32) bool { return false }
+	if o.maxWait > 0 {
+		cutoff := o.now() - o.maxWait
+		overdue = func(id int32) bool { return *o.readySince.at(int(id)) <= cutoff }
+		for id := o.ages.head; id >= 0 && len(out) < n && overdue(id); id = o.ageLinks.next(id) {
+			out = append(out, id)
+		}
+	}
+	for i := len(o.levels) - 1; i >= 0 && len(out) < n; i-- {
+		c := &fairCursor{node: &o.levels[i].root, id: -1}
+		for len(out) < n {
+			id := o.step(c, n, overdue)
+			if id < 0 {
+				break
+			}
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// fairCursor walks a fairness tree in hand-out order without changing it.
+type fairCursor struct {
+	node    *fairNode
+	started bool
+	id      int32         // a leaf's next item
+	turns   []*fairCursor // an inner node's children, next in turn first
+}
+
+// step returns the id of the next item below c.node in hand-out order that
+// skip does not reject, or -1 when there is none. budget bounds how many
+// children in turn it considers: the caller stops after n items, and the
+// children that have only items to skip have overdue items listed before.
+func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) bool) int32 {
+	if !c.started {
+		c.started = true
+		c.id = c.node.list.head
+		for child := c.node.first; child != nil && len(c.turns) < budget; child = child.next {
+			c.turns = append(c.turns, &fairCursor{node: child, id: -1})
+		}
+	}
+	if c.node.leaf {
+		for c.id >= 0 {
+			id := c.id
+			c.id = o.links.next(id)
+			if !skip(id) {
+				return id
+			}
+		}
+		return -1
+	}
+	for len(c.turns) > 0 {
+		child := c.turns[0]
+		c.turns = c.turns[1:]
+		if id := o.step(child, budget, skip); id >= 0 {
+			c.turns = append(c.turns, child) // an emptied child drops out at its next turn
+			return id
+		}
+	}
+	return -1
+}
