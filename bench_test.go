@@ -9,6 +9,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-workqueue/workqueue/internal/lock"
+	"github.com/go-workqueue/workqueue/internal/ring"
+	"github.com/go-workqueue/workqueue/internal/table"
 )
 
 // benchKeys returns n distinct string keys shaped like Kubernetes object
@@ -52,7 +56,7 @@ func benchCycle(b *testing.B, q TypedInterface[string], keys []string) {
 func BenchmarkCycleParts(b *testing.B) {
 	keys := benchKeys(1024)
 	b.Run("locks", func(b *testing.B) {
-		var mu yieldingMutex
+		var mu lock.Mutex
 		for b.Loop() {
 			for range 3 {
 				mu.Lock()
@@ -61,33 +65,33 @@ func BenchmarkCycleParts(b *testing.B) {
 		}
 	})
 	b.Run("hashes", func(b *testing.B) {
-		table := newItemTable[string, record]()
+		tab := table.New[string, record]()
 		var sink uint32
 		i := 0
 		for b.Loop() {
-			sink += table.hash(keys[i&1023]) + table.hash(keys[i&1023])
+			sink += tab.Hash(keys[i&1023]) + tab.Hash(keys[i&1023])
 			i++
 		}
 		_ = sink
 	})
 	b.Run("table", func(b *testing.B) {
-		table := newItemTable[string, record]()
+		tab := table.New[string, record]()
 		hashes := make([]uint32, len(keys))
 		for i, key := range keys {
-			hashes[i] = table.hash(key)
+			hashes[i] = tab.Hash(key)
 		}
 		i := 0
 		for b.Loop() {
 			key, hash := keys[i&1023], hashes[i&1023]
-			table.lookup(key, hash)
-			table.insert(key, hash, record{})
-			_, id := table.lookup(key, hash)
-			table.remove(id)
+			tab.Lookup(key, hash)
+			tab.Insert(key, hash, record{})
+			_, id := tab.Lookup(key, hash)
+			tab.Remove(id)
 			i++
 		}
 	})
 	b.Run("ring", func(b *testing.B) {
-		var order ring[int32]
+		var order ring.Ring[int32]
 		for b.Loop() {
 			order.Push(1)
 			order.Pop()

@@ -6,6 +6,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/chunked"
+	"github.com/go-workqueue/workqueue/internal/list"
+	"github.com/go-workqueue/workqueue/internal/lock"
+	"github.com/go-workqueue/workqueue/internal/table"
 	"k8s.io/utils/clock"
 )
 
@@ -62,14 +66,14 @@ type handOutOrder interface {
 // shutdown and drain, the items in flight and the metrics. A queue is a
 // core with a hand-out order, and its own add rules on top.
 type core[T comparable] struct {
-	mu yieldingMutex
+	mu lock.Mutex
 	// drained wakes ShutDownWithDrain callers: the queue became idle, or a
 	// ShutDown released them.
 	drained sync.Cond
 
 	// items holds a record of every item the queue holds: queued, being
 	// processed, or waiting for its delay in a priority queue.
-	items      itemTable[T, record]
+	items      table.Table[T, record]
 	order      handOutOrder
 	queued     int // items in the order
 	processing int // items handed out and not yet done
@@ -78,7 +82,7 @@ type core[T comparable] struct {
 	// wakeupsPending counts those woken and not yet running. A push wakes
 	// a sleeper only when more items are queued than wakeups are pending,
 	// so a burst does not wake more workers than it has items for.
-	sleepers       waiterLine
+	sleepers       lock.Line
 	wakeupsPending int
 	drainWaiters   int
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
@@ -99,7 +103,7 @@ type core[T comparable] struct {
 // init sets up a core that hands out items in order. The core must not be
 // copied afterwards.
 func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string, clk clock.WithTicker) {
-	c.items = newItemTable[T, record]()
+	c.items = table.New[T, record]()
 	c.order = order
 	c.clock = clk
 	c.flight = newFlightList()
@@ -111,11 +115,11 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 // insertQueued files item, which the core does not hold, as queued. The
 // caller holds mu and counts the add.
 func (c *core[T]) insertQueued(item T, hash uint32) int32 {
-	_, id := c.items.insert(item, hash, record{pending: pendingReady})
+	_, id := c.items.Insert(item, hash, record{pending: pendingReady})
 	filed := false
 	defer func() {
 		if !filed { // the order panicked: the item was never added
-			c.items.remove(id)
+			c.items.Remove(id)
 		}
 	}()
 	c.order.queue(id)
@@ -151,8 +155,8 @@ func (c *core[T]) countAdd(item T) {
 // release forgets the record with id, neither queued nor processing, and
 // releases a drain if the queue is idle. The caller holds mu.
 func (c *core[T]) release(id int32) {
-	c.items.remove(id)
-	if c.items.len() == 0 {
+	c.items.Remove(id)
+	if c.items.Len() == 0 {
 		c.order.empty()
 		c.flight.shrink()
 		if c.drainWaiters > 0 {
@@ -165,9 +169,9 @@ func (c *core[T]) release(id int32) {
 // item: if more items are queued than wakeups are pending. The caller holds
 // mu.
 func (c *core[T]) wakeOne() {
-	if c.sleepers.n > 0 && c.queued > c.wakeupsPending {
+	if c.sleepers.Len() > 0 && c.queued > c.wakeupsPending {
 		c.wakeupsPending++
-		c.sleepers.wakeFirst()
+		c.sleepers.WakeFirst()
 	}
 }
 
@@ -184,21 +188,21 @@ func (c *core[T]) get(ctx context.Context, zero string) (int32, error) {
 		if c.drained.L == nil {
 			panic("workqueue: Get on a zero " + zero)
 		}
-		if err := sleepInLine(ctx, &c.mu, &c.sleepers, &c.wakeupsPending, c.wakeOne); err != nil {
+		if err := lock.Sleep(ctx, &c.mu, &c.sleepers, &c.wakeupsPending, c.wakeOne); err != nil {
 			return -1, err
 		}
 	}
 	id := c.order.next()
 	c.queued--
 	c.processing++
-	entry := c.items.at(id)
-	entry.val = record{processing: true}
+	entry := c.items.At(id)
+	entry.Val = record{processing: true}
 	if c.flight.tracking {
 		// One clock reading for the in-flight list and the metrics.
 		now := c.clock.Now()
 		c.flight.link(id, now)
 		if c.metrics != nil {
-			c.metrics.get(entry.item, now)
+			c.metrics.get(entry.Item, now)
 		}
 	}
 	return id, nil
@@ -208,22 +212,22 @@ func (c *core[T]) get(ctx context.Context, zero string) (int32, error) {
 // queued again if it was added meanwhile, waits for its delay if it has
 // one, and otherwise leaves the queue. The caller holds mu.
 func (c *core[T]) done(item T, hash uint32) {
-	entry, id := c.items.lookup(item, hash)
-	if entry == nil || !entry.val.processing {
+	entry, id := c.items.Lookup(item, hash)
+	if entry == nil || !entry.Val.processing {
 		return
 	}
 	// The order runs first, since custom storage's Push may panic: a Done
 	// that panics has not happened. The metrics, user code too, run last.
-	if entry.val.pending == pendingReady {
+	if entry.Val.pending == pendingReady {
 		c.order.queue(id)
 		c.queued++
 		c.wakeOne()
 	}
-	entry = c.items.at(id)
-	entry.val.processing = false
+	entry = c.items.At(id)
+	entry.Val.processing = false
 	c.processing--
 	since, linked := c.flight.unlink(id)
-	if entry.val.pending == pendingNone {
+	if entry.Val.pending == pendingNone {
 		c.release(id)
 	}
 	if c.metrics != nil && linked {
@@ -235,10 +239,10 @@ func (c *core[T]) done(item T, hash uint32) {
 // leaves the queue, and an item being processed is not queued again by
 // Done. The caller holds mu; the record's pending is pendingReady.
 func (c *core[T]) removeReady(id int32) {
-	entry := c.items.at(id)
-	item := entry.item
-	entry.val.pending = pendingNone
-	if entry.val.processing {
+	entry := c.items.At(id)
+	item := entry.Item
+	entry.Val.pending = pendingNone
+	if entry.Val.processing {
 		c.uncountAdd(item)
 		return
 	}
@@ -259,9 +263,9 @@ func (c *core[T]) uncountAdd(item T) {
 // holds mu.
 func (c *core[T]) stopAddsLocked() {
 	c.shuttingDown.Store(true)
-	for c.sleepers.n > 0 {
+	for c.sleepers.Len() > 0 {
 		c.wakeupsPending++
-		c.sleepers.wakeFirst()
+		c.sleepers.WakeFirst()
 	}
 }
 
@@ -281,7 +285,7 @@ func (c *core[T]) drain(zero string) {
 		panic("workqueue: ShutDownWithDrain on a zero " + zero)
 	}
 	c.drainWaiters++
-	for !c.drainReleased && c.items.len() > 0 {
+	for !c.drainReleased && c.items.Len() > 0 {
 		c.drained.Wait()
 	}
 	c.drainWaiters--
@@ -301,7 +305,7 @@ func (c *core[T]) refreshUnfinishedWork() {
 	defer c.mu.Unlock()
 	now := c.clock.Now()
 	var total, oldest float64
-	for id := c.flight.list.head; id >= 0; id = c.flight.links.next(id) {
+	for id := c.flight.list.Head(); id >= 0; id = c.flight.links.Next(id) {
 		age := now.Sub(c.flight.since(id)).Seconds()
 		total += age
 		oldest = max(oldest, age)
@@ -324,12 +328,12 @@ func (c *core[T]) snapshotLocked(n int) Snapshot[T] {
 	}
 	if n > 0 {
 		for _, id := range c.order.first(n) {
-			s.Queued = append(s.Queued, c.items.at(id).item)
+			s.Queued = append(s.Queued, c.items.At(id).Item)
 		}
 	}
-	for id := c.flight.list.head; id >= 0 && len(s.InFlight) < n; id = c.flight.links.next(id) {
-		entry := c.items.at(id)
-		s.InFlight = append(s.InFlight, InFlightItem[T]{Item: entry.item, Since: c.flight.since(id), Requeue: entry.val.pending == pendingReady})
+	for id := c.flight.list.Head(); id >= 0 && len(s.InFlight) < n; id = c.flight.links.Next(id) {
+		entry := c.items.At(id)
+		s.InFlight = append(s.InFlight, InFlightItem[T]{Item: entry.Item, Since: c.flight.since(id), Requeue: entry.Val.pending == pendingReady})
 	}
 	return s
 }
@@ -339,9 +343,9 @@ func (c *core[T]) snapshotLocked(n int) Snapshot[T] {
 // tracking is set. Items handed out before that are not in it.
 type flightList struct {
 	tracking bool
-	list     idList
-	links    idLinks
-	handouts chunked[handout] // by id
+	list     list.IDs
+	links    list.Links
+	handouts chunked.Array[handout] // by id
 }
 
 // handout is when Get handed out the item with an id, if it is in the list.
@@ -350,31 +354,31 @@ type handout struct {
 	linked bool
 }
 
-func newFlightList() flightList { return flightList{list: newIDList()} }
+func newFlightList() flightList { return flightList{list: list.New()} }
 
 // link appends the item with id, handed out at now.
 func (f *flightList) link(id int32, now time.Time) {
-	for f.handouts.len() <= int(id) {
-		f.handouts.push(handout{})
+	for f.handouts.Len() <= int(id) {
+		f.handouts.Push(handout{})
 	}
-	*f.handouts.at(int(id)) = handout{since: now, linked: true}
-	f.list.pushBack(&f.links, id)
+	*f.handouts.At(int(id)) = handout{since: now, linked: true}
+	f.list.PushBack(&f.links, id)
 }
 
 // since returns when the item with id, which is in the list, was handed
 // out.
-func (f *flightList) since(id int32) time.Time { return f.handouts.at(int(id)).since }
+func (f *flightList) since(id int32) time.Time { return f.handouts.At(int(id)).since }
 
 // unlink takes the item with id out of the list, if it is in it, and
 // returns when it was handed out and whether it was in it.
 func (f *flightList) unlink(id int32) (since time.Time, linked bool) {
-	if int(id) >= f.handouts.len() {
+	if int(id) >= f.handouts.Len() {
 		return time.Time{}, false
 	}
-	h := f.handouts.at(int(id))
+	h := f.handouts.At(int(id))
 	since, linked = h.since, h.linked
 	if linked {
-		f.list.remove(&f.links, id)
+		f.list.Remove(&f.links, id)
 		*h = handout{}
 	}
 	return since, linked
@@ -382,8 +386,8 @@ func (f *flightList) unlink(id int32) (since time.Time, linked bool) {
 
 // shrink lets go of a burst's memory once nothing is in flight.
 func (f *flightList) shrink() {
-	f.links.shrink()
-	if f.handouts.len() > chunkSize {
-		f.handouts.reset()
+	f.links.Shrink()
+	if f.handouts.Len() > chunked.Size {
+		f.handouts.Reset()
 	}
 }

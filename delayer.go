@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/delayheap"
 	"k8s.io/utils/clock"
 )
 
@@ -27,7 +28,7 @@ const waitingBatch = 256
 type delayer[T comparable] struct {
 	clock   clock.WithTicker
 	epoch   time.Time // ready times are kept as offsets from it
-	heap    *delayHeap[T]
+	heap    *delayheap.Heap[T]
 	retries CounterMetric       // nil when the queue records no metrics
 	gauge   SettableGaugeMetric // nil unless the provider offers it
 
@@ -44,7 +45,7 @@ func newDelayer[T comparable](clk clock.WithTicker, provider MetricsProvider, na
 	d := &delayer[T]{
 		clock:    clk,
 		epoch:    clk.Now(),
-		heap:     newDelayHeap[T](),
+		heap:     delayheap.New[T](),
 		wake:     make(chan struct{}, 1),
 		stopCh:   make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -60,7 +61,7 @@ func (d *delayer[T]) now() int64 { return int64(d.clock.Since(d.epoch)) }
 // its ready time earlier if it is waiting already, and reports whether it
 // is now the first to be ready. The caller holds the owner's lock.
 func (d *delayer[T]) add(item T, delay time.Duration) (isFirst bool) {
-	isFirst = d.heap.add(item, readyAfter(d.now(), delay))
+	isFirst = d.heap.Add(item, readyAfter(d.now(), delay))
 	d.setGauge()
 	return isFirst
 }
@@ -68,7 +69,7 @@ func (d *delayer[T]) add(item T, delay time.Duration) (isFirst bool) {
 // remove takes item out of the heap and reports whether it was there. The
 // caller holds the owner's lock.
 func (d *delayer[T]) remove(item T) bool {
-	if !d.heap.remove(item) {
+	if !d.heap.Remove(item) {
 		return false
 	}
 	d.setGauge()
@@ -94,7 +95,7 @@ func (d *delayer[T]) poke() {
 // owner's lock, so updates reach the gauge in the order the heap changed.
 func (d *delayer[T]) setGauge() {
 	if d.gauge != nil {
-		d.gauge.Set(float64(d.heap.len()))
+		d.gauge.Set(float64(d.heap.Len()))
 	}
 }
 
@@ -156,8 +157,8 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 	defer lock.Unlock()
 	now := d.now()
 	moved := 0
-	for ; moved < waitingBatch && d.heap.len() > 0 && d.heap.firstReadyAt() <= now; moved++ {
-		ready(d.heap.popFirst())
+	for ; moved < waitingBatch && d.heap.Len() > 0 && d.heap.FirstReadyAt() <= now; moved++ {
+		ready(d.heap.PopFirst())
 	}
 	if moved > 0 {
 		d.setGauge()
@@ -166,8 +167,8 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 		return now, true
 	}
 	next = now + int64(heartbeatPeriod)
-	if d.heap.len() > 0 {
-		next = min(next, d.heap.firstReadyAt())
+	if d.heap.Len() > 0 {
+		next = min(next, d.heap.FirstReadyAt())
 	}
 	return next, false
 }
@@ -175,12 +176,12 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 // dropAll empties the heap, passing each item to each unless it is nil,
 // and returns how many it held; the caller holds the owner's lock.
 func (d *delayer[T]) dropAll(each func(item T)) int {
-	n := d.heap.len()
+	n := d.heap.Len()
 	if each == nil {
-		d.heap.removeAll()
+		d.heap.RemoveAll()
 	}
-	for d.heap.len() > 0 {
-		each(d.heap.popFirst())
+	for d.heap.Len() > 0 {
+		each(d.heap.PopFirst())
 	}
 	d.setGauge()
 	return n
@@ -196,10 +197,10 @@ func (d *delayer[T]) stop() {
 // snapshot returns the number of waiting items and the n that are ready
 // first, soonest first. The caller holds the owner's lock.
 func (d *delayer[T]) snapshot(n int) (waiting int, first []DelayedItem[T]) {
-	for _, e := range d.heap.first(n) {
-		first = append(first, DelayedItem[T]{Item: e.item, ReadyAt: d.epoch.Add(time.Duration(e.readyAt))})
+	for _, e := range d.heap.First(n) {
+		first = append(first, DelayedItem[T]{Item: e.Item, ReadyAt: d.epoch.Add(time.Duration(e.ReadyAt))})
 	}
-	return d.heap.len(), first
+	return d.heap.Len(), first
 }
 
 // readyAfter returns the offset from an epoch at which a delay that starts

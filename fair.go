@@ -1,5 +1,7 @@
 package workqueue
 
+import "github.com/go-workqueue/workqueue/internal/list"
+
 // fairNode is one node of a priority level's fairness tree. A level with no
 // fairness dimensions is a single leaf; with d dimensions, the nodes at
 // depth i < d have one child per key of dimension i+1 that has, or lately
@@ -20,7 +22,7 @@ type fairNode struct {
 	leaf bool
 
 	// A leaf's list of queued items.
-	list idList
+	list list.IDs
 
 	// An inner node's children by key, and its rotation.
 	children     map[string]*fairNode
@@ -47,7 +49,7 @@ func (n *fairNode) child(key string, leaf bool) *fairNode {
 		if n.children == nil {
 			n.children = make(map[string]*fairNode)
 		}
-		c = &fairNode{leaf: leaf, list: newIDList(), parent: n, key: key}
+		c = &fairNode{leaf: leaf, list: list.New(), parent: n, key: key}
 		n.children[key] = c
 		n.idle++
 	}

@@ -155,7 +155,7 @@ func TestGetContextPassesOnItsWakeup(t *testing.T) {
 				if tt.cancelFirst {
 					cancel()
 				}
-				q.addLocked("x", q.items.hash("x")) // wakes the first caller
+				q.addLocked("x", q.items.Hash("x")) // wakes the first caller
 				cancel()
 				q.mu.Unlock()
 				synctest.Wait()

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/go-workqueue/workqueue/internal/delayheap"
 )
 
 // This file checks the rate-limiting queue against a small reference model
@@ -324,7 +326,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			return diverged(i, op, "queue invariant: %v", err)
 		}
 		delaying.mu.Lock()
-		err := checkHeap(delaying.delays.heap)
+		err := delayheap.Verify(delaying.delays.heap)
 		delaying.mu.Unlock()
 		if err != nil {
 			return diverged(i, op, "heap invariant: %v", err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/ring"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -17,7 +18,7 @@ import (
 
 // panickyStorage is FIFO storage whose Push panics while fail is set.
 type panickyStorage struct {
-	ring[string]
+	ring.Ring[string]
 	fail bool
 }
 
@@ -25,7 +26,7 @@ func (s *panickyStorage) Push(item string) {
 	if s.fail {
 		panic("storage full")
 	}
-	s.ring.Push(item)
+	s.Ring.Push(item)
 }
 
 // returnsWithin reports whether f returns within d: a bound that only a

@@ -2,6 +2,10 @@ package workqueue
 
 import (
 	"slices"
+
+	"github.com/go-workqueue/workqueue/internal/chunked"
+	"github.com/go-workqueue/workqueue/internal/list"
+	"github.com/go-workqueue/workqueue/internal/table"
 )
 
 // priorityOrder hands out the item of the highest priority first; within a
@@ -13,7 +17,7 @@ import (
 // and, with MaxWait, in the age list, in the order the ids became ready;
 // no other id is listed.
 type priorityOrder[T comparable] struct {
-	items    *itemTable[T, record]
+	items    *table.Table[T, record]
 	fairness []func(T) string
 
 	// levels holds the levels, lowest priority first; the empty ones are
@@ -21,20 +25,20 @@ type priorityOrder[T comparable] struct {
 	levels     []*prioLevel
 	idleLevels int
 	// priorities holds by id the priority of each held item's pending add.
-	priorities chunked[int]
+	priorities chunked.Array[int]
 	// links holds the leaves' lists; with Fairness, leaves holds by id the
 	// leaf that lists each queued item. Both live beside the records,
 	// not in them, so that a queue without fairness pays nothing for it.
-	links  idLinks
-	leaves chunked[*fairNode]
+	links  list.Links
+	leaves chunked.Array[*fairNode]
 
 	// With MaxWait (in nanoseconds; 0 for none): the queued ids in the
 	// order they became ready, each with the time it did, from now.
 	maxWait    int64
 	now        func() int64
-	ages       idList
-	ageLinks   idLinks
-	readySince chunked[int64]
+	ages       list.IDs
+	ageLinks   list.Links
+	readySince chunked.Array[int64]
 }
 
 // maxIdleLevels is how many empty levels the queue keeps for reuse, so that
@@ -49,15 +53,15 @@ type prioLevel struct {
 }
 
 // priority returns the priority of the held item with id.
-func (o *priorityOrder[T]) priority(id int32) int { return *o.priorities.at(int(id)) }
+func (o *priorityOrder[T]) priority(id int32) int { return *o.priorities.At(int(id)) }
 
 // setPriority sets the priority of the held item with id, which is not
 // queued.
 func (o *priorityOrder[T]) setPriority(id int32, priority int) {
-	for o.priorities.len() <= int(id) {
-		o.priorities.push(0)
+	for o.priorities.Len() <= int(id) {
+		o.priorities.Push(0)
 	}
-	*o.priorities.at(int(id)) = priority
+	*o.priorities.At(int(id)) = priority
 }
 
 // queue puts id at the back of its level and, with MaxWait, of the age
@@ -65,11 +69,11 @@ func (o *priorityOrder[T]) setPriority(id int32, priority int) {
 func (o *priorityOrder[T]) queue(id int32) {
 	o.enqueue(id)
 	if o.maxWait > 0 {
-		for o.readySince.len() <= int(id) {
-			o.readySince.push(0)
+		for o.readySince.Len() <= int(id) {
+			o.readySince.Push(0)
 		}
-		*o.readySince.at(int(id)) = o.now()
-		o.ages.pushBack(&o.ageLinks, id)
+		*o.readySince.At(int(id)) = o.now()
+		o.ages.PushBack(&o.ageLinks, id)
 	}
 }
 
@@ -77,7 +81,7 @@ func (o *priorityOrder[T]) queue(id int32) {
 // than its own; its place in the age list stays.
 func (o *priorityOrder[T]) raise(id int32, priority int) {
 	o.dequeue(id, o.leafOf(id)) // before the priority changes the leaf
-	*o.priorities.at(int(id)) = priority
+	*o.priorities.At(int(id)) = priority
 	o.enqueue(id)
 }
 
@@ -93,11 +97,11 @@ func (o *priorityOrder[T]) touch(int32) {}
 
 // empty lets go of the side arrays a burst made grow.
 func (o *priorityOrder[T]) empty() {
-	o.links.shrink()
-	o.ageLinks.shrink()
-	o.leaves.shrink()
-	o.priorities.shrink()
-	o.readySince.shrink()
+	o.links.Shrink()
+	o.ageLinks.Shrink()
+	o.leaves.Shrink()
+	o.priorities.Shrink()
+	o.readySince.Shrink()
 }
 
 // enqueue puts id at the back of its priority's level: of its leaf's list,
@@ -107,15 +111,15 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 	level := o.level(o.priority(id))
 	node := &level.root
 	for d, key := range o.fairness {
-		node = node.child(key(o.items.at(id).item), d+1 == len(o.fairness))
+		node = node.child(key(o.items.At(id).Item), d+1 == len(o.fairness))
 	}
 	if len(o.fairness) > 0 {
-		for o.leaves.len() <= int(id) {
-			o.leaves.push(nil)
+		for o.leaves.Len() <= int(id) {
+			o.leaves.Push(nil)
 		}
-		*o.leaves.at(int(id)) = node
+		*o.leaves.At(int(id)) = node
 	}
-	node.list.pushBack(&o.links, id)
+	node.list.PushBack(&o.links, id)
 	for n := node; n != nil; n = n.parent {
 		n.n++
 	}
@@ -127,7 +131,7 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 // leafOf returns the leaf whose list holds the queued id.
 func (o *priorityOrder[T]) leafOf(id int32) *fairNode {
 	if len(o.fairness) > 0 {
-		return *o.leaves.at(int(id))
+		return *o.leaves.At(int(id))
 	}
 	return &o.level(o.priority(id)).root
 }
@@ -136,9 +140,9 @@ func (o *priorityOrder[T]) leafOf(id int32) *fairNode {
 // left with nothing queued leave their rotations.
 func (o *priorityOrder[T]) dequeue(id int32, leaf *fairNode) {
 	if len(o.fairness) > 0 {
-		*o.leaves.at(int(id)) = nil
+		*o.leaves.At(int(id)) = nil
 	}
-	leaf.list.remove(&o.links, id)
+	leaf.list.Remove(&o.links, id)
 	root := leaf
 	for n := leaf; n != nil; n = n.parent {
 		n.n--
@@ -158,7 +162,7 @@ func (o *priorityOrder[T]) dequeue(id int32, leaf *fairNode) {
 func (o *priorityOrder[T]) unqueueFrom(id int32, leaf *fairNode) {
 	o.dequeue(id, leaf)
 	if o.maxWait > 0 {
-		o.ages.remove(&o.ageLinks, id)
+		o.ages.Remove(&o.ageLinks, id)
 	}
 }
 
@@ -176,7 +180,7 @@ func (o *priorityOrder[T]) level(priority int) *prioLevel {
 	if found {
 		return o.levels[i]
 	}
-	l := &prioLevel{priority: priority, root: fairNode{leaf: len(o.fairness) == 0, list: newIDList()}}
+	l := &prioLevel{priority: priority, root: fairNode{leaf: len(o.fairness) == 0, list: list.New()}}
 	o.levels = slices.Insert(o.levels, i, l)
 	o.idleLevels++
 	return l
@@ -196,8 +200,8 @@ func (o *priorityOrder[T]) dropIdleLevels() {
 // the leaf that lists it, and turns the fairness rotations it passes,
 // unless the item is overdue.
 func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
-	if o.maxWait > 0 && o.now()-*o.readySince.at(int(o.ages.head)) >= o.maxWait {
-		return o.ages.head, o.leafOf(o.ages.head) // out of turn: the rotations stay as they are
+	if o.maxWait > 0 && o.now()-*o.readySince.At(int(o.ages.Head())) >= o.maxWait {
+		return o.ages.Head(), o.leafOf(o.ages.Head()) // out of turn: the rotations stay as they are
 	}
 	var level *prioLevel
 	for i := len(o.levels) - 1; ; i-- {
@@ -210,7 +214,7 @@ func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
 		node = node.first
 	}
 	node.turn()
-	return node.list.head, node
+	return node.list.Head(), node
 }
 
 // first returns the first n queued ids in the order next would return them
@@ -223,8 +227,8 @@ func (o *priorityOrder[T]) first(n int) []int32 {
 	overdue := func(int32) bool { return false }
 	if o.maxWait > 0 {
 		cutoff := o.now() - o.maxWait
-		overdue = func(id int32) bool { return *o.readySince.at(int(id)) <= cutoff }
-		for id := o.ages.head; id >= 0 && len(out) < n && overdue(id); id = o.ageLinks.next(id) {
+		overdue = func(id int32) bool { return *o.readySince.At(int(id)) <= cutoff }
+		for id := o.ages.Head(); id >= 0 && len(out) < n && overdue(id); id = o.ageLinks.Next(id) {
 			out = append(out, id)
 		}
 	}
@@ -256,7 +260,7 @@ type fairCursor struct {
 func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) bool) int32 {
 	if !c.started {
 		c.started = true
-		c.id = c.node.list.head
+		c.id = c.node.list.Head()
 		for child := c.node.first; child != nil && len(c.turns) < budget; child = child.next {
 			c.turns = append(c.turns, &fairCursor{node: child, id: -1})
 		}
@@ -264,7 +268,7 @@ func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) b
 	if c.node.leaf {
 		for c.id >= 0 {
 			id := c.id
-			c.id = o.links.next(id)
+			c.id = o.links.Next(id)
 			if !skip(id) {
 				return id
 			}

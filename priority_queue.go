@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/list"
+	"github.com/go-workqueue/workqueue/internal/table"
 	"k8s.io/utils/clock"
 )
 
@@ -155,7 +157,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		fairness: slices.Clone(config.Fairness),
 		maxWait:  int64(config.MaxWait),
 		now:      q.delays.now,
-		ages:     newIDList(),
+		ages:     list.New(),
 	}
 	q.init(q.order, config.MetricsProvider, config.Name, config.Clock)
 	q.delays.start(&q.mu, q.delayEnded, func() bool { return false }, q.logger)
@@ -165,7 +167,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 // Add adds item at once at priority 0; it is shorthand for
 // AddWithOpts(AddOpts{}, item).
 func (q *TypedPriorityQueue[T]) Add(item T) {
-	hash := q.items.hash(item) // before the lock: the hot path's one hash
+	hash := q.items.Hash(item) // before the lock: the hot path's one hash
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if !q.shuttingDown.Load() {
@@ -227,7 +229,7 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 		if opts.RateLimited {
 			after = afters[i]
 		}
-		if q.addLocked(item, q.items.hash(item), priority, after) {
+		if q.addLocked(item, q.items.Hash(item), priority, after) {
 			wakeLoop = true
 		}
 	}
@@ -239,41 +241,41 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 // addLocked merges one add into item's record and reports whether the
 // delay goroutine must look at the heap again. The caller holds mu.
 func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration) (wakeLoop bool) {
-	entry, id := q.items.lookup(item, hash)
+	entry, id := q.items.Lookup(item, hash)
 	if after > 0 {
 		q.delays.countRetry()
 		switch {
 		case entry == nil:
-			_, id = q.items.insert(item, hash, record{pending: pendingDelay})
+			_, id = q.items.Insert(item, hash, record{pending: pendingDelay})
 			q.order.setPriority(id, priority)
-		case entry.val.pending == pendingReady: // ready already: the earliest wins
+		case entry.Val.pending == pendingReady: // ready already: the earliest wins
 			q.raise(entry, id, priority)
 			return false
-		case entry.val.pending == pendingDelay:
+		case entry.Val.pending == pendingDelay:
 			q.order.setPriority(id, max(q.order.priority(id), priority))
 		default: // processing, with nothing pending
-			entry.val.pending = pendingDelay
+			entry.Val.pending = pendingDelay
 			q.order.setPriority(id, priority)
 		}
 		return q.delays.add(item, after)
 	}
 	switch {
 	case entry == nil:
-		_, id = q.items.insert(item, hash, record{pending: pendingReady})
+		_, id = q.items.Insert(item, hash, record{pending: pendingReady})
 		q.order.setPriority(id, priority)
 		q.queueHeld(id)
-	case entry.val.pending == pendingReady:
+	case entry.Val.pending == pendingReady:
 		q.raise(entry, id, priority)
 		return false
-	case entry.val.pending == pendingDelay:
+	case entry.Val.pending == pendingDelay:
 		q.delays.remove(item)
-		entry.val.pending = pendingReady
+		entry.Val.pending = pendingReady
 		q.order.setPriority(id, max(q.order.priority(id), priority))
-		if !entry.val.processing {
+		if !entry.Val.processing {
 			q.queueHeld(id)
 		}
 	default: // processing, with nothing pending
-		entry.val.pending = pendingReady
+		entry.Val.pending = pendingReady
 		q.order.setPriority(id, priority)
 	}
 	q.countReady(item, q.order.priority(id))
@@ -290,7 +292,7 @@ func (q *TypedPriorityQueue[T]) countReady(item T, priority int) {
 
 // raise sets the priority of the ready item with entry and id to priority
 // if that is higher, moving a queued item to the back of its new level.
-func (q *TypedPriorityQueue[T]) raise(entry *tableEntry[T, record], id int32, priority int) {
+func (q *TypedPriorityQueue[T]) raise(entry *table.Entry[T, record], id int32, priority int) {
 	old := q.order.priority(id)
 	if priority <= old {
 		return
@@ -299,7 +301,7 @@ func (q *TypedPriorityQueue[T]) raise(entry *tableEntry[T, record], id int32, pr
 		q.depthByPriority.Dec(old)
 		q.depthByPriority.Inc(priority)
 	}
-	if entry.val.processing {
+	if entry.Val.processing {
 		q.order.setPriority(id, priority)
 		return
 	}
@@ -310,9 +312,9 @@ func (q *TypedPriorityQueue[T]) raise(entry *tableEntry[T, record], id int32, pr
 // processed: then Done queues it. The delay goroutine calls it with mu
 // held.
 func (q *TypedPriorityQueue[T]) delayEnded(item T) {
-	entry, id := q.items.lookup(item, q.items.hash(item))
-	entry.val.pending = pendingReady
-	if !entry.val.processing {
+	entry, id := q.items.Lookup(item, q.items.Hash(item))
+	entry.Val.pending = pendingReady
+	if !entry.Val.processing {
 		q.queueHeld(id)
 	}
 	q.countReady(item, q.order.priority(id))
@@ -361,7 +363,7 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 	if err != nil {
 		return item, 0, err
 	}
-	item, priority = q.items.at(id).item, q.order.priority(id)
+	item, priority = q.items.At(id).Item, q.order.priority(id)
 	if q.depthByPriority != nil {
 		q.depthByPriority.Dec(priority)
 	}
@@ -372,7 +374,7 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 // processed, it is queued again, even after a shutdown has begun. Done for
 // an item that is not being processed does nothing.
 func (q *TypedPriorityQueue[T]) Done(item T) {
-	hash := q.items.hash(item)
+	hash := q.items.Hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.done(item, hash)
@@ -384,21 +386,21 @@ func (q *TypedPriorityQueue[T]) Done(item T) {
 // Forget. It reports whether it took anything back; an item being
 // processed keeps being processed.
 func (q *TypedPriorityQueue[T]) Remove(item T) bool {
-	hash := q.items.hash(item)
+	hash := q.items.Hash(item)
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
 	q.rateLimiter.Forget(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	entry, id := q.items.lookup(item, hash)
+	entry, id := q.items.Lookup(item, hash)
 	if entry == nil {
 		return false
 	}
-	switch entry.val.pending {
+	switch entry.Val.pending {
 	case pendingDelay:
 		q.delays.remove(item)
-		entry.val.pending = pendingNone
-		if !entry.val.processing {
+		entry.Val.pending = pendingNone
+		if !entry.Val.processing {
 			q.release(id)
 		}
 	case pendingReady:
@@ -476,9 +478,9 @@ func (q *TypedPriorityQueue[T]) ShutDownWithDrain() {
 func (q *TypedPriorityQueue[T]) beginShutDownLocked() {
 	if !q.shuttingDown.Load() {
 		q.droppedAtShutdown = q.delays.dropAll(func(item T) {
-			entry, id := q.items.lookup(item, q.items.hash(item))
-			entry.val.pending = pendingNone
-			if !entry.val.processing {
+			entry, id := q.items.Lookup(item, q.items.Hash(item))
+			entry.Val.pending = pendingNone
+			if !entry.Val.processing {
 				q.release(id)
 			}
 		})

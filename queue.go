@@ -3,7 +3,10 @@ package workqueue
 import (
 	"context"
 	"errors"
+	"github.com/go-workqueue/workqueue/internal/ring"
 
+	"github.com/go-workqueue/workqueue/internal/list"
+	"github.com/go-workqueue/workqueue/internal/table"
 	"k8s.io/utils/clock"
 )
 
@@ -53,7 +56,7 @@ type Queue[T comparable] interface {
 // concurrent use on its own. A DefaultQueue passed in the config is used as
 // given; leaving the config's Queue nil gives the same order, faster.
 func DefaultQueue[T comparable]() Queue[T] {
-	return new(ring[T])
+	return new(ring.Ring[T])
 }
 
 // TypedQueueConfig configures a queue made by [NewTypedWithConfig]. The zero
@@ -106,7 +109,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	var order handOutOrder
 	var prefilled []T
 	if config.Queue == nil {
-		order = &fifoOrder{list: newIDList()}
+		order = &fifoOrder{list: list.New()}
 	} else {
 		for config.Queue.Len() > 0 {
 			prefilled = append(prefilled, config.Queue.Pop())
@@ -130,7 +133,7 @@ func (q *Typed[T]) Add(item T) { q.tryAdd(item) }
 // no shutdown had begun, so that the delaying layer counts only accepted
 // retries.
 func (q *Typed[T]) tryAdd(item T) (accepted bool) {
-	hash := q.items.hash(item)
+	hash := q.items.Hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.addLocked(item, hash)
@@ -141,15 +144,15 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	if q.shuttingDown.Load() {
 		return false
 	}
-	entry, id := q.items.lookup(item, hash)
+	entry, id := q.items.Lookup(item, hash)
 	switch {
 	case entry == nil:
 		q.insertQueued(item, hash)
-	case !entry.val.processing:
+	case !entry.Val.processing:
 		q.order.touch(id)
 		return true
-	case entry.val.pending == pendingNone:
-		entry.val.pending = pendingReady
+	case entry.Val.pending == pendingNone:
+		entry.Val.pending = pendingReady
 	default: // to be queued again by Done already
 		return true
 	}
@@ -202,7 +205,7 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 	if err != nil {
 		return item, err
 	}
-	return q.items.at(id).item, nil
+	return q.items.At(id).Item, nil
 }
 
 // Done marks item as done processing. If it was added while being processed,
@@ -210,7 +213,7 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 // is not being processed does nothing; client-go would queue such an item a
 // second time.
 func (q *Typed[T]) Done(item T) {
-	hash := q.items.hash(item)
+	hash := q.items.Hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.done(item, hash)
@@ -223,11 +226,11 @@ func (q *Typed[T]) Done(item T) {
 // added again before Get reaches its old place is handed out from there,
 // as if it had never been removed.
 func (q *Typed[T]) Remove(item T) bool {
-	hash := q.items.hash(item)
+	hash := q.items.Hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	entry, id := q.items.lookup(item, hash)
-	if entry == nil || entry.val.pending != pendingReady {
+	entry, id := q.items.Lookup(item, hash)
+	if entry == nil || entry.Val.pending != pendingReady {
 		return false
 	}
 	q.removeReady(id)
@@ -291,19 +294,19 @@ func (q *Typed[T]) Snapshot(n int) Snapshot[T] {
 
 // fifoOrder hands out items first in, first out.
 type fifoOrder struct {
-	list  idList
-	links idLinks
+	list  list.IDs
+	links list.Links
 }
 
-func (o *fifoOrder) queue(id int32)   { o.list.pushBack(&o.links, id) }
-func (o *fifoOrder) next() int32      { return o.list.popFront(&o.links) }
-func (o *fifoOrder) unqueue(id int32) { o.list.remove(&o.links, id) }
+func (o *fifoOrder) queue(id int32)   { o.list.PushBack(&o.links, id) }
+func (o *fifoOrder) next() int32      { return o.list.PopFront(&o.links) }
+func (o *fifoOrder) unqueue(id int32) { o.list.Remove(&o.links, id) }
 func (o *fifoOrder) touch(int32)      {}
-func (o *fifoOrder) empty()           { o.links.shrink() }
+func (o *fifoOrder) empty()           { o.links.Shrink() }
 
 func (o *fifoOrder) first(n int) []int32 {
 	var ids []int32
-	for id := o.list.head; id >= 0 && len(ids) < n; id = o.links.next(id) {
+	for id := o.list.Head(); id >= 0 && len(ids) < n; id = o.links.Next(id) {
 		ids = append(ids, id)
 	}
 	return ids
@@ -315,12 +318,12 @@ func (o *fifoOrder) first(n int) []int32 {
 // skipped, or until it is queued again and keeps its place.
 type storageOrder[T comparable] struct {
 	storage Queue[T]
-	items   *itemTable[T, record]
+	items   *table.Table[T, record]
 	removed map[T]struct{}
 }
 
 func (o *storageOrder[T]) queue(id int32) {
-	item := o.items.at(id).item
+	item := o.items.At(id).Item
 	if _, ok := o.removed[item]; ok {
 		o.storage.Touch(item)
 		delete(o.removed, item)
@@ -336,8 +339,8 @@ func (o *storageOrder[T]) next() int32 {
 			delete(o.removed, item)
 			continue
 		}
-		entry, id := o.items.lookup(item, o.items.hash(item))
-		if entry == nil || entry.val.processing || entry.val.pending != pendingReady {
+		entry, id := o.items.Lookup(item, o.items.Hash(item))
+		if entry == nil || entry.Val.processing || entry.Val.pending != pendingReady {
 			panic("workqueue: the queue's storage popped an item that was not queued in it")
 		}
 		return id
@@ -348,10 +351,10 @@ func (o *storageOrder[T]) unqueue(id int32) {
 	if o.removed == nil {
 		o.removed = make(map[T]struct{})
 	}
-	o.removed[o.items.at(id).item] = struct{}{}
+	o.removed[o.items.At(id).Item] = struct{}{}
 }
 
-func (o *storageOrder[T]) touch(id int32)    { o.storage.Touch(o.items.at(id).item) }
+func (o *storageOrder[T]) touch(id int32)    { o.storage.Touch(o.items.At(id).Item) }
 func (o *storageOrder[T]) first(int) []int32 { return nil }
 func (o *storageOrder[T]) empty()            {}
 

@@ -106,23 +106,3 @@ func TestSnapshotInFlightBeforeFirst(t *testing.T) {
 	assert.Equal(t, "late", s.InFlight[0].Item)
 	require.NoError(t, verifyQueue(q))
 }
-
-// TestDelayHeapFirst compares first with a full sort of the heap.
-func TestDelayHeapFirst(t *testing.T) {
-	h := newDelayHeap[int]()
-	for i := range 500 {
-		h.add(i, int64((i*7919)%97)) // many ties
-	}
-	all := h.first(h.len())
-	require.Len(t, all, 500)
-	for i := 1; i < len(all); i++ {
-		require.LessOrEqual(t, all[i-1].readyAt, all[i].readyAt)
-	}
-	for _, n := range []int{0, 1, 5, 100} {
-		got := h.first(n)
-		require.Len(t, got, n)
-		for i := range got {
-			assert.Equal(t, all[i], got[i], "first %d, item %d", n, i)
-		}
-	}
-}

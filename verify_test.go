@@ -1,6 +1,13 @@
 package workqueue
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/go-workqueue/workqueue/internal/delayheap"
+	"github.com/go-workqueue/workqueue/internal/list"
+	"github.com/go-workqueue/workqueue/internal/lock"
+	"github.com/go-workqueue/workqueue/internal/table"
+)
 
 // The invariant checkers, one per concept, as container/heap's tests check
 // a heap's. The model, fuzz and stress tests call them after every step.
@@ -10,7 +17,7 @@ import "fmt"
 func verifyQueue[T comparable](q *Typed[T]) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return verifyCoreLocked(&q.core, func(*tableEntry[T, record]) bool { return false })
+	return verifyCoreLocked(&q.core, func(*table.Entry[T, record]) bool { return false })
 }
 
 // verifyPriorityQueue checks the invariants of q: those of its core, of
@@ -20,30 +27,24 @@ func verifyPriorityQueue[T comparable](q *TypedPriorityQueue[T]) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	heap := q.delays.heap
-	if err := checkHeap(heap); err != nil {
+	if err := delayheap.Verify(heap); err != nil {
 		return fmt.Errorf("delay heap: %w", err)
 	}
-	inHeap := func(e *tableEntry[T, record]) bool {
-		if heap.items.len() == 0 {
-			return false
-		}
-		w, _ := heap.items.lookup(e.item, heap.items.hash(e.item))
-		return w != nil
-	}
+	inHeap := func(e *table.Entry[T, record]) bool { return heap.Contains(e.Item) }
 	if err := verifyCoreLocked(&q.core, inHeap); err != nil {
 		return err
 	}
 	waiting := 0
-	for id := range int32(q.items.entries.len()) {
-		if q.items.isLive(id) && q.items.at(id).val.pending == pendingDelay {
+	for id := range q.items.IDLimit() {
+		if q.items.IsLive(id) && q.items.At(id).Val.pending == pendingDelay {
 			waiting++
 		}
 	}
-	if waiting != heap.len() {
-		return fmt.Errorf("%d records wait for a delay, the heap holds %d", waiting, heap.len())
+	if waiting != heap.Len() {
+		return fmt.Errorf("%d records wait for a delay, the heap holds %d", waiting, heap.Len())
 	}
-	if q.shuttingDown.Load() && heap.len() > 0 {
-		return fmt.Errorf("shut down with %d items waiting for a delay", heap.len())
+	if q.shuttingDown.Load() && heap.Len() > 0 {
+		return fmt.Errorf("shut down with %d items waiting for a delay", heap.Len())
 	}
 	return nil
 }
@@ -56,19 +57,19 @@ func verifyPriorityQueue[T comparable](q *TypedPriorityQueue[T]) error {
 // counts match the records; enough sleeping Get callers are being woken
 // for the queued items; and the in-flight list holds only items being
 // processed.
-func verifyCoreLocked[T comparable](c *core[T], delayed func(*tableEntry[T, record]) bool) error {
-	if err := verifyTable(&c.items); err != nil {
+func verifyCoreLocked[T comparable](c *core[T], delayed func(*table.Entry[T, record]) bool) error {
+	if err := table.Verify(&c.items); err != nil {
 		return err
 	}
 	queued, processing := map[int32]bool{}, 0
-	for id := range int32(c.items.entries.len()) {
-		if !c.items.isLive(id) {
+	for id := range c.items.IDLimit() {
+		if !c.items.IsLive(id) {
 			continue
 		}
-		e := c.items.at(id)
-		r := e.val
+		e := c.items.At(id)
+		r := e.Val
 		if !r.processing && r.pending == pendingNone {
-			return fmt.Errorf("item %v: a record neither processing nor pending", e.item)
+			return fmt.Errorf("item %v: a record neither processing nor pending", e.Item)
 		}
 		if r.processing {
 			processing++
@@ -77,7 +78,7 @@ func verifyCoreLocked[T comparable](c *core[T], delayed func(*tableEntry[T, reco
 			queued[id] = true
 		}
 		if delayed(e) != (r.pending == pendingDelay) {
-			return fmt.Errorf("item %v: pending %d, waiting for a delay %v", e.item, r.pending, delayed(e))
+			return fmt.Errorf("item %v: pending %d, waiting for a delay %v", e.Item, r.pending, delayed(e))
 		}
 	}
 	if len(queued) != c.queued || processing != c.processing {
@@ -92,7 +93,7 @@ func verifyCoreLocked[T comparable](c *core[T], delayed func(*tableEntry[T, reco
 			err = fmt.Errorf("storage holds %d items and %d removed ones, %d are queued", o.storage.Len(), len(o.removed), c.queued)
 		}
 		for item := range o.removed {
-			if e, _ := c.items.lookup(item, c.items.hash(item)); e != nil && !e.val.processing && e.val.pending == pendingReady {
+			if e, _ := c.items.Lookup(item, c.items.Hash(item)); e != nil && !e.Val.processing && e.Val.pending == pendingReady {
 				err = fmt.Errorf("item %v is queued and marked removed in the storage", item)
 			}
 		}
@@ -111,15 +112,15 @@ func verifyCoreLocked[T comparable](c *core[T], delayed func(*tableEntry[T, reco
 }
 
 // verifyListed checks that list is sound and lists exactly the ids in want.
-func verifyListed(list idList, links *idLinks, want map[int32]bool, name string) error {
-	ids, err := verifyIDList(list, links)
+func verifyListed(ids list.IDs, links *list.Links, want map[int32]bool, name string) error {
+	listed, err := list.Verify(ids, links)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
 	}
-	if len(ids) != len(want) {
-		return fmt.Errorf("%s lists %d ids, %d are queued", name, len(ids), len(want))
+	if len(listed) != len(want) {
+		return fmt.Errorf("%s lists %d ids, %d are queued", name, len(listed), len(want))
 	}
-	for _, id := range ids {
+	for _, id := range listed {
 		if !want[id] {
 			return fmt.Errorf("%s lists id %d, which is not queued", name, id)
 		}
@@ -127,78 +128,20 @@ func verifyListed(list idList, links *idLinks, want map[int32]bool, name string)
 	return nil
 }
 
-// verifyIDList checks a list's links both ways and its count, and returns
-// its ids in order.
-func verifyIDList(l idList, links *idLinks) ([]int32, error) {
-	var ids []int32
-	prev := int32(-1)
-	for id := l.head; id >= 0; id = links.next(id) {
-		if int(id) >= links.links.len() {
-			return nil, fmt.Errorf("id %d has no links", id)
-		}
-		if got := links.links.at(int(id)).prev; got != prev {
-			return nil, fmt.Errorf("id %d links back to %d, want %d", id, got, prev)
-		}
-		if ids = append(ids, id); len(ids) > links.links.len() {
-			return nil, fmt.Errorf("the list loops")
-		}
-		prev = id
-	}
-	if prev != l.tail || len(ids) != l.n {
-		return nil, fmt.Errorf("the list holds %d ids ending at %d, its count says %d ending at %d", len(ids), prev, l.n, l.tail)
-	}
-	return ids, nil
-}
-
 // verifySleepers checks the Get callers of a queue with queued items:
 // none asleep while an item waits for a wakeup, and none after a shutdown.
-func verifySleepers(line *waiterLine, wakeupsPending, queued int, shuttingDown bool) error {
-	if err := verifyLine(line); err != nil {
+func verifySleepers(line *lock.Line, wakeupsPending, queued int, shuttingDown bool) error {
+	if err := line.Verify(); err != nil {
 		return err
 	}
 	if wakeupsPending < 0 {
 		return fmt.Errorf("%d wakeups pending", wakeupsPending)
 	}
-	if line.n > 0 && queued > wakeupsPending {
-		return fmt.Errorf("%d items queued, only %d Get callers woken, %d more asleep", queued, wakeupsPending, line.n)
+	if line.Len() > 0 && queued > wakeupsPending {
+		return fmt.Errorf("%d items queued, only %d Get callers woken, %d more asleep", queued, wakeupsPending, line.Len())
 	}
-	if shuttingDown && line.n > 0 {
-		return fmt.Errorf("shutting down, yet %d sleeping Get callers not woken", line.n)
-	}
-	return nil
-}
-
-// isLive reports whether id is held, not free. For tests: it walks the free
-// list.
-func (t *itemTable[T, V]) isLive(id int32) bool {
-	if int(id) >= t.entries.len() || id < 0 {
-		return false
-	}
-	for next := t.freePlus1; next != 0; next = t.at(int32(next - 1)).hash {
-		if int32(next-1) == id {
-			return false
-		}
-	}
-	return true
-}
-
-// verifyLine checks that the line's links agree with its count and that
-// no waiter in it is marked woken.
-func verifyLine(l *waiterLine) error {
-	n := 0
-	var prev *getWaiter
-	for w := l.head; w != nil; w = w.next {
-		if w.prev != prev {
-			return fmt.Errorf("waiter %d of the line links back to the wrong waiter", n)
-		}
-		if w.woken {
-			return fmt.Errorf("waiter %d of the line is marked woken", n)
-		}
-		prev = w
-		n++
-	}
-	if prev != l.tail || n != l.n {
-		return fmt.Errorf("line holds %d waiters ending at %p, its count says %d ending at %p", n, prev, l.n, l.tail)
+	if shuttingDown && line.Len() > 0 {
+		return fmt.Errorf("shutting down, yet %d sleeping Get callers not woken", line.Len())
 	}
 	return nil
 }
@@ -208,15 +151,15 @@ func verifyLine(l *waiterLine) error {
 // linked, and no other id is marked linked.
 func verifyFlight[T comparable](c *core[T]) error {
 	f := &c.flight
-	ids, err := verifyIDList(f.list, &f.links)
+	ids, err := list.Verify(f.list, &f.links)
 	if err != nil {
 		return fmt.Errorf("in-flight list: %w", err)
 	}
 	for i, id := range ids {
-		if !c.items.isLive(id) || !c.items.at(id).val.processing {
+		if !c.items.IsLive(id) || !c.items.At(id).Val.processing {
 			return fmt.Errorf("in-flight id %d is not being processed", id)
 		}
-		if int(id) >= f.handouts.len() || !f.handouts.at(int(id)).linked {
+		if int(id) >= f.handouts.Len() || !f.handouts.At(int(id)).linked {
 			return fmt.Errorf("in-flight id %d is not marked linked", id)
 		}
 		if i > 0 && f.since(id).Before(f.since(ids[i-1])) {
@@ -224,8 +167,8 @@ func verifyFlight[T comparable](c *core[T]) error {
 		}
 	}
 	linked := 0
-	for i := range f.handouts.len() {
-		if f.handouts.at(i).linked {
+	for i := range f.handouts.Len() {
+		if f.handouts.At(i).linked {
 			linked++
 		}
 	}
@@ -264,16 +207,16 @@ func verifyPriorityOrder[T comparable](o *priorityOrder[T], queued map[int32]boo
 			return fmt.Errorf("id %d listed, yet not queued", id)
 		}
 	}
-	if len(o.fairness) == 0 && o.leaves.len() > 0 {
-		return fmt.Errorf("%d leaves kept without fairness", o.leaves.len())
+	if len(o.fairness) == 0 && o.leaves.Len() > 0 {
+		return fmt.Errorf("%d leaves kept without fairness", o.leaves.Len())
 	}
-	for id := range o.leaves.len() {
-		if leaf := *o.leaves.at(id); (leaf != nil) != queued[int32(id)] {
+	for id := range o.leaves.Len() {
+		if leaf := *o.leaves.At(id); (leaf != nil) != queued[int32(id)] {
 			return fmt.Errorf("id %d: leaf kept %v, queued %v", id, leaf != nil, queued[int32(id)])
 		}
 	}
 	if o.maxWait == 0 {
-		if o.ages.n > 0 || o.ageLinks.links.len() > 0 || o.readySince.len() > 0 {
+		if o.ages.Len() > 0 || o.ageLinks.Size() > 0 || o.readySince.Len() > 0 {
 			return fmt.Errorf("age list used without MaxWait")
 		}
 		return nil
@@ -282,8 +225,8 @@ func verifyPriorityOrder[T comparable](o *priorityOrder[T], queued map[int32]boo
 		return err
 	}
 	last := int64(-1 << 63)
-	for id := o.ages.head; id >= 0; id = o.ageLinks.next(id) {
-		since := *o.readySince.at(int(id))
+	for id := o.ages.Head(); id >= 0; id = o.ageLinks.Next(id) {
+		since := *o.readySince.At(int(id))
 		if since < last {
 			return fmt.Errorf("age list out of order at id %d", id)
 		}
@@ -299,7 +242,7 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 		return 0, fmt.Errorf("node at depth %d of %d: leaf %v", depth, len(o.fairness), node.leaf)
 	}
 	if node.leaf {
-		ids, err := verifyIDList(node.list, &o.links)
+		ids, err := list.Verify(node.list, &o.links)
 		if err != nil {
 			return 0, fmt.Errorf("leaf %q: %w", node.key, err)
 		}
@@ -308,11 +251,11 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 				return 0, fmt.Errorf("leaf %q: id %d listed twice", node.key, id)
 			}
 			listed[id] = true
-			if o.priority(id) != priority || len(o.fairness) > 0 && *o.leaves.at(int(id)) != node {
+			if o.priority(id) != priority || len(o.fairness) > 0 && *o.leaves.At(int(id)) != node {
 				return 0, fmt.Errorf("leaf %q: id %d of priority %d, or kept in another leaf", node.key, id, o.priority(id))
 			}
-			if d := len(o.fairness) - 1; d >= 0 && o.fairness[d](o.items.at(id).item) != node.key {
-				return 0, fmt.Errorf("leaf %q lists %v", node.key, o.items.at(id).item)
+			if d := len(o.fairness) - 1; d >= 0 && o.fairness[d](o.items.At(id).Item) != node.key {
+				return 0, fmt.Errorf("leaf %q lists %v", node.key, o.items.At(id).Item)
 			}
 		}
 		if node.n != len(ids) {

@@ -1,4 +1,4 @@
-package workqueue
+package table
 
 import (
 	"math/rand/v2"
@@ -42,20 +42,20 @@ func TestSlotIndexAgainstMap(t *testing.T) {
 				switch k := r.IntN(10); {
 				case k < 5 || len(slots) == 0: // insert; the index grows to about a quarter of ops
 					hash := tt.hash(r)
-					x.insert(hash, nextSlot)
+					x.Insert(hash, nextSlot)
 					filed[nextSlot] = hash
 					slots = append(slots, nextSlot)
 					nextSlot++
 				case k < 8: // remove a filed slot
 					i := r.IntN(len(slots))
 					slot := slots[i]
-					x.remove(filed[slot], slot)
+					x.Remove(filed[slot], slot)
 					delete(filed, slot)
 					slots[i] = slots[len(slots)-1]
 					slots = slots[:len(slots)-1]
 					require.False(t, lookup(filed[slot], slot), "op %d: slot %d found after removal", op, slot)
 				case k < 9: // remove a slot that is not filed: nothing happens
-					x.remove(tt.hash(r), nextSlot+1)
+					x.Remove(tt.hash(r), nextSlot+1)
 				default: // look up a filed slot
 					slot := slots[r.IntN(len(slots))]
 					require.True(t, lookup(filed[slot], slot), "op %d: slot %d lost", op, slot)
@@ -66,7 +66,7 @@ func TestSlotIndexAgainstMap(t *testing.T) {
 				require.True(t, lookup(hash, slot), "slot %d lost", slot)
 			}
 			for slot, hash := range filed {
-				x.remove(hash, slot)
+				x.Remove(hash, slot)
 			}
 			assert.Zero(t, x.count)
 			for _, table := range x.dir {
@@ -80,21 +80,21 @@ func TestSlotIndexEmptyAndReset(t *testing.T) {
 	var x slotIndex
 	_, found := x.find(7, func(int32) bool { return true })
 	assert.False(t, found)
-	x.remove(7, 0) // nothing filed: no-op
-	x.insert(7, 3)
+	x.Remove(7, 0) // nothing filed: no-op
+	x.Insert(7, 3)
 	slot, found := x.find(7, func(int32) bool { return true })
 	assert.True(t, found)
 	assert.Equal(t, int32(3), slot)
 	_, found = x.find(7, func(int32) bool { return false })
 	assert.False(t, found, "a hash match alone is not a find")
-	x.reset()
+	x.Reset()
 	assert.Nil(t, x.dir)
 	_, found = x.find(7, func(int32) bool { return true })
 	assert.False(t, found)
 }
 
 // find returns the slot filed under hash for which matches is true: the
-// walk of itemTable.lookup, with the comparison passed in.
+// walk of Table.lookup, with the comparison passed in.
 func (x *slotIndex) find(hash uint32, matches func(slot int32) bool) (slot int32, found bool) {
 	entries, start := x.run(hash)
 	mask := uint32(len(entries) - 1)
@@ -103,7 +103,7 @@ func (x *slotIndex) find(hash uint32, matches func(slot int32) bool) (slot int32
 		if e.slotPlus1 == 0 {
 			break
 		}
-		if e.hash == hash && matches(e.slotPlus1-1) {
+		if e.Hash == hash && matches(e.slotPlus1-1) {
 			return e.slotPlus1 - 1, true
 		}
 	}

@@ -1,4 +1,4 @@
-package workqueue
+package chunked
 
 import (
 	"testing"
@@ -17,37 +17,37 @@ func TestChunked(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var c chunked[*int]
+			var c Array[*int]
 			var model []*int
 			for round := range tt.pushes {
 				check := func() {
 					t.Helper()
-					require.Equal(t, len(model), c.len())
+					require.Equal(t, len(model), c.Len())
 					for i, want := range model {
-						require.Same(t, want, *c.at(i), "element %d", i)
+						require.Same(t, want, *c.At(i), "element %d", i)
 					}
 				}
 				for range tt.pushes[round] {
 					v := new(int)
 					*v = len(model)
-					c.push(v)
+					c.Push(v)
 					model = append(model, v)
 				}
 				check()
 				for range tt.pops[round] {
-					c.truncate()
+					c.Truncate()
 					model = model[:len(model)-1]
 				}
 				check()
-				require.LessOrEqual(t, len(c.chunks), len(model)/chunkSize+2, "chunks kept")
+				require.LessOrEqual(t, len(c.chunks), len(model)/Size+2, "chunks kept")
 				if len(c.chunks) > 0 {
-					for i := len(model); i < min(cap(c.chunks[0]), chunkSize); i++ {
+					for i := len(model); i < min(cap(c.chunks[0]), Size); i++ {
 						require.Nil(t, c.chunks[0][:i+1][i], "cleared slot %d of the first chunk", i)
 					}
 				}
 			}
-			c.reset()
-			require.Zero(t, c.len())
+			c.Reset()
+			require.Zero(t, c.Len())
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package workqueue
+package table
 
 // slotIndex finds the slot of an item by the item's 32-bit hash. It is an
 // extendible hash table: a directory, indexed by the top bits of the hash,
@@ -37,7 +37,7 @@ type indexTable struct {
 
 // indexEntry files slot+1 (0 marks an empty entry) under hash.
 type indexEntry struct {
-	hash      uint32
+	Hash      uint32
 	slotPlus1 int32
 }
 
@@ -65,9 +65,9 @@ func (x *slotIndex) run(hash uint32) (entries []indexEntry, start uint32) {
 	return entries, hash & uint32(len(entries)-1)
 }
 
-// insert files slot under hash. The caller makes sure that slot is not
+// Insert files slot under hash. The caller makes sure that slot is not
 // filed already.
-func (x *slotIndex) insert(hash uint32, slot int32) {
+func (x *slotIndex) Insert(hash uint32, slot int32) {
 	if x.dir == nil {
 		x.dir = []*indexTable{newIndexTable(0, minIndexTable)}
 	}
@@ -77,13 +77,13 @@ func (x *slotIndex) insert(hash uint32, slot int32) {
 		x.grow(t, hash)
 		t = x.table(hash)
 	}
-	t.put(indexEntry{hash: hash, slotPlus1: slot + 1})
+	t.put(indexEntry{Hash: hash, slotPlus1: slot + 1})
 	x.count++
 }
 
-// remove takes slot, filed under hash, out of the index. It does nothing if
+// Remove takes slot, filed under hash, out of the index. It does nothing if
 // the slot is not filed.
-func (x *slotIndex) remove(hash uint32, slot int32) {
+func (x *slotIndex) Remove(hash uint32, slot int32) {
 	if x.count == 0 {
 		return
 	}
@@ -108,7 +108,7 @@ func (x *slotIndex) remove(hash uint32, slot int32) {
 		if e.slotPlus1 == 0 {
 			break
 		}
-		home := e.hash & mask
+		home := e.Hash & mask
 		if (j-home)&mask >= (j-i)&mask {
 			t.entries[i] = e
 			i = j
@@ -119,8 +119,8 @@ func (x *slotIndex) remove(hash uint32, slot int32) {
 	x.count--
 }
 
-// reset empties the index and lets go of its memory.
-func (x *slotIndex) reset() {
+// Reset empties the index and lets go of its memory.
+func (x *slotIndex) Reset() {
 	*x = slotIndex{}
 }
 
@@ -149,7 +149,7 @@ func (x *slotIndex) grow(t *indexTable, hash uint32) {
 		if e.slotPlus1 == 0 {
 			continue
 		}
-		if e.hash&bit == 0 {
+		if e.Hash&bit == 0 {
 			low.put(e)
 		} else {
 			high.put(e)
@@ -186,7 +186,7 @@ func (t *indexTable) moveFrom(old *indexTable) {
 
 func (t *indexTable) put(e indexEntry) {
 	mask := uint32(len(t.entries) - 1)
-	i := e.hash & mask
+	i := e.Hash & mask
 	for t.entries[i].slotPlus1 != 0 {
 		i = (i + 1) & mask
 	}

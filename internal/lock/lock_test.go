@@ -1,4 +1,4 @@
-package workqueue
+package lock
 
 import (
 	"sync"
@@ -22,7 +22,7 @@ func TestYieldingMutexExcludes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const perGoroutine = 500
-			var m yieldingMutex
+			var m Mutex
 			counter := 0
 			var wg sync.WaitGroup
 			for range tc.goroutines {
