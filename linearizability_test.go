@@ -85,6 +85,9 @@ const (
 	// ends within microseconds.
 	linGetContext
 	linRemove
+	// linAddPriority is a priority queue's AddWithOpts with the input's
+	// priority.
+	linAddPriority
 )
 
 var linKindNames = [...]string{
@@ -92,26 +95,30 @@ var linKindNames = [...]string{
 	linForget: "Forget", linNumRequeues: "NumRequeues", linLen: "Len", linShuttingDown: "ShuttingDown",
 	linGet: "Get", linDone: "Done", linShutDown: "ShutDown", linDrain: "ShutDownWithDrain",
 	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
-	linGetContext: "GetContext", linRemove: "Remove",
+	linGetContext: "GetContext", linRemove: "Remove", linAddPriority: "AddWithOpts",
 }
 
-// linInput is an operation's input: its kind and key, -1 for none. In a
-// worker's plan a Done has key -1: it marks the oldest item the worker holds.
+// linInput is an operation's input: its kind and key, -1 for none, and for
+// linAddPriority the priority. In a worker's plan a Done has key -1: it
+// marks the oldest item the worker holds.
 type linInput struct {
 	kind linKind
 	key  int8
+	prio int8
 }
 
 // linOutput is what an operation returned: Get's and GetContext's item
 // (key) and shutdown (for GetContext: ErrShutDown), ShuttingDown's result
 // (shutdown), Len's and NumRequeues' result and whether Remove removed
 // anything (n), and whether GetContext returned its context's error
-// (cancelled).
+// (cancelled), and the priority a priority queue's Get handed the item out
+// at (prio; -1 where the call does not say).
 type linOutput struct {
 	key       int8
 	shutdown  bool
 	n         int
 	cancelled bool
+	prio      int8
 }
 
 func linKeyName(key int8) string {
@@ -134,8 +141,12 @@ func linDescribe(in linInput, out linOutput) string {
 			return fmt.Sprintf("%s() -> %s, shutdown", name, linKeyName(out.key))
 		case out.cancelled:
 			return fmt.Sprintf("%s() -> %s, cancelled", name, linKeyName(out.key))
+		case out.prio >= 0 && in.kind == linGet:
+			return fmt.Sprintf("GetWithPriority() -> %s, %d", linKeyName(out.key), out.prio)
 		}
 		return fmt.Sprintf("%s() -> %s", name, linKeyName(out.key))
+	case linAddPriority:
+		return fmt.Sprintf("AddWithOpts(Priority %d, %s)", in.prio, linKeyName(in.key))
 	case linRemove:
 		return fmt.Sprintf("Remove(%s) -> %v", linKeyName(in.key), out.n == 1)
 	case linLen:
@@ -154,18 +165,109 @@ func linDescribe(in linInput, out linOutput) string {
 // states and compare them with ==. An item is in at most one of the FIFO and
 // the processing set; dirty items are processing items added again.
 type linState struct {
-	fifo       [linMaxKeys]int8
-	queued     int8
-	processing uint8 // bit per key
-	dirty      uint8 // bit per key
-	failures   [linMaxKeys]uint8
-	shutdown   bool
-	released   bool // a ShutDown has released every drain
+	linCommon
+	fifo   [linMaxKeys]int8
+	queued int8
 	// custom is set for a queue with custom storage, where a removed item
 	// stays in the FIFO, hidden (bit per key), until a Get passes it or an
 	// add shows it again in its old place.
 	custom bool
 	hidden uint8
+}
+
+// linCommon is what the sequential queues of every model keep apart from
+// their order: the keys being processed, those added again meanwhile, the
+// failures and the shutdown.
+type linCommon struct {
+	processing uint8 // bit per key
+	dirty      uint8 // bit per key
+	failures   [linMaxKeys]uint8
+	shutdown   bool
+	released   bool // a ShutDown has released every drain
+}
+
+// stepCommon applies in if it does not depend on the order, and reports
+// whether it did and whether out is what the queue could have returned.
+// queued is the number of items Get can hand out.
+func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled, ok bool) {
+	switch in.kind {
+	case linForget:
+		c.failures[in.key] = 0
+	case linNumRequeues:
+		return true, out.n == int(c.failures[in.key])
+	case linLen:
+		return true, out.n == queued
+	case linShuttingDown:
+		return true, out.shutdown == c.shutdown
+	case linShutDown:
+		c.shutdown, c.released = true, true
+	case linDrainBegin:
+		c.shutdown = true
+	case linDrainEnd:
+		return true, c.released || c.shutdown && queued == 0 && c.processing == 0
+	case linGet, linGetContext:
+		switch {
+		case out.cancelled:
+			return true, in.kind == linGetContext && out.key == -1 && !out.shutdown
+		case out.shutdown:
+			return true, out.key == -1 && queued == 0 && c.shutdown
+		}
+		return false, false
+	default:
+		return false, false
+	}
+	return true, true
+}
+
+// validKey reports whether in names a key where it must.
+func validKey(in linInput) bool {
+	switch in.kind {
+	case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone, linRemove, linAddPriority:
+		return in.key >= 0 && in.key < linMaxKeys
+	}
+	return true
+}
+
+// hash mixes c into h.
+func (c linCommon) hash(h uint64) uint64 {
+	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44
+	for i, n := range c.failures {
+		h ^= uint64(n) << (48 + 4*i)
+	}
+	if c.shutdown {
+		h ^= 1 << 62
+	}
+	if c.released {
+		h ^= 1 << 63
+	}
+	return h
+}
+
+// describe writes the processing keys, each with pending(key) if it was
+// added again meanwhile, then the failures and the shutdown.
+func (c linCommon) describe(b *strings.Builder, pending func(key int8) string) {
+	b.WriteString(" processing {")
+	sep := ""
+	for key := range int8(linMaxKeys) {
+		if c.processing&(1<<key) != 0 {
+			b.WriteString(sep + linKeyNames[key])
+			if c.dirty&(1<<key) != 0 {
+				b.WriteString(pending(key))
+			}
+			sep = " "
+		}
+	}
+	b.WriteString("}")
+	for key, n := range c.failures {
+		if n > 0 {
+			fmt.Fprintf(b, " failures(%s)=%d", linKeyNames[key], n)
+		}
+	}
+	if c.released {
+		b.WriteString(" shut down")
+	} else if c.shutdown {
+		b.WriteString(" draining")
+	}
 }
 
 // visible returns the number of items Get can hand out.
@@ -191,31 +293,24 @@ func (s linState) add(key int8) linState {
 // step applies one operation with its output to s. It reports false if the
 // queue could not have returned out at this point.
 func (s linState) step(in linInput, out linOutput) (bool, linState) {
-	key := in.key
-	if key < 0 || key >= linMaxKeys {
-		switch in.kind {
-		case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone, linRemove:
-			return false, s // a Done of something no Get returned
-		}
+	if !validKey(in) {
+		return false, s // a Done of something no Get returned
 	}
+	if handled, ok := s.stepCommon(in, out, s.visible()); handled {
+		return ok, s
+	}
+	key := in.key
 	switch in.kind {
 	case linAdd, linAddAfterZero, linAddAfterNegative:
 		return true, s.add(key)
+	case linAddPriority:
+		return false, s // not an operation of this model's queues
 	case linAddRateLimited:
 		if s.shutdown {
 			return true, s // the limiter is not consulted
 		}
 		s.failures[key]++
 		return true, s.add(key)
-	case linForget:
-		s.failures[key] = 0
-		return true, s
-	case linNumRequeues:
-		return out.n == int(s.failures[key]), s
-	case linLen:
-		return out.n == s.visible(), s
-	case linShuttingDown:
-		return out.shutdown == s.shutdown, s
 	case linRemove:
 		bit := uint8(1) << key
 		removed := s.dirty&bit != 0
@@ -231,12 +326,6 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		s.failures[key] = 0
 		return out.n == 1 == removed, s
 	case linGet, linGetContext:
-		if out.cancelled {
-			return in.kind == linGetContext && out.key == -1 && !out.shutdown, s
-		}
-		if out.shutdown {
-			return out.key == -1 && s.visible() == 0 && s.shutdown, s
-		}
 		for s.queued > 0 && s.hidden&(1<<s.fifo[0]) != 0 { // Get passes removed items
 			s.hidden &^= 1 << s.fifo[0]
 			s = s.drop(0)
@@ -259,14 +348,6 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 			s.queued++
 		}
 		return true, s
-	case linShutDown:
-		s.shutdown, s.released = true, true
-		return true, s
-	case linDrainBegin:
-		s.shutdown = true
-		return true, s
-	case linDrainEnd:
-		return s.released || s.shutdown && s.visible() == 0 && s.processing == 0, s
 	}
 	panic(fmt.Sprintf("linState.step: unexpected operation %v", in.kind))
 }
@@ -280,18 +361,11 @@ func (s linState) drop(i int) linState {
 }
 
 func (s linState) hash() uint64 {
-	h := uint64(s.queued) | uint64(s.processing)<<8 | uint64(s.dirty)<<16
+	h := uint64(s.queued) | uint64(s.hidden)<<8
 	for i := range linMaxKeys {
-		h |= uint64(s.fifo[i]&3) << (24 + 2*i)
-		h ^= uint64(s.failures[i]) << (32 + 8*i)
+		h |= uint64(s.fifo[i]&3) << (16 + 2*i)
 	}
-	if s.shutdown {
-		h |= 1 << 30
-	}
-	if s.released {
-		h |= 1 << 31
-	}
-	return h ^ uint64(s.hidden)<<56
+	return s.linCommon.hash(h)
 }
 
 func (s linState) String() string {
@@ -306,28 +380,8 @@ func (s linState) String() string {
 			b.WriteString("(removed)")
 		}
 	}
-	b.WriteString("] processing {")
-	sep := ""
-	for key := range int8(linMaxKeys) {
-		if s.processing&(1<<key) != 0 {
-			b.WriteString(sep + linKeyNames[key])
-			if s.dirty&(1<<key) != 0 {
-				b.WriteString("*")
-			}
-			sep = " "
-		}
-	}
-	b.WriteString("}")
-	for key, n := range s.failures {
-		if n > 0 {
-			fmt.Fprintf(&b, " failures(%s)=%d", linKeyNames[key], n)
-		}
-	}
-	if s.released {
-		b.WriteString(" shut down")
-	} else if s.shutdown {
-		b.WriteString(" draining")
-	}
+	b.WriteString("]")
+	s.describe(&b, func(int8) string { return "*" })
 	return b.String()
 }
 
@@ -338,17 +392,28 @@ var (
 	linCustomModel = linModelFor(true)
 )
 
-func linModelFor(custom bool) porcupine.Model {
+func linModelFor(custom bool) porcupine.Model { return linModelOf(linState{custom: custom}) }
+
+// linSpec is a sequential queue of the models: a comparable value.
+type linSpec[S any] interface {
+	comparable
+	step(in linInput, out linOutput) (bool, S)
+	hash() uint64
+	String() string
+}
+
+// linModelOf returns the porcupine model that starts from init.
+func linModelOf[S linSpec[S]](init S) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return linState{custom: custom} },
+		Init: func() any { return init },
 		Step: func(state, input, output any) (bool, any) {
-			return state.(linState).step(input.(linInput), output.(linOutput))
+			return state.(S).step(input.(linInput), output.(linOutput))
 		},
-		Hash: func(state any) uint64 { return state.(linState).hash() },
+		Hash: func(state any) uint64 { return state.(S).hash() },
 		DescribeOperation: func(input, output any) string {
 			return linDescribe(input.(linInput), output.(linOutput))
 		},
-		DescribeState: func(state any) string { return state.(linState).String() },
+		DescribeState: func(state any) string { return state.(S).String() },
 	}
 }
 
@@ -359,8 +424,15 @@ type linSubject struct {
 	q     TypedInterface[string]
 	rl    TypedRateLimitingInterface[string]
 	ext   linExtras
+	prio  linPrioritized // nil for a queue without priorities
 	typed *Typed[string]
 	pq    *TypedPriorityQueue[string]
+}
+
+// linPrioritized are the methods of a priority queue.
+type linPrioritized interface {
+	AddWithOpts(opts AddOpts, items ...string)
+	GetWithPriority() (item string, priority int, shutdown bool)
 }
 
 // linExtras are the methods this package adds to client-go's.
@@ -428,16 +500,24 @@ type linSetup struct {
 	metrics      bool
 	custom       bool
 	rateLimiting bool
-	// priority makes a TypedPriorityQueue, whose adds at priority 0 must
-	// meet the same FIFO model; fairness gives it a fairness dimension
-	// that puts every key under one key.
+	// priority makes a TypedPriorityQueue, whose histories add at
+	// priorities 0 to 2 too; fairness gives it a fairness dimension that
+	// puts a and b under one key and c under another (linTenant).
 	priority bool
 	fairness bool
+	// maxWait gives the priority queue a MaxWait that the histories'
+	// fake clock never reaches: the age list is kept, never used.
+	maxWait bool
 }
 
 // model returns the specification the setup's queue must meet.
 func (c linSetup) model() porcupine.Model {
-	if c.custom {
+	switch {
+	case c.priority && c.fairness:
+		return linFairModel
+	case c.priority:
+		return linPriorityModel
+	case c.custom:
 		return linCustomModel
 	}
 	return linModel
@@ -455,10 +535,13 @@ func (c linSetup) build() linSubject {
 	if c.priority {
 		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock}
 		if c.fairness {
-			pqConfig.Fairness = []func(string) string{func(string) string { return "all" }}
+			pqConfig.Fairness = []func(string) string{func(item string) string { return fmt.Sprint(linTenant(linKeyIndex(item))) }}
+		}
+		if c.maxWait {
+			pqConfig.MaxWait = time.Hour
 		}
 		pq := NewTypedPriorityQueue[string](&linLimiter{}, pqConfig)
-		return linSubject{q: pq, rl: pq, ext: pq, pq: pq}
+		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq}
 	}
 	typed := NewTypedWithConfig(config)
 	if !c.rateLimiting {
@@ -499,8 +582,8 @@ type linShutter struct {
 }
 
 // randomLinPlan returns a plan for a queue with (rateLimiting) or without
-// the rate-limiting methods.
-func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
+// the rate-limiting methods, and with priorities or without.
+func randomLinPlan(rng *rand.Rand, rateLimiting, priorities bool) linPlan {
 	p := linPlan{keys: 2 + rng.IntN(linMaxKeys-1), yield: rng.IntN(2) == 0}
 	key := func() int8 { return int8(rng.IntN(p.keys)) }
 	type weighted struct {
@@ -510,6 +593,9 @@ func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
 	kinds := []weighted{{linAdd, 30}, {linGet, 20}, {linGetContext, 8}, {linRemove, 6}, {linLen, 10}, {linShuttingDown, 4}}
 	if rateLimiting {
 		kinds = append(kinds, []weighted{{linAddAfterZero, 8}, {linAddAfterNegative, 4}, {linAddRateLimited, 12}, {linForget, 5}, {linNumRequeues, 10}}...)
+	}
+	if priorities {
+		kinds = append(kinds, weighted{linAddPriority, 40})
 	}
 	total := 0
 	for _, k := range kinds {
@@ -533,6 +619,8 @@ func randomLinPlan(rng *rand.Rand, rateLimiting bool) linPlan {
 		switch kind {
 		case linLen, linShuttingDown, linGet, linGetContext, linShutDown, linDrain:
 			return linInput{kind: kind, key: -1}
+		case linAddPriority:
+			return linInput{kind: kind, key: key(), prio: int8(rng.IntN(linLevels))}
 		}
 		return linInput{kind: kind, key: key()}
 	}
@@ -705,10 +793,23 @@ func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
 		out.n = q.Len()
 	case linShuttingDown:
 		out.shutdown = q.ShuttingDown()
+	case linAddPriority:
+		priority := int(in.prio)
+		r.subject.prio.AddWithOpts(AddOpts{Priority: &priority}, key)
 	case linGet:
+		out.prio = -1
+		if r.subject.prio != nil {
+			item, priority, shutdown := r.subject.prio.GetWithPriority()
+			out.key, out.shutdown = linKeyIndex(item), shutdown
+			if !shutdown {
+				out.prio = int8(priority)
+			}
+			break
+		}
 		item, shutdown := q.Get()
 		out.key, out.shutdown = linKeyIndex(item), shutdown
 	case linGetContext:
+		out.prio = -1
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(30))*time.Microsecond)
 		if rng.IntN(4) == 0 {
 			cancel()
@@ -935,7 +1036,10 @@ func TestLinearizability(t *testing.T) {
 		{"rate limiting/custom storage", linSetup{rateLimiting: true, custom: true}},
 		{"rate limiting/metrics", linSetup{rateLimiting: true, metrics: true}},
 		{"priority queue", linSetup{rateLimiting: true, priority: true}},
+		{"priority queue/metrics", linSetup{rateLimiting: true, priority: true, metrics: true}},
+		{"priority queue/fairness", linSetup{rateLimiting: true, priority: true, fairness: true}},
 		{"priority queue/fairness and metrics", linSetup{rateLimiting: true, priority: true, fairness: true, metrics: true}},
+		{"priority queue/fairness and MaxWait", linSetup{rateLimiting: true, priority: true, fairness: true, maxWait: true}},
 	}
 	seed := linBaseSeed(t)
 	for ti, tt := range tests {
@@ -949,7 +1053,7 @@ func TestLinearizability(t *testing.T) {
 			)
 			for h := range histories {
 				historySeed := seed + uint64(ti)<<32 + uint64(h)
-				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting)
+				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting, tt.setup.priority)
 				ops := runLinHistory(t, tt.setup.build(), plan, historySeed)
 				operations += len(ops)
 				if !checkLinHistory(t, tt.setup.model(), ops) {
@@ -1163,7 +1267,6 @@ func TestLinearizabilityCheckerCatchesBrokenQueues(t *testing.T) {
 		shutters: []linShutter{{after: []linInput{{kind: linShutDown, key: -1}}}},
 		trigger:  -1,
 	}
-	const randomLimit = 200
 	tests := []struct {
 		name string
 		bug  linBug
@@ -1178,41 +1281,49 @@ func TestLinearizabilityCheckerCatchesBrokenQueues(t *testing.T) {
 			ops := runLinHistory(t, linSubject{q: newLinRefQueue(tt.bug)}, scripted, seed)
 			assert.Equalf(t, tt.bug == linNoBug, checkLinHistory(t, linModel, ops), "scripted history:\n%s", formatLinHistory(ops))
 
-			histories := randomLimit
-			if tt.bug == linNoBug {
-				histories = linHistoryCount()
-			}
-			caught := 0
-			for h := range histories {
-				historySeed := seed + uint64(h)
+			checkBrokenQueue(t, linModel, seed, tt.bug != linNoBug, false, func() linSubject {
 				q := newLinRefQueue(tt.bug)
-				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true)
-				ops := runLinHistory(t, linSubject{q: q, rl: q, ext: q}, plan, historySeed)
-				if !checkLinHistory(t, linModel, ops) {
-					if tt.bug == linNoBug {
-						require.Failf(t, "reference queue rejected", "history %d (view: %s):\n%s", h, visualizeLinHistory(t, linModel, ops, t.Name()), formatLinHistory(ops))
-					}
-					caught = h + 1
-					break
-				}
-			}
-			if tt.bug != linNoBug {
-				require.NotZerof(t, caught, "no history of %d caught the bug", randomLimit)
-				t.Logf("caught by random history %d", caught)
-			}
+				return linSubject{q: q, rl: q, ext: q}
+			})
 		})
 	}
 }
+
+// checkBrokenQueue runs random histories, with priorities or without, on
+// the queues build makes. If broken, one of the first linCatchLimit must
+// be rejected; otherwise every history of linHistoryCount must pass.
+func checkBrokenQueue(t *testing.T, model porcupine.Model, seed uint64, broken, priorities bool, build func() linSubject) {
+	t.Helper()
+	histories := linCatchLimit
+	if !broken {
+		histories = linHistoryCount()
+	}
+	for h := range histories {
+		historySeed := seed + uint64(h)
+		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities)
+		ops := runLinHistory(t, build(), plan, historySeed)
+		if !checkLinHistory(t, model, ops) {
+			if !broken {
+				require.Failf(t, "reference queue rejected", "history %d (view: %s):\n%s", h, visualizeLinHistory(t, model, ops, t.Name()), formatLinHistory(ops))
+			}
+			t.Logf("caught by random history %d", h+1)
+			return
+		}
+	}
+	if broken {
+		require.Failf(t, "bug not caught", "no history of %d caught the bug", histories)
+	}
+}
+
+// linCatchLimit bounds the random histories that must catch a broken
+// queue; the bugs are caught within a few dozen.
+const linCatchLimit = 300
 
 // TestLinearizabilityModel checks the model and porcupine on hand-written
 // histories: operations with the same number run one after the other,
 // call i*10 to return i*10+5; overlap stretches an operation's return.
 func TestLinearizabilityModel(t *testing.T) {
-	type op struct {
-		in      linInput
-		out     linOutput
-		overlap int // extra length of the interval, to overlap later operations
-	}
+	type op = linStep
 	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
 	get := func(key int8) op { return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key}} }
 	getShutdown := op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: -1, shutdown: true}}
@@ -1253,16 +1364,31 @@ func TestLinearizabilityModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var ops []porcupine.Operation
-			for i, step := range tt.steps {
-				for c, o := range step {
-					ops = append(ops, porcupine.Operation{
-						ClientId: c, Input: o.in, Output: o.out,
-						Call: int64(i * 10), Return: int64(i*10 + 5 + o.overlap),
-					})
-				}
-			}
+			ops := linStepOps(tt.steps)
 			assert.Equalf(t, tt.want, checkLinHistory(t, linModel, ops), "history:\n%s", formatLinHistory(ops))
 		})
 	}
+}
+
+// linStep is one operation of a hand-written history.
+type linStep struct {
+	in      linInput
+	out     linOutput
+	overlap int // extra length of the interval, to overlap later operations
+}
+
+// linStepOps turns a hand-written history into operations: those of
+// steps[i] start at time i*10, overlap each other, and return at i*10+5
+// plus their overlap.
+func linStepOps(steps [][]linStep) []porcupine.Operation {
+	var ops []porcupine.Operation
+	for i, step := range steps {
+		for c, o := range step {
+			ops = append(ops, porcupine.Operation{
+				ClientId: c, Input: o.in, Output: o.out,
+				Call: int64(i * 10), Return: int64(i*10 + 5 + o.overlap),
+			})
+		}
+	}
+	return ops
 }
