@@ -119,7 +119,7 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 		}
 		*o.leaves.At(int(id)) = node
 	}
-	node.list.PushBack(&o.links, id)
+	node.items.PushBack(&o.links, id)
 	for n := node; n != nil; n = n.parent {
 		n.n++
 	}
@@ -142,7 +142,7 @@ func (o *priorityOrder[T]) dequeue(id int32, leaf *fairNode) {
 	if len(o.fairness) > 0 {
 		*o.leaves.At(int(id)) = nil
 	}
-	leaf.list.Remove(&o.links, id)
+	leaf.items.Remove(&o.links, id)
 	root := leaf
 	for n := leaf; n != nil; n = n.parent {
 		n.n--
@@ -180,7 +180,7 @@ func (o *priorityOrder[T]) level(priority int) *prioLevel {
 	if found {
 		return o.levels[i]
 	}
-	l := &prioLevel{priority: priority, root: fairNode{leaf: len(o.fairness) == 0, list: list.New()}}
+	l := &prioLevel{priority: priority, root: fairNode{leaf: len(o.fairness) == 0, items: list.New()}}
 	o.levels = slices.Insert(o.levels, i, l)
 	o.idleLevels++
 	return l
@@ -211,10 +211,10 @@ func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
 	}
 	node := &level.root
 	for !node.leaf {
-		node = node.first
+		node = node.rotation.Front()
 	}
 	node.turn()
-	return node.list.Head(), node
+	return node.items.Head(), node
 }
 
 // first returns the first n queued ids in the order next would return them
@@ -260,8 +260,8 @@ type fairCursor struct {
 func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) bool) int32 {
 	if !c.started {
 		c.started = true
-		c.id = c.node.list.Head()
-		for child := c.node.first; child != nil && len(c.turns) < budget; child = child.next {
+		c.id = c.node.items.Head()
+		for child := c.node.rotation.Front(); child != nil && len(c.turns) < budget; child = c.node.rotation.Next(child) {
 			c.turns = append(c.turns, &fairCursor{node: child, id: -1})
 		}
 	}

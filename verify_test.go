@@ -242,7 +242,7 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 		return 0, fmt.Errorf("node at depth %d of %d: leaf %v", depth, len(o.fairness), node.leaf)
 	}
 	if node.leaf {
-		ids, err := list.Verify(node.list, &o.links)
+		ids, err := list.Verify(node.items, &o.links)
 		if err != nil {
 			return 0, fmt.Errorf("leaf %q: %w", node.key, err)
 		}
@@ -263,18 +263,16 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 		}
 		return len(ids), nil
 	}
-	total, active := 0, 0
-	var prev *fairNode
-	for c := node.first; c != nil; c = c.next {
-		if c.prev != prev || c.parent != node || c.n == 0 || node.children[c.key] != c {
-			return 0, fmt.Errorf("node %q: rotation broken at %q", node.key, c.key)
+	rotation, err := list.VerifyPtrs(&node.rotation)
+	if err != nil {
+		return 0, fmt.Errorf("node %q: rotation: %w", node.key, err)
+	}
+	for _, c := range rotation {
+		if c.parent != node || c.n == 0 || node.children[c.key] != c {
+			return 0, fmt.Errorf("node %q: rotation holds %q, idle or not its child", node.key, c.key)
 		}
-		active++
-		prev = c
 	}
-	if node.last != prev || active != node.active {
-		return 0, fmt.Errorf("node %q: rotation of %d, counted %d", node.key, active, node.active)
-	}
+	total := 0
 	idle := 0
 	for key, c := range node.children {
 		if c.key != key {
@@ -282,7 +280,7 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 		}
 		if c.n == 0 {
 			idle++
-			if c.prev != nil || c.next != nil || node.first == c {
+			if node.rotation.Contains(c) {
 				return 0, fmt.Errorf("node %q: idle child %q in the rotation", node.key, key)
 			}
 		}

@@ -64,3 +64,49 @@ func TestListsAgainstSlices(t *testing.T) {
 		})
 	}
 }
+
+type node struct {
+	id int
+	Elem[node]
+}
+
+func (n *node) Links() *Elem[node] { return &n.Elem }
+
+// TestPtrsAgainstSlice runs random pushes, removals, pops and moves to the
+// back on a Ptrs list against a slice, and checks the list after every
+// step.
+func TestPtrsAgainstSlice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	nodes := make([]*node, 20)
+	for i := range nodes {
+		nodes[i] = &node{id: i}
+	}
+	var l Ptrs[node, *node]
+	var model []*node
+	for step := range 2000 {
+		n := nodes[rng.IntN(len(nodes))]
+		i := slices.Index(model, n)
+		switch {
+		case i < 0:
+			l.PushBack(n)
+			model = append(model, n)
+		case rng.IntN(3) == 0:
+			l.MoveToBack(n)
+			model = append(slices.Delete(model, i, i+1), n)
+		case rng.IntN(2) == 0 && l.Front() == n:
+			require.Same(t, n, l.PopFront())
+			model = model[1:]
+		default:
+			l.Remove(n)
+			model = slices.Delete(model, i, i+1)
+		}
+		got, err := VerifyPtrs(&l)
+		require.NoError(t, err, "step %d", step)
+		require.True(t, slices.Equal(model, got), "step %d", step)
+		require.Equal(t, len(model) > 0 && l.Back() == model[len(model)-1] || len(model) == 0 && l.Back() == nil, true)
+	}
+	for l.Len() > 0 {
+		l.PopFront()
+	}
+	require.Nil(t, l.PopFront())
+}

@@ -3,6 +3,8 @@ package lock
 import (
 	"context"
 	"fmt"
+
+	"github.com/go-workqueue/workqueue/internal/list"
 )
 
 // waiter is a Get caller asleep until an item is queued or a shutdown
@@ -15,73 +17,48 @@ type waiter struct {
 	wake chan struct{}
 	// woken is set, under the queue's lock, when the waiter leaves the line
 	// to be woken; a value is then in wake or about to be received.
-	woken      bool
-	prev, next *waiter
+	woken bool
+	// In the line, or among the spares.
+	list.Elem[waiter]
 }
+
+// Links returns w's place in the line or among the spares.
+func (w *waiter) Links() *list.Elem[waiter] { return &w.Elem }
 
 // Line holds the sleeping Get callers that have not been woken yet,
 // longest asleep first, and spare waiters to reuse, so that a Get that
 // sleeps allocates nothing once the queue has run a while. It is guarded by
 // the queue's lock.
 type Line struct {
-	head, tail *waiter
-	n          int
-	spare      *waiter // a list through next
+	asleep list.Ptrs[waiter, *waiter]
+	spare  list.Ptrs[waiter, *waiter]
 }
 
 // Len returns the number of waiters asleep in the line.
-func (l *Line) Len() int { return l.n }
+func (l *Line) Len() int { return l.asleep.Len() }
 
 // join puts a waiter, new or spare, at the end of the line and returns it.
 func (l *Line) join() *waiter {
-	w := l.spare
+	w := l.spare.PopFront()
 	if w != nil {
-		l.spare = w.next
-		*w = waiter{wake: w.wake}
+		w.woken = false
 	} else {
 		w = &waiter{wake: make(chan struct{}, 1)}
 	}
-	w.prev = l.tail
-	if l.tail != nil {
-		l.tail.next = w
-	} else {
-		l.head = w
-	}
-	l.tail = w
-	l.n++
+	l.asleep.PushBack(w)
 	return w
-}
-
-// leave takes w, which must be in the line, out of it.
-func (l *Line) leave(w *waiter) {
-	if w.prev != nil {
-		w.prev.next = w.next
-	} else {
-		l.head = w.next
-	}
-	if w.next != nil {
-		w.next.prev = w.prev
-	} else {
-		l.tail = w.prev
-	}
-	w.prev, w.next = nil, nil
-	l.n--
 }
 
 // WakeFirst wakes the waiter longest asleep, which must exist.
 func (l *Line) WakeFirst() {
-	w := l.head
-	l.leave(w)
+	w := l.asleep.PopFront()
 	w.woken = true
 	w.wake <- struct{}{}
 }
 
 // recycle keeps w, out of the line and with its wake channel empty, for a
 // later join.
-func (l *Line) recycle(w *waiter) {
-	w.next = l.spare
-	l.spare = w
-}
+func (l *Line) recycle(w *waiter) { l.spare.PushBack(w) }
 
 // Sleep waits in line, with mu released, until a push or a shutdown
 // wakes the caller, or ctx ends; then it returns ctx's error. pending
@@ -98,7 +75,7 @@ func Sleep(ctx context.Context, mu *Mutex, line *Line, pending *int, wakeOne fun
 	case <-ctx.Done(): // nil, never ready, for context.Background()
 		mu.Lock()
 		if !w.woken {
-			line.leave(w)
+			line.asleep.Remove(w)
 			line.recycle(w)
 			return ctx.Err()
 		}
@@ -117,20 +94,17 @@ func Sleep(ctx context.Context, mu *Mutex, line *Line, pending *int, wakeOne fun
 // Verify checks that the line's links agree with its count and that
 // no waiter in it is marked woken. It is for tests.
 func (l *Line) Verify() error {
-	n := 0
-	var prev *waiter
-	for w := l.head; w != nil; w = w.next {
-		if w.prev != prev {
-			return fmt.Errorf("waiter %d of the line links back to the wrong waiter", n)
-		}
-		if w.woken {
-			return fmt.Errorf("waiter %d of the line is marked woken", n)
-		}
-		prev = w
-		n++
+	asleep, err := list.VerifyPtrs(&l.asleep)
+	if err != nil {
+		return fmt.Errorf("line: %w", err)
 	}
-	if prev != l.tail || n != l.n {
-		return fmt.Errorf("line holds %d waiters ending at %p, its count says %d ending at %p", n, prev, l.n, l.tail)
+	for i, w := range asleep {
+		if w.woken {
+			return fmt.Errorf("waiter %d of the line is marked woken", i)
+		}
+	}
+	if _, err := list.VerifyPtrs(&l.spare); err != nil {
+		return fmt.Errorf("spare waiters: %w", err)
 	}
 	return nil
 }
