@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/go-workqueue/workqueue/internal/lock"
-	"github.com/go-workqueue/workqueue/internal/ring"
 	"github.com/go-workqueue/workqueue/internal/table"
 )
 
@@ -51,7 +51,7 @@ func benchCycle(b *testing.B, q TypedInterface[string], keys []string) {
 // Add/Get/Done cycle is made of, for the README's cost breakdown: the
 // three lock and unlock pairs, the two hashes (Add and Done), the item
 // table's work (a failed lookup and an insert for Add, a lookup and a
-// removal for Done) and the ring's push and pop of the item's id. What
+// removal for Done) and the FIFO's push and pop of the item's id. What
 // the parts do not add up to is the calls and branches around them.
 func BenchmarkCycleParts(b *testing.B) {
 	keys := benchKeys(1024)
@@ -90,11 +90,11 @@ func BenchmarkCycleParts(b *testing.B) {
 			i++
 		}
 	})
-	b.Run("ring", func(b *testing.B) {
-		var order ring.Ring[int32]
+	b.Run("fifo", func(b *testing.B) {
+		order := fifoOrder{list: list.New()}
 		for b.Loop() {
-			order.Push(1)
-			order.Pop()
+			order.queue(1)
+			order.next()
 		}
 	})
 }
