@@ -279,9 +279,9 @@ func (q *Typed[T]) ShuttingDown() bool {
 
 // Snapshot returns a view of the queue at one instant, listing at most n
 // items of each kind (n <= 0 lists none; the counts are always there). It
-// holds the queue's lock for O(n) steps, so it is cheap enough to call on a
-// busy queue every second. Queued is empty with custom storage, which
-// cannot be read without popping.
+// takes O(n) steps, so it is cheap enough to call on a busy queue every
+// second. Queued is empty with custom storage, which cannot be read without
+// popping.
 //
 // InFlight lists the items handed out since the queue's first Snapshot,
 // or since it was made if it records metrics. It is safe for concurrent

@@ -49,8 +49,19 @@ func Cases(quick bool) []Case {
 				continue
 			}
 			cases = append(cases, Case{
-				Name: fmt.Sprintf("parallel/P=%d/W=%d", p, w), Applies: all, Run: parallel(p, w),
+				Name: fmt.Sprintf("parallel/P=%d/W=%d", p, w), Applies: all, Run: parallel(p, w, false),
 				Op: "one key added by one of P producers and processed by one of W workers",
+			})
+		}
+	}
+	for _, p := range goroutines {
+		for _, w := range goroutines {
+			if quick && p != w {
+				continue
+			}
+			cases = append(cases, Case{
+				Name: fmt.Sprintf("paced/P=%d/W=%d", p, w), Applies: all, Run: parallel(p, w, true),
+				Op: fmt.Sprintf("one key added by one of P producers, at most %d ahead of the W workers, and processed by one of them", pacedBacklog),
 			})
 		}
 	}
@@ -161,17 +172,24 @@ func waitIdle(q Queue, processed func() int64, want int64) {
 	}
 }
 
-func parallel(producers, workerCount int) func(b *testing.B, impl Impl) {
+func parallel(producers, workerCount int, paced bool) func(b *testing.B, impl Impl) {
 	return func(b *testing.B, impl Impl) {
 		q := impl.New(Config{})
-		produce(b, q, producers, workerCount, func(_ int, key string) { q.Add(key) })
+		produce(b, q, producers, workerCount, paced, func(_ int, key string) { q.Add(key) })
 	}
 }
 
+// pacedBacklog bounds how far the producers of a paced case run ahead of
+// the workers, in adds: informers deliver events about as fast as a
+// controller handles them, not a million ahead.
+const pacedBacklog = 1024
+
 // produce runs the b.N adds of a parallel case on q: producers goroutines
 // call add with the add's index and key, while workerCount workers process
-// the keys, until they have processed them all; then it shuts q down.
-func produce(b *testing.B, q Queue, producers, workerCount int, add func(i int, key string)) {
+// the keys, until they have processed them all; then it shuts q down. With
+// paced, a producer yields instead of adding while its add would be more
+// than pacedBacklog ahead of the items processed.
+func produce(b *testing.B, q Queue, producers, workerCount int, paced bool, add func(i int, key string)) {
 	keys := Keys(1 << 20)
 	processed, wait := workers(q, workerCount)
 	b.ReportAllocs()
@@ -180,6 +198,9 @@ func produce(b *testing.B, q Queue, producers, workerCount int, add func(i int, 
 	for p := range producers {
 		wg.Go(func() {
 			for i := p; i < b.N; i += producers {
+				for paced && int64(i)-processed.Load() >= pacedBacklog {
+					runtime.Gosched()
+				}
 				add(i, keys[i&(len(keys)-1)])
 			}
 		})

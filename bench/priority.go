@@ -68,7 +68,7 @@ func tenantOf(key string) string {
 // mixed is the parallel case with producers adding at mixed priorities.
 func mixed(b *testing.B, impl Impl) {
 	q := impl.NewPriority(Config{})
-	produce(b, q, ControllerProducers, ControllerWorkers, func(i int, key string) {
+	produce(b, q, ControllerProducers, ControllerWorkers, false, func(i int, key string) {
 		q.AddWithPriority(mixedPriorities[i%len(mixedPriorities)], key)
 	})
 }

@@ -214,6 +214,21 @@ func speedup(r results, c bench.Case, impl string) float64 {
 	return median(ref, nsPerOp) / median(own, nsPerOp)
 }
 
+// cpuSaving returns how many times less CPU per queue operation impl
+// spends than the reference in a case, or 0 if the case does not measure
+// it or either did not run it.
+func cpuSaving(r results, c bench.Case, impl string) float64 {
+	ref, own := r[c.Name][reference(c)], r[c.Name][impl]
+	if len(ref) == 0 || len(own) == 0 {
+		return 0
+	}
+	cpu := func(s sample) float64 { return s.extra["cpu-ns/queue-op"] }
+	if _, ok := own[0].extra["cpu-ns/queue-op"]; !ok {
+		return 0
+	}
+	return median(ref, cpu) / median(own, cpu)
+}
+
 func printTable(w io.Writer, cases []bench.Case, r results, reps, memoryKeys int) {
 	fmt.Fprintf(w, "Machine: %s, %d CPUs, %s/%s, %s. Medians of %d runs.\n\n",
 		cpuModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), reps)
@@ -231,7 +246,7 @@ func printTable(w io.Writer, cases []bench.Case, r results, reps, memoryKeys int
 				continue
 			}
 			var other []string
-			for _, unit := range []string{"items/op", "max16-µs", "reconciles/add", "ns/reconcile", "gets/key", "light-wait-max-items", "light-wait-median-items"} {
+			for _, unit := range []string{"items/op", "max16-µs", "reconciles/add", "ns/reconcile", "cpu-ns/queue-op", "gets/key", "light-wait-max-items", "light-wait-median-items"} {
 				if _, ok := samples[0].extra[unit]; ok {
 					format := "%.3g %s"
 					if strings.HasPrefix(unit, "light-wait-") {
@@ -239,6 +254,9 @@ func printTable(w io.Writer, cases []bench.Case, r results, reps, memoryKeys int
 					}
 					other = append(other, fmt.Sprintf(format, median(samples, func(s sample) float64 { return s.extra[unit] }), unit))
 				}
+			}
+			if s := cpuSaving(r, c, impl.Name); s > 0 {
+				other = append(other, fmt.Sprintf("%.2fx less CPU per queue op than %s", s, reference(c)))
 			}
 			ratio := "–"
 			if s := speedup(r, c, impl.Name); s > 0 {
