@@ -1,5 +1,12 @@
+//go:build !workqueue_plainmutex
+
 // Package lock provides the queues' lock, a mutex that yields before it
 // parks, and the line in which Get callers sleep until an item is queued.
+//
+// Built with the tag workqueue_plainmutex, Mutex is a plain sync.Mutex
+// instead, so that the benchmarks can weigh the yielding one against it:
+//
+//	go run -tags workqueue_plainmutex ./bench/cmd/compare -run controller
 package lock
 
 import (
