@@ -13,97 +13,150 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestStressRateLimitingQueue runs many producers and workers on real time
-// and checks, for every item: no two workers hold it at once; it is never
-// processed more often than it was added (so nothing runs after
-// Forget-and-Done unless added again); and its last processing started after
-// its last add.
-func TestStressRateLimitingQueue(t *testing.T) {
-	const producers, addsEach, workers, keys = 10, 10_000, 100, 500
-	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond))
-	var (
-		holders, adds, processings [keys]atomic.Int64
-		lastAddSeq, lastStartSeq   [keys]atomic.Int64
-		seq                        atomic.Int64
-		doubleHeld, overProcessed  atomic.Int64
-	)
-	add := func(item int, rateLimited bool) {
-		adds[item].Add(1)
-		lastAddSeq[item].Store(seq.Add(1))
-		if rateLimited {
-			q.AddRateLimited(item)
-		} else {
-			q.Add(item)
-		}
-	}
+// stressQueue is a queue under TestStress: a rate-limiting queue of this
+// package, with add, the producers' add, and reAdd, a worker's add of the
+// item it holds.
+type stressQueue struct {
+	TypedRateLimitingQueue[int]
+	add, reAdd func(rng *rand.Rand, item int)
+}
 
-	var workersWG sync.WaitGroup
-	for w := range workers {
-		workersWG.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 1))
-			for {
-				item, shutdown := q.Get()
-				if shutdown {
-					return
+// TestStress runs producers and workers on real time on each queue of the
+// package, with workers that add again the item they hold, so that many
+// last adds land on an item being processed, and checks, for every item:
+// no two workers hold it at once; it is never processed more often than it
+// was added (so nothing runs after Forget-and-Done unless added again); and
+// no acknowledged add is lost: a worker gets the item after its last add
+// began.
+func TestStress(t *testing.T) {
+	tests := []struct {
+		name                               string
+		producers, addsEach, workers, keys int
+		queue                              func() stressQueue
+	}{
+		{"rate-limiting queue", 10, 10_000, 100, 500, func() stressQueue {
+			q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond)).(TypedRateLimitingQueue[int])
+			return stressQueue{
+				TypedRateLimitingQueue: q,
+				add:                    func(_ *rand.Rand, item int) { q.Add(item) },
+				reAdd:                  func(_ *rand.Rand, item int) { q.AddRateLimited(item) },
+			}
+		}},
+		{"priority queue with fairness and MaxWait", 4, 3000, 4, 256, func() stressQueue {
+			q := NewTypedPriorityQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond),
+				TypedPriorityQueueConfig[int]{Fairness: []func(int) string{func(i int) string { return fmt.Sprint(i % 5) }}, MaxWait: time.Millisecond})
+			return stressQueue{
+				TypedRateLimitingQueue: q,
+				add: func(rng *rand.Rand, item int) {
+					opts := AddOpts{Priority: new(rng.IntN(3))}
+					switch rng.IntN(4) {
+					case 0:
+						opts.After = time.Duration(rng.IntN(200)) * time.Microsecond
+					case 1:
+						opts.RateLimited = true
+					}
+					q.AddWithOpts(opts, item)
+				},
+				reAdd: func(rng *rand.Rand, item int) {
+					if rng.IntN(2) == 0 {
+						q.AddRateLimited(item)
+					} else {
+						q.AddWithOpts(AddOpts{Priority: new(rng.IntN(3))}, item)
+					}
+				},
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			addsEach := tt.addsEach
+			if testing.Short() {
+				addsEach /= 5
+			}
+			q := tt.queue()
+			var (
+				stamp                     atomic.Uint64
+				holders, adds, processed  = make([]atomic.Int64, tt.keys), make([]atomic.Int64, tt.keys), make([]atomic.Int64, tt.keys)
+				added, handled            = make([]atomic.Uint64, tt.keys), make([]atomic.Uint64, tt.keys)
+				doubleHeld, overProcessed atomic.Int64
+			)
+			// stamped adds item, counting and stamping the add before it.
+			stamped := func(item int, add func()) {
+				adds[item].Add(1)
+				added[item].Store(stamp.Add(1))
+				add()
+			}
+			var workersWG sync.WaitGroup
+			for w := range tt.workers {
+				workersWG.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(w), 1))
+					for {
+						item, shutdown := q.Get()
+						if shutdown {
+							return
+						}
+						handled[item].Store(stamp.Add(1))
+						if holders[item].Add(1) != 1 {
+							doubleHeld.Add(1)
+						}
+						if processed[item].Add(1) > adds[item].Load() {
+							overProcessed.Add(1)
+						}
+						if rng.IntN(8) == 0 {
+							runtime.Gosched()
+						}
+						holders[item].Add(-1)
+						if rng.IntN(6) == 0 {
+							stamped(item, func() { q.reAdd(rng, item) }) // a failure, or a change, while processing
+						} else {
+							q.Forget(item)
+						}
+						q.Done(item)
+					}
+				})
+			}
+			var producersWG sync.WaitGroup
+			for p := range tt.producers {
+				producersWG.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(p), 2))
+					for range addsEach {
+						item := rng.IntN(tt.keys)
+						stamped(item, func() { q.add(rng, item) })
+					}
+				})
+			}
+			producersWG.Wait()
+			// Retries and delayed adds may still wait (at most a few ms):
+			// poll on real time until nothing waits and every item's
+			// last add has been handed out, then drain.
+			settled := func() bool {
+				if s := q.Snapshot(0); s.Depth > 0 || s.Waiting > 0 {
+					return false
 				}
-				if holders[item].Add(1) != 1 {
-					doubleHeld.Add(1)
+				for item := range tt.keys {
+					if handled[item].Load() < added[item].Load() {
+						return false
+					}
 				}
-				if processings[item].Add(1) > adds[item].Load() {
-					overProcessed.Add(1)
-				}
-				lastStartSeq[item].Store(seq.Add(1))
-				holders[item].Add(-1)
-				if rng.IntN(20) == 0 {
-					add(item, true) // a failure: retry later
-				} else {
-					q.Forget(item)
-				}
-				q.Done(item)
+				return true
+			}
+			require.Eventually(t, settled, time.Minute, time.Millisecond, "the queue did not settle within a minute")
+			q.ShutDownWithDrain()
+			workersWG.Wait()
+
+			var totalAdds, totalProcessed int64
+			for item := range tt.keys {
+				totalAdds += adds[item].Load()
+				totalProcessed += processed[item].Load()
+			}
+			t.Logf("%d adds, %d processings by %d workers", totalAdds, totalProcessed, tt.workers)
+			assert.Zero(t, doubleHeld.Load(), "items held by two workers at once")
+			assert.Zero(t, overProcessed.Load(), "items processed more often than added")
+			if pq, ok := q.TypedRateLimitingQueue.(*TypedPriorityQueue[int]); ok {
+				require.NoError(t, verifyPriorityQueue(pq))
 			}
 		})
 	}
-	var producersWG sync.WaitGroup
-	for p := range producers {
-		producersWG.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(p), 2))
-			for range addsEach {
-				add(rng.IntN(keys), false)
-			}
-		})
-	}
-	producersWG.Wait()
-	// Retries may still wait for their delays (at most 1 ms); poll on real
-	// time until every item's last add has been processed, then drain.
-	// Settled: nothing queued, and every item's last processing started
-	// after its last add.
-	settled := func() bool {
-		if q.Len() > 0 {
-			return false
-		}
-		for item := range keys {
-			if adds[item].Load() > 0 && lastStartSeq[item].Load() < lastAddSeq[item].Load() {
-				return false
-			}
-		}
-		return true
-	}
-	deadline := time.Now().Add(time.Minute)
-	for !settled() {
-		require.True(t, time.Now().Before(deadline), "the queue did not settle within a minute")
-		time.Sleep(time.Millisecond)
-	}
-	q.ShutDownWithDrain()
-	workersWG.Wait()
-
-	var totalAdds, totalProcessings int64
-	for item := range keys {
-		totalAdds += adds[item].Load()
-		totalProcessings += processings[item].Load()
-	}
-	t.Logf("stress: %d adds, %d processings by %d workers", totalAdds, totalProcessings, workers)
-	assert.Zero(t, doubleHeld.Load(), "items held by two workers at once")
-	assert.Zero(t, overProcessed.Load(), "items processed more often than added")
 }
 
 // TestDrainCompleteness checks that ShutDownWithDrain returns only after
