@@ -90,7 +90,11 @@ type core[T comparable] struct {
 	// shuttingDown is written under mu; ShuttingDown reads it without.
 	shuttingDown atomic.Bool
 
-	// metrics is nil when the queue records no metrics.
+	// metrics is nil when the queue records no metrics. The provider's
+	// metrics are user code called under mu: the depth gauge's Inc and
+	// Dec must reach it in the order the queue changed, or it could go
+	// below zero, and Prometheus' own metrics are atomics that do not
+	// block. The rate limiters, which may, are called outside mu.
 	metrics *queueMetrics[T]
 	clock   clock.PassiveClock
 	// adds counts the adds that made an item ready, for Snapshot.
