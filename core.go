@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,10 @@ import (
 	"github.com/go-workqueue/workqueue/internal/table"
 	"k8s.io/utils/clock"
 )
+
+// ErrShutDown is the error GetContext returns once a shutdown has begun and
+// no item is left to hand out.
+var ErrShutDown = errors.New("workqueue: queue is shut down")
 
 // pending is what an item that the queue holds waits for, apart from the end
 // of its processing.

@@ -2,7 +2,6 @@ package workqueue
 
 import (
 	"context"
-	"errors"
 	"github.com/go-workqueue/workqueue/internal/ring"
 
 	"github.com/go-workqueue/workqueue/internal/list"
@@ -179,10 +178,6 @@ func (q *Typed[T]) Get() (item T, shutdown bool) {
 	item, err := q.get(context.Background())
 	return item, err != nil
 }
-
-// ErrShutDown is the error GetContext returns once a shutdown has begun and
-// no item is left to hand out.
-var ErrShutDown = errors.New("workqueue: queue is shut down")
 
 // GetContext is Get with a context: it returns an item and a nil error, or,
 // if ctx ends before an item can be handed out, ctx.Err() and no item, or
