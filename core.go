@@ -48,8 +48,9 @@ type record struct {
 // lock held; it refers to items by their id in the core's item table.
 type handOutOrder interface {
 	// queue puts id, whose record has just become queued, in the order.
-	// It may panic (custom storage's Push); it then leaves the order as
-	// it was.
+	// If it panics (custom storage's Push), the add has not happened: it
+	// leaves the order as it was, and a record that insertQueued filed
+	// for it (one not being processed) is removed.
 	queue(id int32)
 	// next removes and returns the id to hand out next; at least one is
 	// queued.
@@ -125,14 +126,7 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 // caller holds mu and counts the add.
 func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 	_, id := c.items.Insert(item, hash, record{pending: pendingReady})
-	filed := false
-	defer func() {
-		if !filed { // the order panicked: the item was never added
-			c.items.Remove(id)
-		}
-	}()
 	c.order.queue(id)
-	filed = true
 	c.queued++
 	c.wakeOne()
 	return id

@@ -318,7 +318,26 @@ type storageOrder[T comparable] struct {
 }
 
 func (o *storageOrder[T]) queue(id int32) {
-	item := o.items.At(id).Item
+	entry := o.items.At(id)
+	if entry.Val.processing {
+		o.store(entry.Item) // Done queues it again
+		return
+	}
+	// A record filed for this add just before: if the storage panics, the
+	// add never happened, and the record must not stay.
+	stored := false
+	defer func() {
+		if !stored {
+			o.items.Remove(id)
+		}
+	}()
+	o.store(entry.Item)
+	stored = true
+}
+
+// store puts item in the storage, or, if it is still there, removed,
+// takes it back where it is.
+func (o *storageOrder[T]) store(item T) {
 	if _, ok := o.removed[item]; ok {
 		o.storage.Touch(item)
 		delete(o.removed, item)
