@@ -174,7 +174,9 @@ func (h *Heap[T]) put(i int, e delayEntry) {
 
 // Waiting is an item of the delay heap with its ready time.
 type Waiting[T comparable] struct {
-	Item    T
+	Item T
+	// ReadyAt is when the item is ready, in nanoseconds since the epoch
+	// of the heap's owner.
 	ReadyAt int64
 }
 
