@@ -111,6 +111,13 @@ func TestView(t *testing.T) {
 		}, func(v *QueueView) {
 			v.ShuttingDown, v.Depth, v.Adds, v.Queued = true, 1, 1, []string{"a"}
 		}},
+		{"failing keys of a queue shutting down are not retried", func(q workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+			f.ObserveError("a", errBoom, 1, true)
+			q.ShutDown()
+		}, func(v *QueueView) {
+			v.ShuttingDown = true
+			v.Failing = []FailingKey{{Key: "a", Failures: 1, LastError: "boom", LastFailed: t0}}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -98,7 +98,8 @@ type FailingKey struct {
 	LastFailed time.Time `json:"lastFailed"`
 	AgoSeconds float64   `json:"agoSeconds"`
 	// Retrying reports whether the Runner retries the key; false when it
-	// gave up on it, or dropped its retry at shutdown.
+	// gave up on it, dropped its retry at shutdown, or the queue is
+	// shutting down, which drops the retry.
 	Retrying bool `json:"retrying"`
 }
 
@@ -157,6 +158,13 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 		})
 	}
 	slices.SortStableFunc(v.Delayed, func(a, b DelayedKey) int { return a.ReadyAt.Compare(b.ReadyAt) })
+	if s.ShuttingDown {
+		// A queue shutting down drops every add, so the retry the Runner
+		// was told of when the key failed will not happen.
+		for i := range v.Failing {
+			v.Failing[i].Retrying = false
+		}
+	}
 	return v
 }
 
