@@ -8,8 +8,10 @@
 //
 // Flags choose the number of workers per work queue, the failure rate, the
 // retry limit and a loopback address to serve /metrics and the work queue
-// inspector, /debug/queues, on (-serve), in which case it keeps serving
-// after the scenario until interrupted.
+// inspector, /debug/queues, on (-serve), in which case the controller keeps
+// running after the scenario, on a steady trickle of generated PodGroups and
+// Commands with the same injected failures, until interrupted; the summary
+// and the status then cover the whole run.
 //
 // A request or command given up after -max-requeue retries is reported, and
 // a step waiting for something the give-up made impossible goes on; the
@@ -110,7 +112,8 @@ func (o options) validate() error {
 
 // run plays the scenario and prints the timeline and the final status. With
 // o.serve set it serves /metrics and the inspector, /debug/queues, from the
-// start, and after the scenario until ctx is cancelled.
+// start, and after the scenario keeps the controller working on generated
+// events until ctx is cancelled.
 func run(ctx context.Context, out io.Writer, o options) error {
 	if err := o.validate(); err != nil {
 		return err
@@ -153,6 +156,13 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	}()
 
 	result := playScenario(ctx, out, store, ctrl, tl, o.retryWaitLimit)
+	if server != nil && ctx.Err() == nil {
+		// Served pages of a finished scenario would show only stopped
+		// queues: keep the controller working, on generated events.
+		fmt.Fprintf(out, "\nscenario played; the controller goes on with a trickle of generated PodGroups and Commands "+
+			"(and injected failures), serving /metrics and /debug/queues until interrupted\n")
+		trickle(ctx, store, o.seed, trickleInterval)
+	}
 	// Retries still waiting for their backoff are dropped by the stop.
 	before, gatherErr := ctrl.metrics.workqueueFigures()
 	stopController()
@@ -177,10 +187,6 @@ func run(ctx context.Context, out io.Writer, o options) error {
 	fmt.Fprintln(out)
 	if err := printQueueGauges(out, registry); err != nil {
 		return err
-	}
-	if server != nil && ctx.Err() == nil {
-		fmt.Fprintln(out, "\nserving /metrics and /debug/queues until interrupted")
-		<-ctx.Done()
 	}
 	if incomplete != nil {
 		return incomplete

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -37,9 +38,11 @@ func (b *lockedBuffer) String() string {
 }
 
 // TestServe runs `queuecontroller -serve 127.0.0.1:0 -failure-rate 0.9
-// -max-requeue 2` until it serves after the scenario, and checks the
-// metrics and the inspector it prints the addresses of: the work queues,
-// shut down, with the keys given up on and their errors.
+// -max-requeue 2` past its scenario and checks the metrics and the
+// inspector it prints the addresses of: the work queues still running on
+// the trickle of generated events, their adds growing from one scrape to
+// the next, and the keys given up on listed as not retrying, with their
+// errors.
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -52,8 +55,16 @@ func TestServe(t *testing.T) {
 	urls := regexp.MustCompile(`(?m)^serving metrics on (http://\S+/metrics)\ninspecting the work queues on (http://\S+/debug/queues)$`).FindStringSubmatch(out.String())
 	require.NotNil(t, urls, out.String())
 
-	metrics := get(t, urls[1])
-	assert.Contains(t, metrics, `workqueue_adds_total{name="queue"}`)
+	adds := func() float64 {
+		m := regexp.MustCompile(`(?m)^workqueue_adds_total\{name="queue"\} (\S+)$`).FindStringSubmatch(get(t, urls[1]))
+		require.NotNil(t, m, "no adds of the request queue on /metrics")
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return v
+	}
+	first := adds()
+	require.Eventually(t, func() bool { return adds() > first }, 20*time.Second, 50*time.Millisecond,
+		"the request queue took no add after the scenario: nothing live to watch")
 	assert.Contains(t, get(t, urls[2]), `<section class="queue" data-queue="command">`)
 	var view inspect.View
 	require.NoError(t, json.Unmarshal([]byte(get(t, urls[2]+"?format=json")), &view))
@@ -67,11 +78,11 @@ func TestServe(t *testing.T) {
 	for i, name := range []string{requestQueueName, commandQueueName} {
 		q := view.Queues[i]
 		assert.Equal(t, name, q.Name)
-		assert.True(t, q.ShuttingDown, "the controller has stopped")
+		assert.False(t, q.ShuttingDown, "the controller still runs while it serves")
 		for _, f := range q.Failing {
 			assert.NotEmpty(t, f.LastError, f.Key)
 			if f.Retrying {
-				continue // its retry was waiting when the controller stopped
+				continue
 			}
 			assert.Equal(t, 3, f.Failures, "%s given up after 2 retries", f.Key)
 			if name == commandQueueName {
@@ -80,12 +91,16 @@ func TestServe(t *testing.T) {
 			givenUp[f.Key] = f
 		}
 	}
+	// The give-ups the run reports cover the whole run, so they include
+	// every one the page showed; the page, taken earlier, can miss later
+	// ones, so only the scenario's commands, all done by then, are
+	// checked the other way.
 	for key := range givenUp {
 		assert.Contains(t, incomplete.givenUp, key, "only keys given up on are not retried")
 	}
 	for _, what := range incomplete.givenUp {
-		if strings.HasPrefix(what, "command ") { // a command is never added again
-			assert.Contains(t, givenUp, what, "a command given up on stays listed")
+		if strings.HasPrefix(what, "command ") && !strings.Contains(what, "-prod-") { // a command is never added again
+			assert.Contains(t, givenUp, what, "a command of the scenario given up on stays listed")
 		}
 	}
 	require.NotEmpty(t, givenUp, "these flags give up on requests and commands")
