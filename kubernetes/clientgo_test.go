@@ -278,15 +278,7 @@ func TestClientGoControllerSideBySide(t *testing.T) {
 
 			syncs, all, writes := c.syncs.Load(), requests.all.Load(), requests.writes.Load()
 			burst := time.Now()
-			forEach(t, names[:updated], func(ctx context.Context, name string) error {
-				cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return err
-				}
-				cm.Data["value"] = "v2"
-				_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
-				return err
-			})
+			setValues(t, cs, ns, names[:updated], "v2")
 			forEach(t, names[existing-deleted:], func(ctx context.Context, name string) error {
 				return cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{})
 			})

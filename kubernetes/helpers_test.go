@@ -100,6 +100,21 @@ func createConfigMaps(t *testing.T, cs kubernetes.Interface, ns, prefix, role st
 	return names
 }
 
+// setValues sets the value of the named ConfigMaps of ns, as a user's
+// edits would: read, change, update.
+func setValues(t *testing.T, cs kubernetes.Interface, ns string, names []string, value string) {
+	t.Helper()
+	forEach(t, names, func(ctx context.Context, name string) error {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cm.Data["value"] = value
+		_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
 // forEach calls f for every name from 8 goroutines and fails the test on
 // the first error.
 func forEach(t *testing.T, names []string, f func(ctx context.Context, name string) error) {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrlworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,15 +87,7 @@ func TestTwoManagersShareARedisQueue(t *testing.T) {
 	initial := time.Since(start)
 
 	burst := time.Now()
-	forEach(t, names[:updated], func(ctx context.Context, name string) error {
-		cm, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cm.Data["value"] = "v2"
-		_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
-		return err
-	})
+	setValues(t, cs, ns, names[:updated], "v2")
 	require.Eventually(t, func() bool { return rec.converged(ns, names[:updated], "v2") }, 2*time.Minute, 10*time.Millisecond,
 		"not every update was reconciled")
 	updates := time.Since(burst)
