@@ -14,10 +14,10 @@
 #
 # The kubernetes module's tests run controllers against a real
 # kube-apiserver and etcd that kubernetes/tools/build.sh builds from source
-# into a cache outside the repository (15 to 25 minutes on 2 cores and 2.4 GB of memory
-# the first time, seconds after). KUBE=1 builds them when missing and runs
+# into a cache outside the repository (15 to 25 minutes on 2 cores the
+# first time, seconds after). KUBE=1 builds them when missing and runs
 # the tests (CI does), KUBE=0 skips them, and by default they run only when
-# the binaries are already built.
+# the binaries are already built, or KUBEBUILDER_ASSETS names others.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -71,7 +71,7 @@ export GOWORK=off
 case "${KUBE:-}" in
 1) KUBEBUILDER_ASSETS=$(kubernetes/tools/build.sh) ;;
 0) KUBEBUILDER_ASSETS= ;;
-*) KUBEBUILDER_ASSETS=$(kubernetes/tools/build.sh -cached || true) ;;
+*) KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$(kubernetes/tools/build.sh -cached || true)} ;;
 esac
 export KUBEBUILDER_ASSETS
 if [ -z "$KUBEBUILDER_ASSETS" ]; then
