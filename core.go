@@ -3,6 +3,8 @@ package workqueue
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,15 +31,21 @@ const (
 	// pendingReady: to be handed out: queued, or, while being processed,
 	// queued again by Done.
 	pendingReady
-	// pendingDelay: the end of its delay, in a priority queue's delays.
+	// pendingDelay: the end of its delay, in the core's delays: a priority
+	// queue's delayed add, or the backoff of an item woken from its park.
 	pendingDelay
+	// pendingParked: an event, in the core's parking; while the item is
+	// processed, its park takes effect at Done.
+	pendingParked
 )
 
 // record is what the core knows of an item it holds.
 //
 // Invariant (verifyCore checks it): processing or pending is not
 // pendingNone; an item is in the hand-out order if and only if it is not
-// processing and pending is pendingReady.
+// processing and pending is pendingReady; it is in the delays' heap if and
+// only if pending is pendingDelay, and in the parking if and only if
+// pending is pendingParked.
 type record struct {
 	processing bool
 	pending    pending
@@ -102,7 +110,22 @@ type core[T comparable] struct {
 	// below zero, and Prometheus' own metrics are atomics that do not
 	// block. The rate limiters, which may, are called outside mu.
 	metrics *queueMetrics[T]
-	clock   clock.PassiveClock
+	clock   clock.WithTicker
+	logger  *slog.Logger
+
+	// delays holds the items waiting for a delay to end, and runs the
+	// goroutine that ends delays and parks. A priority queue makes it at
+	// once; a Typed queue makes it at its first Park. It is nil until then.
+	delays *delayer[T]
+	// onReady counts an item that became ready at the end of its delay or
+	// park; nil means countAdd.
+	onReady func(item T, id int32)
+	// parking holds the parked items; nil until the first Park or Wake.
+	parking *parking
+	maxPark time.Duration
+	// dropped counts the items waiting for a delay or an event that the
+	// shutdown dropped, for the log line the shutdown writes.
+	droppedDelayed, droppedParked int
 	// adds counts the adds that made an item ready, for Snapshot.
 	adds uint64
 	// flight lists the items being processed, by hand-out time, once a
@@ -112,10 +135,12 @@ type core[T comparable] struct {
 
 // init sets up a core that hands out items in order. The core must not be
 // copied afterwards.
-func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string, clk clock.WithTicker) {
+func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string, clk clock.WithTicker, logger *slog.Logger, maxPark time.Duration) {
 	c.items = table.New[T, record]()
 	c.order = order
 	c.clock = clk
+	c.logger = logger
+	c.maxPark = maxPark
 	c.flight = newFlightList()
 	c.drained.L = &c.mu
 	c.metrics = newQueueMetrics[T](provider, name, clk, c.refreshUnfinishedWork)
@@ -200,6 +225,9 @@ func (c *core[T]) get(ctx context.Context, zero string) (int32, error) {
 	c.processing++
 	entry := c.items.At(id)
 	entry.Val = record{processing: true}
+	if c.parking != nil {
+		c.parking.noteGet(id)
+	}
 	if c.flight.tracking {
 		// One clock reading for the in-flight list and the metrics.
 		now := c.clock.Now()
@@ -230,8 +258,13 @@ func (c *core[T]) done(item T, hash uint32) {
 	entry.Val.processing = false
 	c.processing--
 	since, linked := c.flight.unlink(id)
-	if entry.Val.pending == pendingNone {
+	switch entry.Val.pending {
+	case pendingNone:
 		c.release(id)
+	case pendingParked:
+		if c.parking.settle(id, c.delays.now()) {
+			c.delays.poke() // the safety net's first deadline
+		}
 	}
 	if c.metrics != nil && linked {
 		c.metrics.done(since)
@@ -254,6 +287,16 @@ func (c *core[T]) removeReady(id int32) {
 	c.uncountAdd(item)
 }
 
+// removeWaiting takes back what the item with id waits for, a delay or an
+// event: an item not being processed leaves the queue. The caller holds
+// mu.
+func (c *core[T]) removeWaiting(id int32) {
+	c.cancelWait(id)
+	if !c.items.At(id).Val.processing {
+		c.release(id)
+	}
+}
+
 // uncountAdd tells the metrics that an add was taken back before Get.
 func (c *core[T]) uncountAdd(item T) {
 	if c.metrics != nil {
@@ -265,6 +308,9 @@ func (c *core[T]) uncountAdd(item T) {
 // every add is ignored, and every sleeping Get caller is woken. The caller
 // holds mu.
 func (c *core[T]) stopAddsLocked() {
+	if !c.shuttingDown.Load() {
+		c.dropWaiting()
+	}
 	c.shuttingDown.Store(true)
 	for c.sleepers.Len() > 0 {
 		c.wakeupsPending++
@@ -338,6 +384,12 @@ func (c *core[T]) snapshotLocked(n int) Snapshot[T] {
 		entry := c.items.At(id)
 		s.InFlight = append(s.InFlight, InFlightItem[T]{Item: entry.Item, Since: c.flight.since(id), Requeue: entry.Val.pending == pendingReady})
 	}
+	if c.delays != nil {
+		s.Waiting, s.Delayed = c.delays.snapshot(n)
+	}
+	if c.parking != nil {
+		s.Parked, s.ParkedItems = c.snapshotParked(n)
+	}
 	return s
 }
 
@@ -393,4 +445,214 @@ func (f *flightList) shrink() {
 	if f.handouts.Len() > chunked.Size {
 		f.handouts.Reset()
 	}
+}
+
+// startDelays makes the core's delays, and starts their goroutine, if it
+// has none yet. The caller holds mu.
+func (c *core[T]) startDelays(provider MetricsProvider, name string) {
+	if c.delays != nil {
+		return
+	}
+	c.delays = newDelayer[T](c.clock, provider, name)
+	c.delays.expire = c.expireParks
+	c.delays.start(&c.mu, c.delayEnded, func() bool { return false }, c.logger)
+}
+
+// delayEnded makes item, whose delay has ended, ready: queued, or queued
+// by Done if it is being processed. The delay goroutine calls it with mu
+// held.
+func (c *core[T]) delayEnded(item T) {
+	entry, id := c.items.Lookup(item, c.items.Hash(item))
+	entry.Val.pending = pendingReady
+	if !entry.Val.processing {
+		c.queueHeld(id)
+	}
+	c.readied(item, id)
+}
+
+// readied counts an add that made the item with id ready at the end of a
+// delay or a park.
+func (c *core[T]) readied(item T, id int32) {
+	if c.onReady != nil {
+		c.onReady(item, id)
+		return
+	}
+	c.countAdd(item)
+}
+
+// cancelWait takes back what the held item with id waits for, a delay or
+// an event, and leaves its pending none. The caller holds mu.
+func (c *core[T]) cancelWait(id int32) {
+	entry := c.items.At(id)
+	switch entry.Val.pending {
+	case pendingDelay:
+		c.delays.remove(entry.Item)
+	case pendingParked:
+		c.parking.remove(id)
+	}
+	entry.Val.pending = pendingNone
+}
+
+// dropWaiting is the shutdown's part under mu: the items waiting for a
+// delay or an event are dropped, and a park that a worker asked for will
+// not happen: its item leaves the queue at Done.
+func (c *core[T]) dropWaiting() {
+	drop := func(id int32) {
+		entry := c.items.At(id)
+		entry.Val.pending = pendingNone
+		if !entry.Val.processing {
+			c.release(id)
+		}
+	}
+	if c.delays != nil {
+		c.droppedDelayed = c.delays.dropAll(func(item T) {
+			_, id := c.items.Lookup(item, c.items.Hash(item))
+			drop(id)
+		})
+	}
+	if c.parking != nil {
+		c.droppedParked = c.parking.parked()
+		for _, id := range c.parking.ids() {
+			c.parking.remove(id)
+			drop(id)
+		}
+	}
+}
+
+// stopDelays stops the delay goroutine, if the core has one, and logs what
+// the shutdown dropped; the caller does not hold mu, and the shutdown has
+// begun.
+func (c *core[T]) stopDelays() {
+	c.mu.Lock()
+	delays, delayed, parked := c.delays, c.droppedDelayed, c.droppedParked
+	c.droppedDelayed, c.droppedParked = 0, 0
+	c.mu.Unlock()
+	if delays == nil {
+		return
+	}
+	delays.stop()
+	if delayed > 0 {
+		c.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", delayed)
+	}
+	if parked > 0 {
+		c.logger.Info("workqueue: dropped items parked until an event at shutdown", "count", parked)
+	}
+}
+
+// parkLocked parks item, which its caller is processing, until one of
+// events wakes it; the park takes effect at Done, and the item is not
+// queued again before backoff has passed. It does nothing after a shutdown
+// has begun, for an item not being processed, or for one added again
+// since its Get: the add wins. A later park of the same item replaces
+// this one. If one of events woke since the item's Get, the park does not
+// wait: the item is queued again after its backoff. The caller holds mu.
+func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events []string) {
+	if c.shuttingDown.Load() {
+		return
+	}
+	entry, id := c.items.Lookup(item, hash)
+	if entry == nil || !entry.Val.processing {
+		return
+	}
+	switch entry.Val.pending {
+	case pendingReady, pendingDelay:
+		return
+	case pendingParked:
+		c.parking.remove(id)
+	}
+	c.startDelays(nil, "")
+	if c.parking == nil {
+		c.parking = newParking()
+	}
+	until := readyAfter(c.delays.now(), backoff)
+	if c.parking.firedSinceGet(id, events) {
+		c.endPark(id, until)
+		return
+	}
+	c.parking.add(id, events, until)
+	entry.Val.pending = pendingParked
+}
+
+// endPark makes the item with id, just taken out of the parking, ready
+// once until has passed on the delays' clock: at once, or through the
+// delays. The caller holds mu.
+func (c *core[T]) endPark(id int32, until int64) {
+	entry := c.items.At(id)
+	if wait := until - c.delays.now(); wait > 0 {
+		entry.Val.pending = pendingDelay
+		if c.delays.add(entry.Item, time.Duration(wait)) {
+			c.delays.poke()
+		}
+		return
+	}
+	entry.Val.pending = pendingReady
+	if !entry.Val.processing {
+		c.queueHeld(id)
+	}
+	c.readied(entry.Item, id)
+}
+
+// wakeLocked ends the parks that wait for event and that accept, if not
+// nil, accepts, in the order they were made, and returns how many it
+// ended. Each item is queued again once its park's backoff has passed.
+// The caller holds mu.
+func (c *core[T]) wakeLocked(event string, accept func(item T) bool) int {
+	if c.shuttingDown.Load() {
+		return 0
+	}
+	if c.parking == nil {
+		c.parking = newParking()
+	}
+	woken := 0
+	for _, r := range c.parking.fire(event) {
+		if accept == nil || accept(c.items.At(r.id).Item) {
+			c.parking.remove(r.id)
+			c.endPark(r.id, r.backoffUntil)
+			woken++
+		}
+	}
+	return woken
+}
+
+// wakeItemLocked ends the park of item, if it is parked, and queues it at
+// once, whatever its backoff. The caller holds mu.
+func (c *core[T]) wakeItemLocked(item T, hash uint32) bool {
+	entry, id := c.items.Lookup(item, hash)
+	if entry == nil || entry.Val.pending != pendingParked {
+		return false
+	}
+	c.parking.remove(id)
+	c.endPark(id, 0)
+	return true
+}
+
+// expireParks ends the parks that have lasted maxPark at now, each item
+// queued again once its backoff has passed, and returns when the next one
+// falls due. The delay goroutine calls it with mu held.
+func (c *core[T]) expireParks(now int64) (next int64, ok bool) {
+	if c.parking == nil {
+		return 0, false
+	}
+	for r := c.parking.oldest(); r != nil; r = c.parking.oldest() {
+		due := readyAfter(r.since, c.maxPark)
+		if due > now {
+			return due, true
+		}
+		c.parking.remove(r.id)
+		c.endPark(r.id, r.backoffUntil)
+	}
+	return 0, false
+}
+
+// snapshotParked returns the number of items parked since their Done and
+// the n parked longest, longest first. The caller holds mu.
+func (c *core[T]) snapshotParked(n int) (parked int, first []ParkedItem[T]) {
+	for r := c.parking.oldest(); r != nil && len(first) < n; r = c.parking.next(r) {
+		first = append(first, ParkedItem[T]{
+			Item:   c.items.At(r.id).Item,
+			Events: slices.Clone(r.events),
+			Since:  c.delays.epoch.Add(time.Duration(r.since)),
+		})
+	}
+	return c.parking.parked(), first
 }

@@ -31,6 +31,10 @@ type delayer[T comparable] struct {
 	heap    *delayheap.Heap[T]
 	retries CounterMetric       // nil when the queue records no metrics
 	gauge   SettableGaugeMetric // nil unless the provider offers it
+	// expire, if set, ends what else is due at now under the owner's lock
+	// (the parks that reached their longest time) and returns when the
+	// next thing falls due, ok false if nothing will.
+	expire func(now int64) (next int64, ok bool)
 
 	// wake tells the goroutine that the first ready time moved earlier.
 	// Its buffer of one makes the send non-blocking: a pending wake
@@ -169,6 +173,11 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 	next = now + int64(heartbeatPeriod)
 	if d.heap.Len() > 0 {
 		next = min(next, d.heap.FirstReadyAt())
+	}
+	if d.expire != nil {
+		if due, ok := d.expire(now); ok {
+			next = min(next, due)
+		}
 	}
 	return next, false
 }

@@ -37,6 +37,24 @@ type TypedDelayingQueue[T comparable] interface {
 	// Snapshot returns a view of the queue at one instant, listing at
 	// most n items of each kind; see [Typed.Snapshot].
 	Snapshot(n int) Snapshot[T]
+	// Park parks item, being processed, until one of events; see
+	// [Typed.Park].
+	Park(item T, events ...string)
+	// Wake ends the parks that wait for event; see [Typed.Wake].
+	Wake(event string) int
+	// WakeFunc ends the parks that wait for event and that accept
+	// accepts; see [Typed.WakeFunc].
+	WakeFunc(event string, accept func(item T) bool) int
+	// WakeItem ends item's park; see [Typed.WakeItem].
+	WakeItem(item T) bool
+}
+
+// parkingQueue is what the layers look for in the queue below them to
+// park items there: this package's queues.
+type parkingQueue[T comparable] interface {
+	park(item T, backoff time.Duration, events []string)
+	WakeFunc(event string, accept func(item T) bool) int
+	WakeItem(item T) bool
 }
 
 // TypedDelayingQueueConfig configures a queue made by
@@ -58,6 +76,12 @@ type TypedDelayingQueueConfig[T comparable] struct {
 
 	// Clock decides when delays end. Nil means the real clock.
 	Clock clock.WithTicker
+
+	// MaxParkTime bounds how long an item stays parked without an event;
+	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
+	// Over a Queue from outside this package, which cannot park, Park adds
+	// the item after MaxParkTime, as if no event came.
+	MaxParkTime time.Duration
 
 	// Queue receives the items whose delay has ended. Nil means a new [Typed]
 	// queue with this config's name, provider and clock. A queue from
@@ -86,11 +110,13 @@ func TypedNewDelayingQueue[T comparable]() TypedDelayingInterface[T] {
 // config. It starts one goroutine, which moves items to the underlying queue
 // when their delay ends; ShutDown and ShutDownWithDrain stop it and wait for
 // it to exit. Items still waiting for their delay at shutdown are dropped.
-// All methods of the result are safe for concurrent use.
+// All methods of the result are safe for concurrent use. It panics if
+// MaxParkTime is negative.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) TypedDelayingInterface[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
+	maxPark := maxParkTime("NewTypedDelayingQueueWithConfig", config.MaxParkTime)
 	if config.Logger == nil {
 		config.Logger = slog.Default()
 	}
@@ -99,12 +125,15 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 			Name:            config.Name,
 			MetricsProvider: config.MetricsProvider,
 			Clock:           config.Clock,
+			Logger:          config.Logger,
+			MaxParkTime:     maxPark,
 		})
 	}
 	q := &delayingQueue[T]{
-		queue:  config.Queue,
-		logger: config.Logger,
-		delays: newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
+		queue:   config.Queue,
+		logger:  config.Logger,
+		maxPark: maxPark,
+		delays:  newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
 	}
 	q.delays.start(&q.mu, q.queue.Add, q.finished, q.logger)
 	return q
@@ -114,8 +143,9 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 // that moves them to the underlying queue when they are ready, to a
 // TypedInterface.
 type delayingQueue[T comparable] struct {
-	queue  TypedInterface[T]
-	logger *slog.Logger
+	queue   TypedInterface[T]
+	logger  *slog.Logger
+	maxPark time.Duration // for Park over a queue that cannot park
 
 	// mu guards the delays. Their goroutine holds it while it moves ready
 	// items to the underlying queue, so that an item is always in one of
@@ -229,6 +259,43 @@ func (q *delayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bool) {
 	return q.delays.add(item, delay)
 }
 
+// Park parks item until one of events in the underlying queue; see
+// [Typed.Park]. Over a queue from outside this package, which cannot park,
+// it adds the item after MaxParkTime instead, as if no event came.
+func (q *delayingQueue[T]) Park(item T, events ...string) { q.park(item, 0, events) }
+
+// park is Park with a backoff, for the rate-limiting layer.
+func (q *delayingQueue[T]) park(item T, backoff time.Duration, events []string) {
+	if p, ok := q.queue.(parkingQueue[T]); ok {
+		p.park(item, backoff, events)
+		return
+	}
+	q.AddAfter(item, max(backoff, q.maxPark))
+}
+
+// Wake ends the parks that wait for event in the underlying queue; see
+// [Typed.Wake]. Over a queue from outside this package it does nothing.
+func (q *delayingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
+
+// WakeFunc ends the parks that wait for event and that accept accepts in
+// the underlying queue; see [Typed.WakeFunc]. Over a queue from outside
+// this package it does nothing.
+func (q *delayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
+	if p, ok := q.queue.(parkingQueue[T]); ok {
+		return p.WakeFunc(event, accept)
+	}
+	return 0
+}
+
+// WakeItem ends item's park in the underlying queue; see [Typed.WakeItem].
+// Over a queue from outside this package it does nothing.
+func (q *delayingQueue[T]) WakeItem(item T) bool {
+	if p, ok := q.queue.(parkingQueue[T]); ok {
+		return p.WakeItem(item)
+	}
+	return false
+}
+
 // ShutDown shuts the underlying queue down, which ignores adds from then
 // on, then drops the items waiting for their delay and stops the waiting
 // goroutine, waiting for it to exit.
@@ -297,6 +364,8 @@ func (q *delayingQueue[T]) Snapshot(n int) Snapshot[T] {
 	} else {
 		s = Snapshot[T]{Taken: q.delays.clock.Now(), ShuttingDown: q.queue.ShuttingDown(), Depth: q.queue.Len()}
 	}
-	s.Waiting, s.Delayed = q.delays.snapshot(n)
+	waiting, delayed := q.delays.snapshot(n)
+	s.Waiting += waiting // the queue below may wait for parks' backoffs
+	s.Delayed = soonestDelayed(append(s.Delayed, delayed...), n)
 	return s
 }

@@ -47,8 +47,13 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	Clock clock.WithTicker
 
 	// Logger receives the queue's rare log lines: items dropped at
-	// shutdown (debug level). Nil means slog.Default().
+	// shutdown (debug level for delayed items, info for parked ones). Nil
+	// means slog.Default().
 	Logger *slog.Logger
+
+	// MaxParkTime bounds how long an item stays parked without an event;
+	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
+	MaxParkTime time.Duration
 
 	// Fairness, if not empty, shares each priority level fairly among the
 	// keys these functions give the items: within a level, the first
@@ -102,9 +107,7 @@ type TypedPriorityQueueConfig[T comparable] struct {
 // block before that instant).
 type TypedPriorityQueue[T comparable] struct {
 	core[T]
-	order  *priorityOrder[T]
-	delays *delayer[T]
-	logger *slog.Logger
+	order *priorityOrder[T]
 
 	// limiterMu makes a rate-limited add one step (its check of the
 	// shutdown flag, its calls of the rate limiter and its add), and
@@ -116,9 +119,7 @@ type TypedPriorityQueue[T comparable] struct {
 	limiterMu   sync.Mutex
 	rateLimiter TypedRateLimiter[T]
 
-	depthByPriority   PriorityGaugeMetric
-	stopOnce          sync.Once
-	droppedAtShutdown int
+	depthByPriority PriorityGaugeMetric
 }
 
 // NewTypedPriorityQueue returns a new priority queue configured by config
@@ -146,9 +147,8 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	if config.Logger == nil {
 		config.Logger = slog.Default()
 	}
+	maxPark := maxParkTime("NewTypedPriorityQueue", config.MaxParkTime)
 	q := &TypedPriorityQueue[T]{
-		delays:          newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
-		logger:          config.Logger,
 		rateLimiter:     rateLimiter,
 		depthByPriority: priorityDepthMetric(config.MetricsProvider, config.Name),
 	}
@@ -156,11 +156,12 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		items:    &q.items,
 		fairness: slices.Clone(config.Fairness),
 		maxWait:  int64(config.MaxWait),
-		now:      q.delays.now,
 		ages:     list.New(),
 	}
-	q.init(q.order, config.MetricsProvider, config.Name, config.Clock)
-	q.delays.start(&q.mu, q.delayEnded, func() bool { return false }, q.logger)
+	q.init(q.order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
+	q.onReady = func(item T, id int32) { q.countReady(item, q.order.priority(id)) }
+	q.startDelays(config.MetricsProvider, config.Name)
+	q.order.now = q.delays.now
 	return q
 }
 
@@ -242,6 +243,13 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 // delay goroutine must look at the heap again. The caller holds mu.
 func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration) (wakeLoop bool) {
 	entry, id := q.items.Lookup(item, hash)
+	if entry != nil && entry.Val.pending == pendingParked {
+		q.cancelWait(id) // an add ends a park: from here on, as if none
+		if !entry.Val.processing {
+			q.release(id)
+			entry = nil
+		}
+	}
 	if after > 0 {
 		q.delays.countRetry()
 		switch {
@@ -306,18 +314,6 @@ func (q *TypedPriorityQueue[T]) raise(entry *table.Entry[T, record], id int32, p
 		return
 	}
 	q.order.raise(id, priority)
-}
-
-// delayEnded queues item, whose delay has ended, unless it is being
-// processed: then Done queues it. The delay goroutine calls it with mu
-// held.
-func (q *TypedPriorityQueue[T]) delayEnded(item T) {
-	entry, id := q.items.Lookup(item, q.items.Hash(item))
-	entry.Val.pending = pendingReady
-	if !entry.Val.processing {
-		q.queueHeld(id)
-	}
-	q.countReady(item, q.order.priority(id))
 }
 
 // Len returns the number of items ready to be handed out by Get. Items
@@ -397,12 +393,8 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 		return false
 	}
 	switch entry.Val.pending {
-	case pendingDelay:
-		q.delays.remove(item)
-		entry.Val.pending = pendingNone
-		if !entry.Val.processing {
-			q.release(id)
-		}
+	case pendingDelay, pendingParked:
+		q.removeWaiting(id)
 	case pendingReady:
 		if q.depthByPriority != nil {
 			q.depthByPriority.Dec(q.order.priority(id))
@@ -412,6 +404,55 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 		return false
 	}
 	return true
+}
+
+// Park parks item, which the caller got from Get and has not yet marked
+// done, until one of events, as [Typed.Park] does, and records a failure
+// for it with the rate limiter, as AddRateLimited does: a wake before the
+// backoff the rate limiter gives it has passed queues the item when it
+// passes, so that events that come often but do not help it cannot make
+// it loop. A woken item is queued at the priority it was handed out at.
+// Forget it when it succeeds, as after any retry. After a shutdown has
+// begun it does nothing, and does not consult the rate limiter.
+func (q *TypedPriorityQueue[T]) Park(item T, events ...string) {
+	hash := q.items.Hash(item)
+	q.limiterMu.Lock()
+	defer q.limiterMu.Unlock()
+	if q.shuttingDown.Load() {
+		return
+	}
+	backoff := q.rateLimiter.When(item)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.parkLocked(item, hash, backoff, events)
+}
+
+// park is Park with the backoff a layer above took from its own rate
+// limiter.
+func (q *TypedPriorityQueue[T]) park(item T, backoff time.Duration, events []string) {
+	hash := q.items.Hash(item)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.parkLocked(item, hash, backoff, events)
+}
+
+// Wake ends the parks that wait for event; see [Typed.Wake].
+func (q *TypedPriorityQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
+
+// WakeFunc ends the parks that wait for event and that accept accepts;
+// see [Typed.WakeFunc].
+func (q *TypedPriorityQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wakeLocked(event, accept)
+}
+
+// WakeItem ends item's park and queues it at once; see [Typed.WakeItem].
+func (q *TypedPriorityQueue[T]) WakeItem(item T) bool {
+	hash := q.items.Hash(item)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wakeItemLocked(item, hash)
 }
 
 // Forget tells the rate limiter that item is finished with, so its failure
@@ -441,7 +482,7 @@ func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.shuttingDown.Load
 func (q *TypedPriorityQueue[T]) ShutDown() {
 	q.limiterMu.Lock()
 	q.mu.Lock()
-	q.beginShutDownLocked()
+	q.stopAddsLocked()
 	q.releaseDrains()
 	q.mu.Unlock()
 	q.limiterMu.Unlock()
@@ -462,7 +503,7 @@ func (q *TypedPriorityQueue[T]) ShutDownWithDrain() {
 	}
 	q.limiterMu.Lock()
 	q.mu.Lock()
-	q.beginShutDownLocked()
+	q.stopAddsLocked()
 	q.mu.Unlock()
 	// Not held while the drain waits: workers still call Forget.
 	q.limiterMu.Unlock()
@@ -472,29 +513,8 @@ func (q *TypedPriorityQueue[T]) ShutDownWithDrain() {
 	q.stopGoroutines()
 }
 
-// beginShutDownLocked is the instant a shutdown begins: adds are ignored
-// from then on, the items waiting for their delay are dropped, and
-// sleeping Get callers are woken. The caller holds limiterMu and mu.
-func (q *TypedPriorityQueue[T]) beginShutDownLocked() {
-	if !q.shuttingDown.Load() {
-		q.droppedAtShutdown = q.delays.dropAll(func(item T) {
-			entry, id := q.items.Lookup(item, q.items.Hash(item))
-			entry.Val.pending = pendingNone
-			if !entry.Val.processing {
-				q.release(id)
-			}
-		})
-	}
-	q.stopAddsLocked()
-}
-
 func (q *TypedPriorityQueue[T]) stopGoroutines() {
-	q.delays.stop()
-	q.stopOnce.Do(func() {
-		if q.droppedAtShutdown > 0 {
-			q.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", q.droppedAtShutdown)
-		}
-	})
+	q.stopDelays()
 	q.stopMetrics()
 }
 
@@ -514,7 +534,6 @@ func (q *TypedPriorityQueue[T]) Snapshot(n int) Snapshot[T] {
 	defer q.limiterMu.Unlock()
 	q.mu.Lock()
 	s := q.snapshotLocked(n)
-	s.Waiting, s.Delayed = q.delays.snapshot(n)
 	q.mu.Unlock()
 	s.Failures = listedFailures(q.rateLimiter, &s)
 	return s

@@ -2,9 +2,11 @@ package workqueue
 
 import (
 	"context"
-	"github.com/go-workqueue/workqueue/internal/ring"
+	"log/slog"
+	"time"
 
 	"github.com/go-workqueue/workqueue/internal/list"
+	"github.com/go-workqueue/workqueue/internal/ring"
 	"github.com/go-workqueue/workqueue/internal/table"
 	"k8s.io/utils/clock"
 )
@@ -69,8 +71,18 @@ type TypedQueueConfig[T comparable] struct {
 	// nothing and costs nothing.
 	MetricsProvider MetricsProvider
 
-	// Clock is used for metrics timestamps. Nil means the real clock.
+	// Clock is used for metrics timestamps and decides when parks end.
+	// Nil means the real clock.
 	Clock clock.WithTicker
+
+	// Logger receives the queue's rare log lines: parked items dropped at
+	// shutdown (info level). Nil means slog.Default().
+	Logger *slog.Logger
+
+	// MaxParkTime bounds how long an item stays parked (see [Typed.Park])
+	// without an event: after it, the item is queued again as if woken.
+	// Zero means [DefaultMaxParkTime]; there is no unbounded park.
+	MaxParkTime time.Duration
 
 	// Queue stores the queued items. Nil means first-in, first-out order.
 	// Items it holds already are taken in at construction, as if added in
@@ -99,10 +111,15 @@ func NewTyped[T comparable]() *Typed[T] {
 // NewTypedWithConfig returns a new work queue configured by config. If
 // config has both a name and a metrics provider, the queue starts one
 // goroutine that refreshes the unfinished-work metrics; ShutDown and
-// ShutDownWithDrain stop it.
+// ShutDownWithDrain stop it, as they stop the one that the first Park
+// starts. It panics if MaxParkTime is negative.
 func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
+	}
+	maxPark := maxParkTime("NewTypedWithConfig", config.MaxParkTime)
+	if config.Logger == nil {
+		config.Logger = slog.Default()
 	}
 	q := &Typed[T]{}
 	var order handOutOrder
@@ -115,7 +132,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 		}
 		order = &storageOrder[T]{storage: config.Queue, items: &q.items}
 	}
-	q.init(order, config.MetricsProvider, config.Name, config.Clock)
+	q.init(order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
 	for _, item := range prefilled {
 		q.Add(item)
 	}
@@ -124,8 +141,8 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 
 // Add marks item as needing processing. An item that is already queued is
 // not queued again (custom storage is told through Touch); an item that is
-// being processed is queued again when it is marked done. After a shutdown
-// has begun, Add does nothing.
+// being processed is queued again when it is marked done; a parked item is
+// queued at once. After a shutdown has begun, Add does nothing.
 func (q *Typed[T]) Add(item T) { q.tryAdd(item) }
 
 // tryAdd is Add; it reports whether the add was accepted, that is whether
@@ -147,13 +164,17 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	switch {
 	case entry == nil:
 		q.insertQueued(item, hash)
-	case !entry.Val.processing:
-		q.order.touch(id)
+	case entry.Val.pending == pendingReady: // queued, or to be by Done
+		if !entry.Val.processing {
+			q.order.touch(id)
+		}
 		return true
-	case entry.Val.pending == pendingNone:
+	default: // processing, parked, or waiting for a park's backoff
+		q.cancelWait(id)
 		entry.Val.pending = pendingReady
-	default: // to be queued again by Done already
-		return true
+		if !entry.Val.processing {
+			q.queueHeld(id)
+		}
 	}
 	q.countAdd(item)
 	return true
@@ -214,10 +235,10 @@ func (q *Typed[T]) Done(item T) {
 	q.done(item, hash)
 }
 
-// Remove takes item back: a queued item leaves the queue, and an item
-// being processed that was added again meanwhile is not queued again by
-// Done. It reports whether it took anything back; an item being processed
-// keeps being processed. It takes O(1) time. With custom storage, an item
+// Remove takes item back: a queued or parked item leaves the queue, and
+// an item being processed that was added again or parked meanwhile is not
+// queued again or parked by Done. It reports whether it took anything
+// back; an item being processed keeps being processed. It takes O(1) time. With custom storage, an item
 // added again before Get reaches its old place is handed out from there,
 // as if it had never been removed.
 func (q *Typed[T]) Remove(item T) bool {
@@ -225,11 +246,73 @@ func (q *Typed[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	entry, id := q.items.Lookup(item, hash)
-	if entry == nil || entry.Val.pending != pendingReady {
+	if entry == nil {
 		return false
 	}
-	q.removeReady(id)
+	switch entry.Val.pending {
+	case pendingReady:
+		q.removeReady(id)
+	case pendingNone:
+		return false
+	default:
+		q.removeWaiting(id)
+	}
 	return true
+}
+
+// Park parks item, which the caller got from Get and has not yet marked
+// done, until one of events happens: from its Done on, the queue holds it
+// without handing it out or counting it in Len, until [Typed.Wake] with
+// one of events, [Typed.WakeItem], an add of the item, or MaxParkTime
+// (see [TypedQueueConfig]) ends the park; then the item is queued again.
+// With no events, only the last three do. An event that was woken after
+// the item's Get is not waited for, since it may have changed what the
+// worker saw: the item is queued again at Done. An add of the item since
+// its Get wins over the park, and a second Park replaces the first.
+//
+// Park does nothing for an item not being processed and after a shutdown
+// has begun; the shutdown drops parked items, as it drops delayed ones,
+// and logs how many at info level. The first Park starts the goroutine
+// that ends parks after MaxParkTime; ShutDown and ShutDownWithDrain stop
+// it. Event names should come from a small fixed set: the queue keeps the
+// last wake of each.
+func (q *Typed[T]) Park(item T, events ...string) { q.park(item, 0, events) }
+
+// park is Park with a backoff: a wake before it has passed queues the
+// item when it passes.
+func (q *Typed[T]) park(item T, backoff time.Duration, events []string) {
+	hash := q.items.Hash(item)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.parkLocked(item, hash, backoff, events)
+}
+
+// Wake ends the park of every item parked until event, and queues them in
+// the order they were parked, each once the backoff of its park has
+// passed (on a rate-limiting queue); a park whose item is still being
+// processed ends too, so its Done queues it again. It returns how many
+// parks it ended, and does nothing after a shutdown has begun.
+func (q *Typed[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
+
+// WakeFunc is Wake for the items parked until event for which accept
+// returns true, as kube-scheduler's queueing hints decide which pods an
+// event may help; the others stay parked. A nil accept accepts every item.
+// accept is called with the queue's lock held, so that the wake takes
+// effect at one instant: it must be quick, and must not call the queue.
+func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wakeLocked(event, accept)
+}
+
+// WakeItem ends item's park, if it is parked, and queues it at once
+// without waiting for any backoff, as kube-scheduler's Activate does. It
+// reports whether item was parked.
+func (q *Typed[T]) WakeItem(item T) bool {
+	hash := q.items.Hash(item)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.wakeItemLocked(item, hash)
 }
 
 // ShutDown makes the queue ignore further adds, wakes every Get caller
@@ -240,6 +323,7 @@ func (q *Typed[T]) ShutDown() {
 	q.mu.Lock()
 	q.releaseDrains()
 	q.mu.Unlock()
+	q.stopDelays()
 	q.stopMetrics()
 }
 
@@ -254,6 +338,7 @@ func (q *Typed[T]) ShutDownWithDrain() {
 	q.stopAddsLocked()
 	q.drain("Typed; make one with NewTyped or NewTypedWithConfig")
 	q.mu.Unlock()
+	q.stopDelays()
 	q.stopMetrics()
 }
 

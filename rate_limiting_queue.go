@@ -3,6 +3,7 @@ package workqueue
 import (
 	"context"
 	"sync"
+	"time"
 
 	"k8s.io/utils/clock"
 )
@@ -42,6 +43,16 @@ type TypedRateLimitingQueue[T comparable] interface {
 	// Snapshot returns a view of the queue at one instant, listing at
 	// most n items of each kind; see [Typed.Snapshot].
 	Snapshot(n int) Snapshot[T]
+	// Park parks item, being processed, until one of events, and records
+	// a failure for it; see [TypedPriorityQueue.Park].
+	Park(item T, events ...string)
+	// Wake ends the parks that wait for event; see [Typed.Wake].
+	Wake(event string) int
+	// WakeFunc ends the parks that wait for event and that accept
+	// accepts; see [Typed.WakeFunc].
+	WakeFunc(event string, accept func(item T) bool) int
+	// WakeItem ends item's park; see [Typed.WakeItem].
+	WakeItem(item T) bool
 }
 
 // TypedRateLimitingQueueConfig configures a queue made by
@@ -57,6 +68,13 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 
 	// Clock decides when delays end. Nil means the real clock.
 	Clock clock.WithTicker
+
+	// MaxParkTime bounds how long an item stays parked without an event;
+	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
+	// Over a DelayingQueue from outside this package, which cannot park,
+	// Park adds the item after MaxParkTime or its backoff, whichever is
+	// longer, as if no event came.
+	MaxParkTime time.Duration
 
 	// DelayingQueue is the queue below this layer. Nil means a new delaying
 	// queue with this config's name, provider and clock. A delaying queue
@@ -77,16 +95,18 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) Ty
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue
 // configured by config that takes its delays from rateLimiter. All methods
 // of the result are safe for concurrent use. It panics if rateLimiter is
-// nil.
+// nil or MaxParkTime is negative.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) TypedRateLimitingInterface[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
 	}
+	maxPark := maxParkTime("NewTypedRateLimitingQueueWithConfig", config.MaxParkTime)
 	if config.DelayingQueue == nil {
 		config.DelayingQueue = NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{
 			Name:            config.Name,
 			MetricsProvider: config.MetricsProvider,
 			Clock:           config.Clock,
+			MaxParkTime:     maxPark,
 		})
 	}
 	if config.Clock == nil {
@@ -96,6 +116,7 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 		TypedDelayingInterface: config.DelayingQueue,
 		rateLimiter:            rateLimiter,
 		clock:                  config.Clock,
+		maxPark:                maxPark,
 	}
 }
 
@@ -105,6 +126,7 @@ type rateLimitingQueue[T comparable] struct {
 	TypedDelayingInterface[T]
 	rateLimiter TypedRateLimiter[T]
 	clock       clock.PassiveClock // for a Snapshot over a queue without one
+	maxPark     time.Duration      // for Park over a queue that cannot park
 
 	// mu makes AddRateLimited one step: its check of the shutdown flag, its
 	// call of the rate limiter and its add. Forget and NumRequeues take it
@@ -130,6 +152,53 @@ func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
 		return
 	}
 	q.AddAfter(item, q.rateLimiter.When(item))
+}
+
+// Park parks item, which the caller got from Get and has not yet marked
+// done, until one of events, as [Typed.Park] does, and records a failure
+// for it with the rate limiter, as AddRateLimited does: a wake before the
+// backoff rateLimiter.When(item) has passed queues the item when it
+// passes, so that events that come often but do not help it cannot make
+// it loop. Forget it when it succeeds, as after any retry. After a
+// shutdown has begun it does nothing, and does not consult the rate
+// limiter. Over a delaying queue from outside this package, which cannot
+// park, it adds the item after MaxParkTime or its backoff, whichever is
+// longer, as if no event came.
+func (q *rateLimitingQueue[T]) Park(item T, events ...string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || q.ShuttingDown() {
+		return
+	}
+	backoff := q.rateLimiter.When(item)
+	if p, ok := q.TypedDelayingInterface.(parkingQueue[T]); ok {
+		p.park(item, backoff, events)
+		return
+	}
+	q.AddAfter(item, max(backoff, q.maxPark))
+}
+
+// Wake ends the parks that wait for event; see [Typed.Wake]. Over a
+// delaying queue from outside this package it does nothing.
+func (q *rateLimitingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
+
+// WakeFunc ends the parks that wait for event and that accept accepts;
+// see [Typed.WakeFunc]. Over a delaying queue from outside this package it
+// does nothing.
+func (q *rateLimitingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
+	if p, ok := q.TypedDelayingInterface.(parkingQueue[T]); ok {
+		return p.WakeFunc(event, accept)
+	}
+	return 0
+}
+
+// WakeItem ends item's park and queues it at once; see [Typed.WakeItem].
+// Over a delaying queue from outside this package it does nothing.
+func (q *rateLimitingQueue[T]) WakeItem(item T) bool {
+	if p, ok := q.TypedDelayingInterface.(parkingQueue[T]); ok {
+		return p.WakeItem(item)
+	}
+	return false
 }
 
 // NumRequeues returns rateLimiter.NumRequeues(item).
@@ -231,6 +300,9 @@ func listedFailures[T comparable](limiter TypedRateLimiter[T], s *Snapshot[T]) m
 	}
 	for _, d := range s.Delayed {
 		count(d.Item)
+	}
+	for _, p := range s.ParkedItems {
+		count(p.Item)
 	}
 	return failures
 }

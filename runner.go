@@ -24,6 +24,25 @@ type Result struct {
 	// for "not ready yet" polling with backoff. It does not count towards
 	// the maximum number of retries. RequeueAfter wins over Requeue.
 	Requeue bool
+
+	// WaitFor, if not empty, parks the item until one of these events
+	// (see [TypedRateLimitingQueue.Park]) instead of polling: for "not
+	// ready until something else changes". Like Requeue, it goes through
+	// the rate limiter and does not count towards the maximum number of
+	// retries. RequeueAfter and Requeue win over WaitFor. On a queue that
+	// cannot park (one from outside this package), it is Requeue.
+	WaitFor []string
+}
+
+// WaitFor returns a Result that parks the item until one of events; see
+// [Result.WaitFor]. A ReconcileFunc returns it as
+//
+//	return workqueue.WaitFor("node-added", "pod-deleted"), nil
+func WaitFor(events ...string) Result { return Result{WaitFor: events} }
+
+// parker is the Park method of this package's rate-limiting queues.
+type parker[T comparable] interface {
+	Park(item T, events ...string)
 }
 
 // ReconcileFunc brings the state named by item to where it should be. It
@@ -276,6 +295,12 @@ func (r *Runner[T]) processNext(ctx context.Context) bool {
 		r.queue.AddAfter(item, result.RequeueAfter)
 	case result.Requeue:
 		r.queue.AddRateLimited(item)
+	case len(result.WaitFor) > 0:
+		if p, ok := r.queue.(parker[T]); ok {
+			p.Park(item, result.WaitFor...)
+		} else {
+			r.queue.AddRateLimited(item)
+		}
 	default:
 		r.queue.Forget(item)
 	}

@@ -1,6 +1,9 @@
 package workqueue
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Snapshot is a view of a queue at one instant, for inspection: how much
 // it holds, and the first few items of each kind. Take one with the
@@ -27,13 +30,18 @@ type Snapshot[T comparable] struct {
 	Waiting int
 	// Delayed holds the waiting items that are ready first, soonest first.
 	Delayed []DelayedItem[T]
+	// Parked is the number of items parked until an event (see
+	// [Typed.Park]), from the Done that followed their park.
+	Parked int
+	// ParkedItems holds the items parked longest, longest first.
+	ParkedItems []ParkedItem[T]
 	// Adds counts the adds that queued an item or marked one being
 	// processed to be queued again, since the queue was made; the rate of
 	// adds is its difference between two snapshots over their Taken times.
 	Adds uint64
 	// Failures holds, on a rate-limiting queue, the number of failures the
-	// rate limiter counts for each item listed in Queued, InFlight and
-	// Delayed that has any.
+	// rate limiter counts for each item listed in Queued, InFlight,
+	// Delayed and ParkedItems that has any.
 	Failures map[T]int
 }
 
@@ -58,4 +66,20 @@ type DelayedItem[T comparable] struct {
 // look for it in the queue below them.
 type snapshotter[T comparable] interface {
 	Snapshot(n int) Snapshot[T]
+}
+
+// ParkedItem is an item parked until an event.
+type ParkedItem[T comparable] struct {
+	Item T
+	// Events are the events that wake it.
+	Events []string
+	// Since is when its park took effect: the Done that followed Park.
+	Since time.Time
+}
+
+// soonestDelayed returns the n of delayed that are ready first, soonest
+// first.
+func soonestDelayed[T comparable](delayed []DelayedItem[T], n int) []DelayedItem[T] {
+	slices.SortStableFunc(delayed, func(a, b DelayedItem[T]) int { return a.ReadyAt.Compare(b.ReadyAt) })
+	return delayed[:min(n, len(delayed))]
 }

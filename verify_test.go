@@ -17,51 +17,36 @@ import (
 func verifyQueue[T comparable](q *Typed[T]) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return verifyCoreLocked(&q.core, func(*table.Entry[T, record]) bool { return false })
+	return verifyCoreLocked(&q.core)
 }
 
-// verifyPriorityQueue checks the invariants of q: those of its core, of
-// its hand-out order, and that an item waits in the delays if and only if
-// its record says so, and none after a shutdown. It takes the queue's lock.
+// verifyPriorityQueue checks the invariants of q's core; see
+// verifyCoreLocked. It takes the queue's lock.
 func verifyPriorityQueue[T comparable](q *TypedPriorityQueue[T]) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	heap := q.delays.heap
-	if err := delayheap.Verify(heap); err != nil {
-		return fmt.Errorf("delay heap: %w", err)
-	}
-	inHeap := func(e *table.Entry[T, record]) bool { return heap.Contains(e.Item) }
-	if err := verifyCoreLocked(&q.core, inHeap); err != nil {
-		return err
-	}
-	waiting := 0
-	for id := range q.items.IDLimit() {
-		if q.items.IsLive(id) && q.items.At(id).Val.pending == pendingDelay {
-			waiting++
-		}
-	}
-	if waiting != heap.Len() {
-		return fmt.Errorf("%d records wait for a delay, the heap holds %d", waiting, heap.Len())
-	}
-	if q.shuttingDown.Load() && heap.Len() > 0 {
-		return fmt.Errorf("shut down with %d items waiting for a delay", heap.Len())
-	}
-	return nil
+	return verifyCoreLocked(&q.core)
 }
 
 // verifyCoreLocked checks a core, whose lock the caller holds: the item
-// table is sound; every record is processing or has an add pending; the
-// hand-out order lists exactly the queued records, each once, as the
-// order's own checker says; an item waits for a delay (delayed says
-// whether it is in the delays) if and only if its record says so; the
-// counts match the records; enough sleeping Get callers are being woken
-// for the queued items; and the in-flight list holds only items being
-// processed.
-func verifyCoreLocked[T comparable](c *core[T], delayed func(*table.Entry[T, record]) bool) error {
+// table is sound; every record is processing or has something pending;
+// the hand-out order lists exactly the queued records, each once, as the
+// order's own checker says; an item is in the delays' heap if and only if
+// its record waits for a delay, and in the parking if and only if it
+// waits for an event, and neither after a shutdown; the counts match the
+// records; enough sleeping Get callers are being woken for the queued
+// items; and the in-flight list holds only items being processed.
+func verifyCoreLocked[T comparable](c *core[T]) error {
 	if err := table.Verify(&c.items); err != nil {
 		return err
 	}
-	queued, processing := map[int32]bool{}, 0
+	delayed := func(e *table.Entry[T, record]) bool { return c.delays != nil && c.delays.heap.Contains(e.Item) }
+	if c.delays != nil {
+		if err := delayheap.Verify(c.delays.heap); err != nil {
+			return fmt.Errorf("delay heap: %w", err)
+		}
+	}
+	queued, processing, waiting, parked := map[int32]bool{}, 0, 0, map[int32]bool{}
 	for id := range c.items.IDLimit() {
 		if !c.items.IsLive(id) {
 			continue
@@ -80,6 +65,21 @@ func verifyCoreLocked[T comparable](c *core[T], delayed func(*table.Entry[T, rec
 		if delayed(e) != (r.pending == pendingDelay) {
 			return fmt.Errorf("item %v: pending %d, waiting for a delay %v", e.Item, r.pending, delayed(e))
 		}
+		switch r.pending {
+		case pendingDelay:
+			waiting++
+		case pendingParked:
+			parked[id] = true
+		}
+	}
+	if c.delays != nil && waiting != c.delays.heap.Len() {
+		return fmt.Errorf("%d records wait for a delay, the heap holds %d", waiting, c.delays.heap.Len())
+	}
+	if c.shuttingDown.Load() && (waiting > 0 || len(parked) > 0) {
+		return fmt.Errorf("shut down with %d items waiting for a delay and %d parked", waiting, len(parked))
+	}
+	if err := verifyParking(c, parked); err != nil {
+		return err
 	}
 	if len(queued) != c.queued || processing != c.processing {
 		return fmt.Errorf("records: %d queued, %d processing; counts: %d, %d", len(queued), processing, c.queued, c.processing)
@@ -294,4 +294,71 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 		return 0, fmt.Errorf("node %q: %d idle children, counted %d; %d items, counted %d", node.key, idle, node.idle, total, node.n)
 	}
 	return total, nil
+}
+
+// verifyParking checks a core's parking against the ids of the records
+// that say they are parked: it holds exactly those, each under each of its
+// events and no other; the parks that took effect are exactly those of
+// items no longer processed, listed oldest first; and no item is parked
+// without the delays whose goroutine ends parks.
+func verifyParking[T comparable](c *core[T], parked map[int32]bool) error {
+	p := c.parking
+	if p == nil {
+		if len(parked) > 0 {
+			return fmt.Errorf("%d records parked, no parking", len(parked))
+		}
+		return nil
+	}
+	if len(p.byID) != len(parked) {
+		return fmt.Errorf("%d records parked, the parking holds %d", len(parked), len(p.byID))
+	}
+	if len(parked) > 0 && c.delays == nil {
+		return fmt.Errorf("%d items parked without the delays' goroutine", len(parked))
+	}
+	listed := 0
+	for id, r := range p.byID {
+		if !parked[id] || r.id != id {
+			return fmt.Errorf("the parking holds id %d, whose record is not parked", id)
+		}
+		if r.settledIn == c.items.At(id).Val.processing {
+			return fmt.Errorf("item %v: processing %v, park in effect %v", c.items.At(id).Item, c.items.At(id).Val.processing, r.settledIn)
+		}
+		for _, e := range r.events {
+			if p.byEvent[e][id] != r {
+				return fmt.Errorf("item %v is not filed under its event %q", c.items.At(id).Item, e)
+			}
+		}
+		listed += len(r.events)
+	}
+	for e, set := range p.byEvent {
+		if len(set) == 0 {
+			return fmt.Errorf("event %q is filed with no item", e)
+		}
+		listed -= len(set)
+	}
+	if listed != 0 {
+		return fmt.Errorf("the events file %d more items than the parks name", -listed)
+	}
+	settled, err := list.VerifyPtrs(&p.settled)
+	if err != nil {
+		return fmt.Errorf("parks in effect: %w", err)
+	}
+	for i, r := range settled {
+		if !r.settledIn || p.byID[r.id] != r {
+			return fmt.Errorf("the parks in effect list item %v, which is not parked", c.items.At(r.id).Item)
+		}
+		if i > 0 && settled[i-1].since > r.since {
+			return fmt.Errorf("the parks in effect are not oldest first")
+		}
+	}
+	inEffect := 0
+	for _, r := range p.byID {
+		if r.settledIn {
+			inEffect++
+		}
+	}
+	if inEffect != len(settled) {
+		return fmt.Errorf("%d parks in effect, %d listed", inEffect, len(settled))
+	}
+	return nil
 }
