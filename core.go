@@ -543,8 +543,8 @@ func (c *core[T]) stopDelays() {
 // events wakes it; the park takes effect at Done, and the item is not
 // queued again before backoff has passed. It does nothing after a shutdown
 // has begun, for an item not being processed, or for one added again
-// since its Get: the add wins. A later park of the same item replaces
-// this one. If one of events woke since the item's Get, the park does not
+// or woken since its Get: the add wins. A later park of the same item
+// replaces this one until a wake ends it. If one of events woke since the item's Get, the park does not
 // wait: the item is queued again after its backoff. The caller holds mu.
 func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events []string) {
 	if c.shuttingDown.Load() {

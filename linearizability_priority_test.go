@@ -126,6 +126,9 @@ func (s linPrioState) next() (int8, linPrioState) {
 
 func (s linPrioState) add(key, priority int8) linPrioState {
 	bit := uint8(1) << key
+	if !s.shutdown {
+		s.unpark(key)
+	}
 	switch {
 	case s.shutdown:
 	case s.processing&bit != 0 && s.dirty&bit != 0:
@@ -157,7 +160,7 @@ func (s linPrioState) get(want, prio int8) (bool, linPrioState) {
 		return false, s
 	}
 	s = s.dequeue(key)
-	s.processing |= 1 << key
+	s.handOut(key)
 	return true, s
 }
 
@@ -166,6 +169,7 @@ func (s linPrioState) done(key int8) linPrioState {
 	if s.processing&bit == 0 {
 		return s
 	}
+	s.settle(key)
 	s.processing &^= bit
 	if s.dirty&bit != 0 {
 		s.dirty &^= bit
@@ -176,7 +180,8 @@ func (s linPrioState) done(key int8) linPrioState {
 
 func (s linPrioState) remove(key int8) (bool, linPrioState) {
 	bit := uint8(1) << key
-	removed := s.dirty&bit != 0
+	parked, parking := s.unpark(key)
+	removed := s.dirty&bit != 0 || parked || parking
 	s.dirty &^= bit
 	if s.processing&bit == 0 && s.isQueued(key) {
 		s = s.dequeue(key)
@@ -214,6 +219,21 @@ func (s linPrioState) step(in linInput, out linOutput) (bool, linPrioState) {
 		return s.get(out.key, out.prio)
 	case linDone:
 		return true, s.done(key)
+	case linWake:
+		woken, n := s.wake(in.events)
+		for _, k := range woken {
+			s = s.enqueue(k) // at the priority it was handed out at
+		}
+		return out.n == n, s
+	case linWakeItem:
+		parked, parking := s.unpark(key)
+		switch {
+		case parked:
+			s = s.enqueue(key)
+		case parking:
+			s.dirty |= 1 << key
+		}
+		return out.n == 1 == (parked || parking), s
 	}
 	panic(fmt.Sprintf("linPrioState.step: unexpected operation %v", in.kind))
 }

@@ -88,6 +88,13 @@ const (
 	// linAddPriority is a priority queue's AddWithOpts with the input's
 	// priority.
 	linAddPriority
+	// linPark is Park of a queue without a rate limiter, linParkLimited of
+	// one with a rate limiter, which records a failure; linWake is Wake of
+	// the one event in the input's events.
+	linPark
+	linParkLimited
+	linWake
+	linWakeItem
 )
 
 var linKindNames = [...]string{
@@ -96,15 +103,32 @@ var linKindNames = [...]string{
 	linGet: "Get", linDone: "Done", linShutDown: "ShutDown", linDrain: "ShutDownWithDrain",
 	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
 	linGetContext: "GetContext", linRemove: "Remove", linAddPriority: "AddWithOpts",
+	linPark: "Park", linParkLimited: "Park", linWake: "Wake", linWakeItem: "WakeItem",
 }
 
-// linInput is an operation's input: its kind and key, -1 for none, and for
-// linAddPriority the priority. In a worker's plan a Done has key -1: it
-// marks the oldest item the worker holds.
+// linEventNames name the events of the parking histories, by bit.
+var linEventNames = [...]string{"e0", "e1"}
+
+// linEvents returns the names of the events in mask.
+func linEvents(mask uint8) []string {
+	var names []string
+	for i, name := range linEventNames {
+		if mask&(1<<i) != 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// linInput is an operation's input: its kind and key, -1 for none, for
+// linAddPriority the priority, and for a park or a wake the events, a bit
+// per event. In a worker's plan a Done or a Park has key -1: it marks the
+// oldest item the worker holds.
 type linInput struct {
-	kind linKind
-	key  int8
-	prio int8
+	kind   linKind
+	key    int8
+	prio   int8
+	events uint8
 }
 
 // linOutput is what an operation returned: Get's and GetContext's item
@@ -147,8 +171,12 @@ func linDescribe(in linInput, out linOutput) string {
 		return fmt.Sprintf("%s() -> %s", name, linKeyName(out.key))
 	case linAddPriority:
 		return fmt.Sprintf("AddWithOpts(Priority %d, %s)", in.prio, linKeyName(in.key))
-	case linRemove:
-		return fmt.Sprintf("Remove(%s) -> %v", linKeyName(in.key), out.n == 1)
+	case linRemove, linWakeItem:
+		return fmt.Sprintf("%s(%s) -> %v", name, linKeyName(in.key), out.n == 1)
+	case linPark, linParkLimited:
+		return fmt.Sprintf("Park(%s, %s)", linKeyName(in.key), strings.Join(linEvents(in.events), ", "))
+	case linWake:
+		return fmt.Sprintf("Wake(%s) -> %d", strings.Join(linEvents(in.events), ", "), out.n)
 	case linLen:
 		return fmt.Sprintf("Len() -> %d", out.n)
 	case linNumRequeues:
@@ -184,6 +212,107 @@ type linCommon struct {
 	failures   [linMaxKeys]uint8
 	shutdown   bool
 	released   bool // a ShutDown has released every drain
+
+	// parked and parking hold a bit per key: parked since its Done, and
+	// parked by its worker, to take effect at Done. parkOrder lists both
+	// in the order of their Park calls, parkEvents holds the events each
+	// waits for, and firedSinceGet the events woken since each processing
+	// key's Get.
+	parked        uint8
+	parking       uint8
+	parkEvents    [linMaxKeys]uint8
+	firedSinceGet [linMaxKeys]uint8
+	parkOrder     [linMaxKeys]int8
+	parks         int8
+}
+
+// handOut marks key, just handed out by Get, as processing.
+func (c *linCommon) handOut(key int8) {
+	c.processing |= 1 << key
+	c.firedSinceGet[key] = 0
+}
+
+// unpark ends key's park, if it has one, and reports whether it was
+// parked since its Done and whether it was parked by its worker.
+func (c *linCommon) unpark(key int8) (parked, parking bool) {
+	bit := uint8(1) << key
+	parked, parking = c.parked&bit != 0, c.parking&bit != 0
+	if !parked && !parking {
+		return false, false
+	}
+	c.parked &^= bit
+	c.parking &^= bit
+	c.parkEvents[key] = 0
+	i := slices.Index(c.parkOrder[:c.parks], key)
+	copy(c.parkOrder[i:], c.parkOrder[i+1:c.parks])
+	c.parks--
+	c.parkOrder[c.parks] = 0
+	return parked, parking
+}
+
+// park applies a worker's Park(key, events): nothing after a shutdown, for
+// a key not processing, or for one added again since its Get; a Done that
+// queues it again if one of events woke since its Get; otherwise a park
+// that takes effect at Done, replacing one asked for before.
+func (c *linCommon) park(key int8, events uint8) {
+	bit := uint8(1) << key
+	if c.shutdown || c.processing&bit == 0 || c.dirty&bit != 0 {
+		return
+	}
+	c.unpark(key)
+	if c.firedSinceGet[key]&events != 0 {
+		c.dirty |= bit
+		return
+	}
+	c.parking |= bit
+	c.parkEvents[key] = events
+	c.parkOrder[c.parks] = key
+	c.parks++
+}
+
+// wake applies Wake(events): it ends the parks waiting for them, in the
+// order they were asked for, returning the keys parked since their Done
+// (to queue, in that order) and the number of parks it ended. A key still
+// processing is queued again at its Done.
+func (c *linCommon) wake(events uint8) (woken []int8, n int) {
+	if c.shutdown {
+		return nil, 0
+	}
+	for key := range int8(linMaxKeys) {
+		if c.processing&(1<<key) != 0 {
+			c.firedSinceGet[key] |= events
+		}
+	}
+	for _, key := range slices.Clone(c.parkOrder[:c.parks]) {
+		if c.parkEvents[key]&events == 0 {
+			continue
+		}
+		n++
+		if parked, _ := c.unpark(key); parked {
+			woken = append(woken, key)
+		} else {
+			c.dirty |= 1 << key
+		}
+	}
+	return woken, n
+}
+
+// dropParks is the shutdown's part: every park ends, and nothing is
+// queued.
+func (c *linCommon) dropParks() {
+	for c.parks > 0 {
+		c.unpark(c.parkOrder[0])
+	}
+}
+
+// settle makes the park of key, whose Done ends its processing, take
+// effect.
+func (c *linCommon) settle(key int8) {
+	bit := uint8(1) << key
+	if c.parking&bit != 0 {
+		c.parking &^= bit
+		c.parked |= bit
+	}
 }
 
 // stepCommon applies in if it does not depend on the order, and reports
@@ -201,8 +330,17 @@ func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled,
 		return true, out.shutdown == c.shutdown
 	case linShutDown:
 		c.shutdown, c.released = true, true
+		c.dropParks()
 	case linDrainBegin:
 		c.shutdown = true
+		c.dropParks()
+	case linPark:
+		c.park(in.key, in.events)
+	case linParkLimited:
+		if !c.shutdown {
+			c.failures[in.key]++
+		}
+		c.park(in.key, in.events)
 	case linDrainEnd:
 		return true, c.released || c.shutdown && queued == 0 && c.processing == 0
 	case linGet, linGetContext:
@@ -222,7 +360,8 @@ func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled,
 // validKey reports whether in names a key where it must.
 func validKey(in linInput) bool {
 	switch in.kind {
-	case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone, linRemove, linAddPriority:
+	case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone, linRemove, linAddPriority,
+		linPark, linParkLimited, linWakeItem:
 		return in.key >= 0 && in.key < linMaxKeys
 	}
 	return true
@@ -230,7 +369,7 @@ func validKey(in linInput) bool {
 
 // hash mixes c into h.
 func (c linCommon) hash(h uint64) uint64 {
-	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44
+	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44 | uint64(c.parked)<<32 | uint64(c.parking)<<36
 	for i, n := range c.failures {
 		h ^= uint64(n) << (48 + 4*i)
 	}
@@ -263,6 +402,19 @@ func (c linCommon) describe(b *strings.Builder, pending func(key int8) string) {
 			fmt.Fprintf(b, " failures(%s)=%d", linKeyNames[key], n)
 		}
 	}
+	if c.parks > 0 {
+		b.WriteString(" parks [")
+		for i, key := range c.parkOrder[:c.parks] {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(linKeyNames[key] + "(" + strings.Join(linEvents(c.parkEvents[key]), ",") + ")")
+			if c.parking&(1<<key) != 0 {
+				b.WriteString("@Done")
+			}
+		}
+		b.WriteString("]")
+	}
 	if c.released {
 		b.WriteString(" shut down")
 	} else if c.shutdown {
@@ -277,6 +429,9 @@ func (s linState) visible() int {
 
 func (s linState) add(key int8) linState {
 	bit := uint8(1) << key
+	if !s.shutdown {
+		s.unpark(key)
+	}
 	switch {
 	case s.shutdown:
 	case s.processing&bit != 0:
@@ -311,9 +466,25 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		}
 		s.failures[key]++
 		return true, s.add(key)
+	case linWake:
+		woken, n := s.wake(in.events)
+		for _, k := range woken {
+			s = s.add(k)
+		}
+		return out.n == n, s
+	case linWakeItem:
+		parked, parking := s.unpark(key)
+		switch {
+		case parked:
+			s = s.add(key)
+		case parking:
+			s.dirty |= 1 << key
+		}
+		return out.n == 1 == (parked || parking), s
 	case linRemove:
 		bit := uint8(1) << key
-		removed := s.dirty&bit != 0
+		parked, parking := s.unpark(key)
+		removed := s.dirty&bit != 0 || parked || parking
 		s.dirty &^= bit
 		if i := slices.Index(s.fifo[:s.queued], key); i >= 0 && s.hidden&bit == 0 {
 			if s.custom {
@@ -334,13 +505,14 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 			return false, s
 		}
 		s = s.drop(0)
-		s.processing |= 1 << out.key
+		s.handOut(out.key)
 		return true, s
 	case linDone:
 		bit := uint8(1) << key
 		if s.processing&bit == 0 {
 			return true, s
 		}
+		s.settle(key)
 		s.processing &^= bit
 		if s.dirty&bit != 0 {
 			s.dirty &^= bit
@@ -427,6 +599,14 @@ type linSubject struct {
 	prio  linPrioritized // nil for a queue without priorities
 	typed *Typed[string]
 	pq    *TypedPriorityQueue[string]
+	park  linParking // nil for a history without parks
+}
+
+// linParking are the parking methods.
+type linParking interface {
+	Park(item string, events ...string)
+	Wake(event string) int
+	WakeItem(item string) bool
 }
 
 // linPrioritized are the methods of a priority queue.
@@ -508,6 +688,9 @@ type linSetup struct {
 	// maxWait gives the priority queue a MaxWait that the histories'
 	// fake clock never reaches: the age list is kept, never used.
 	maxWait bool
+	// parking adds parks and wakes to the histories. MaxParkTime is never
+	// reached on the fake clock.
+	parking bool
 }
 
 // model returns the specification the setup's queue must meet.
@@ -525,7 +708,7 @@ func (c linSetup) model() porcupine.Model {
 
 func (c linSetup) build() linSubject {
 	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
-	config := TypedQueueConfig[string]{Clock: clock}
+	config := TypedQueueConfig[string]{Clock: clock, MaxParkTime: time.Hour}
 	if c.metrics {
 		config.Name, config.MetricsProvider = "lin", linMetricsProvider{}
 	}
@@ -533,7 +716,7 @@ func (c linSetup) build() linSubject {
 		config.Queue = DefaultQueue[string]() // custom storage, with FIFO order
 	}
 	if c.priority {
-		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock}
+		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour}
 		if c.fairness {
 			pqConfig.Fairness = []func(string) string{func(item string) string { return fmt.Sprint(linTenant(linKeyIndex(item))) }}
 		}
@@ -541,11 +724,11 @@ func (c linSetup) build() linSubject {
 			pqConfig.MaxWait = time.Hour
 		}
 		pq := NewTypedPriorityQueue[string](&linLimiter{}, pqConfig)
-		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq}
+		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq}
 	}
 	typed := NewTypedWithConfig(config)
 	if !c.rateLimiting {
-		return linSubject{q: typed, ext: typed, typed: typed}
+		return linSubject{q: typed, ext: typed, typed: typed, park: typed}
 	}
 	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
@@ -553,7 +736,7 @@ func (c linSetup) build() linSubject {
 	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying,
 	})
-	return linSubject{q: rl, rl: rl, ext: rl.(TypedRateLimitingQueue[string]), typed: typed}
+	return linSubject{q: rl, rl: rl, ext: rl.(TypedRateLimitingQueue[string]), typed: typed, park: rl.(TypedRateLimitingQueue[string])}
 }
 
 // linPlan is what the goroutines of one history do.
@@ -582,8 +765,9 @@ type linShutter struct {
 }
 
 // randomLinPlan returns a plan for a queue with (rateLimiting) or without
-// the rate-limiting methods, and with priorities or without.
-func randomLinPlan(rng *rand.Rand, rateLimiting, priorities bool) linPlan {
+// the rate-limiting methods, with priorities or without, and with parks
+// and wakes or without.
+func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPlan {
 	p := linPlan{keys: 2 + rng.IntN(linMaxKeys-1), yield: rng.IntN(2) == 0}
 	key := func() int8 { return int8(rng.IntN(p.keys)) }
 	type weighted struct {
@@ -597,16 +781,26 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities bool) linPlan {
 	if priorities {
 		kinds = append(kinds, weighted{linAddPriority, 40})
 	}
+	parkKind := linPark
+	if rateLimiting {
+		parkKind = linParkLimited
+	}
+	if parking {
+		kinds = append(kinds, []weighted{{parkKind, 14}, {linWake, 10}, {linWakeItem, 4}}...)
+	}
 	total := 0
 	for _, k := range kinds {
 		total += k.weight
 	}
-	pick := func(allowGet bool) linKind {
+	// pick picks an operation for a worker that holds held items, or for a
+	// shutter (held -1): only a worker that holds fewer than two gets, and
+	// only one that holds one parks.
+	pick := func(held int) linKind {
 		for {
 			r := rng.IntN(total)
 			for _, k := range kinds {
 				if r < k.weight {
-					if (k.kind == linGet || k.kind == linGetContext) && !allowGet {
+					if (k.kind == linGet || k.kind == linGetContext) && (held < 0 || held >= 2) || k.kind == parkKind && held <= 0 {
 						break
 					}
 					return k.kind
@@ -621,6 +815,10 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities bool) linPlan {
 			return linInput{kind: kind, key: -1}
 		case linAddPriority:
 			return linInput{kind: kind, key: key(), prio: int8(rng.IntN(linLevels))}
+		case linPark, linParkLimited:
+			return linInput{kind: kind, key: -1, events: uint8(1 + rng.IntN(3))}
+		case linWake:
+			return linInput{kind: kind, key: -1, events: uint8(1 << rng.IntN(2))}
 		}
 		return linInput{kind: kind, key: key()}
 	}
@@ -637,7 +835,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities bool) linPlan {
 				held--
 				continue
 			}
-			kind := pick(held < 2)
+			kind := pick(held)
 			if kind == linGet || kind == linGetContext {
 				held++
 			}
@@ -660,10 +858,10 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities bool) linPlan {
 	}
 	main := linShutter{}
 	for range rng.IntN(4) {
-		main.before = append(main.before, input(pick(false)))
+		main.before = append(main.before, input(pick(-1)))
 	}
 	for range rng.IntN(2) {
-		main.after = append(main.after, input(pick(false)))
+		main.after = append(main.after, input(pick(-1)))
 	}
 	var second *linShutter
 	switch rng.IntN(8) {
@@ -686,7 +884,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities bool) linPlan {
 	p.shutters = append(p.shutters, main)
 	if second != nil {
 		if rng.IntN(2) == 0 {
-			second.before = []linInput{input(pick(false))}
+			second.before = []linInput{input(pick(-1))}
 		}
 		second.after = append(second.after, input(linShuttingDown))
 		p.shutters = append(p.shutters, *second)
@@ -828,6 +1026,14 @@ func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
 		q.ShutDown()
 	case linDrain:
 		q.ShutDownWithDrain()
+	case linPark, linParkLimited:
+		r.subject.park.Park(key, linEvents(in.events)...)
+	case linWake:
+		out.n = r.subject.park.Wake(linEventNames[bits.TrailingZeros8(in.events)])
+	case linWakeItem:
+		if r.subject.park.WakeItem(key) {
+			out.n = 1
+		}
 	default:
 		panic(fmt.Sprintf("linRun.call: unexpected operation %v", in.kind))
 	}
@@ -875,6 +1081,10 @@ func (r *linRun) worker(client int, script []linInput, rng *rand.Rand) {
 			if len(held) > 0 {
 				r.call(client, linInput{kind: linDone, key: held[0]}, rng)
 				held = held[1:]
+			}
+		case linPark, linParkLimited:
+			if len(held) > 0 {
+				r.call(client, linInput{kind: in.kind, key: held[0], events: in.events}, rng)
 			}
 		default:
 			r.call(client, in, rng)
@@ -1040,6 +1250,12 @@ func TestLinearizability(t *testing.T) {
 		{"priority queue/fairness", linSetup{rateLimiting: true, priority: true, fairness: true}},
 		{"priority queue/fairness and metrics", linSetup{rateLimiting: true, priority: true, fairness: true, metrics: true}},
 		{"priority queue/fairness and MaxWait", linSetup{rateLimiting: true, priority: true, fairness: true, maxWait: true}},
+		{"queue/parking", linSetup{parking: true}},
+		{"queue/custom storage and parking", linSetup{custom: true, parking: true}},
+		{"rate limiting/parking", linSetup{rateLimiting: true, parking: true}},
+		{"rate limiting/parking and metrics", linSetup{rateLimiting: true, parking: true, metrics: true}},
+		{"priority queue/parking", linSetup{rateLimiting: true, priority: true, parking: true}},
+		{"priority queue/fairness and parking", linSetup{rateLimiting: true, priority: true, fairness: true, parking: true}},
 	}
 	seed := linBaseSeed(t)
 	for ti, tt := range tests {
@@ -1053,7 +1269,7 @@ func TestLinearizability(t *testing.T) {
 			)
 			for h := range histories {
 				historySeed := seed + uint64(ti)<<32 + uint64(h)
-				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting, tt.setup.priority)
+				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting, tt.setup.priority, tt.setup.parking)
 				ops := runLinHistory(t, tt.setup.build(), plan, historySeed)
 				operations += len(ops)
 				if !checkLinHistory(t, tt.setup.model(), ops) {
@@ -1300,7 +1516,7 @@ func checkBrokenQueue(t *testing.T, model porcupine.Model, seed uint64, broken, 
 	}
 	for h := range histories {
 		historySeed := seed + uint64(h)
-		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities)
+		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities, false)
 		ops := runLinHistory(t, build(), plan, historySeed)
 		if !checkLinHistory(t, model, ops) {
 			if !broken {
@@ -1361,6 +1577,68 @@ func TestLinearizabilityModel(t *testing.T) {
 		{"drain ends while processing", [][]op{{add(0)}, {get(0)}, drain(0), {done(0)}}, false},
 		{"drain released by ShutDown", [][]op{{add(0)}, {get(0)}, append(drain(10), shutDown)}, true},
 		{"drain ends while queued", [][]op{{add(0)}, drain(0), {get(0)}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := linStepOps(tt.steps)
+			assert.Equalf(t, tt.want, checkLinHistory(t, linModel, ops), "history:\n%s", formatLinHistory(ops))
+		})
+	}
+}
+
+// TestLinearizabilityParkingModel checks the parking rules of the model on
+// hand-written histories, among them the lost wakeup: a wake between an
+// item's Get and its park must not leave it parked.
+func TestLinearizabilityParkingModel(t *testing.T) {
+	type op = linStep
+	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
+	get := func(key int8) op { return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key}} }
+	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
+	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
+	park := func(key int8, events uint8) op { return op{in: linInput{kind: linPark, key: key, events: events}} }
+	wake := func(events uint8, n int) op {
+		return op{in: linInput{kind: linWake, key: -1, events: events}, out: linOutput{n: n}}
+	}
+	wakeItem := func(key int8, ok bool) op {
+		o := op{in: linInput{kind: linWakeItem, key: key}}
+		if ok {
+			o.out.n = 1
+		}
+		return o
+	}
+	remove := func(key int8, ok bool) op {
+		o := op{in: linInput{kind: linRemove, key: key}}
+		if ok {
+			o.out.n = 1
+		}
+		return o
+	}
+	shutDown := op{in: linInput{kind: linShutDown, key: -1}}
+	// parked returns the steps that park key until events, then after.
+	parked := func(key int8, events uint8, after ...[]op) [][]op {
+		return append([][]op{{add(key)}, {get(key)}, {park(key, events)}, {done(key)}}, after...)
+	}
+	tests := []struct {
+		name  string
+		steps [][]op
+		want  bool
+	}{
+		{"parked items are not queued", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {length(0)}}, true},
+		{"a wake queues them", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {wake(1, 1)}, {length(1)}, {get(0)}}, true},
+		{"another event does not", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {wake(2, 0)}, {length(0)}}, true},
+		{"wake after Get, before Park: lost", [][]op{{add(0)}, {get(0)}, {wake(1, 0)}, {park(0, 1)}, {done(0)}, {length(0)}}, false},
+		{"wake after Get, before Park: queued at Done", [][]op{{add(0)}, {get(0)}, {wake(1, 0)}, {park(0, 1)}, {done(0)}, {length(1)}}, true},
+		{"wake before Get is waited for", [][]op{{wake(1, 0)}, {add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {length(0)}}, true},
+		{"wake between Park and Done", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {wake(1, 1)}, {length(0)}, {done(0)}, {length(1)}}, true},
+		{"a wake queues in park order", slices.Concat(parked(1, 1), parked(0, 1, []op{wake(1, 2)}, []op{get(1)}, []op{get(0)})), true},
+		{"a wake queues in key order", slices.Concat(parked(1, 1), parked(0, 1, []op{wake(1, 2)}, []op{get(0)})), false},
+		{"an add queues a parked item", parked(0, 1, []op{add(0)}, []op{length(1)}, []op{wake(1, 0)}), true},
+		{"an add since Get wins", [][]op{{add(0)}, {get(0)}, {add(0)}, {park(0, 1)}, {done(0)}, {length(1)}}, true},
+		{"WakeItem", parked(0, 1, []op{wakeItem(0, true)}, []op{wakeItem(0, false)}, []op{get(0)}), true},
+		{"Remove", parked(0, 1, []op{remove(0, true)}, []op{wake(1, 0)}, []op{length(0)}), true},
+		{"shutdown drops parked items", parked(0, 1, []op{shutDown}, []op{wake(1, 0)}, []op{length(0)}), true},
+		{"concurrent wake and park: either order", [][]op{{add(0)}, {get(0)}, {park(0, 1), wake(1, 1)}, {done(0)}, {length(1)}}, true},
+		{"concurrent wake and park: never lost", [][]op{{add(0)}, {get(0)}, {park(0, 1), wake(1, 0)}, {done(0)}, {length(0)}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -42,10 +41,20 @@ const (
 	opGetContext
 	// opSnapshot lists as many items of each kind as the item number says.
 	opSnapshot
+	// opPark parks the item, if it is processing, until the events that
+	// modelEvents gives for the duration; opWake wakes event item%2.
+	opPark
+	opWake
+	opWakeItem
 	opKinds
 )
 
-var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Remove", "GetContext", "Snapshot"}
+var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Remove", "GetContext", "Snapshot",
+	"Park", "Wake", "WakeItem"}
+
+// modelEvents returns the events, a bit each, that a park with duration d
+// waits for: one of them or both.
+func modelEvents(d time.Duration) uint8 { return uint8(1 + slices.Index(delays, d)%3) }
 
 type modelOp struct {
 	kind opKind
@@ -64,6 +73,7 @@ const (
 	modelFast      = 2 * time.Millisecond
 	modelSlow      = time.Second
 	modelFastTries = 3
+	modelMaxPark   = DefaultMaxParkTime
 )
 
 // delays are the durations walks use: negative, zero, tiny, and up to an
@@ -83,6 +93,30 @@ type queueModel struct {
 	failures     map[int]int
 	shuttingDown bool
 	draining     bool
+
+	// parks holds the parked items, fired the events woken since each
+	// processing item's Get, and coreWaiting the woken items waiting for
+	// their park's backoff, which the core queue holds, apart from the
+	// delaying layer's waiting items.
+	parks       map[int]*modelPark
+	fired       map[int]uint8
+	coreWaiting map[int]modelWait
+	// fifoChoices are the orders the queue may have queued items in
+	// during the last step: two goroutines (the delaying layer's and the
+	// core's) hand items on at the same instant in either order.
+	fifoChoices [][]int
+}
+
+// modelPark is a park: its events, whether it took effect (at Done) and
+// when, the end of its backoff, and the order of the Park calls (seq) and
+// of the Dones (settleSeq).
+type modelPark struct {
+	events       uint8
+	settled      bool
+	since        time.Duration
+	backoffUntil time.Duration
+	seq          uint64
+	settleSeq    uint64
 }
 
 type modelWait struct {
@@ -91,11 +125,17 @@ type modelWait struct {
 }
 
 func newQueueModel() *queueModel {
-	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{}}
+	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{},
+		parks: map[int]*modelPark{}, fired: map[int]uint8{}, coreWaiting: map[int]modelWait{}}
 }
 
 func (m *queueModel) add(item int) {
-	if m.shuttingDown || m.dirty[item] {
+	if m.shuttingDown {
+		return
+	}
+	delete(m.parks, item) // an add ends a park, and the backoff of a woken one
+	delete(m.coreWaiting, item)
+	if m.dirty[item] {
 		return
 	}
 	m.dirty[item] = true
@@ -109,12 +149,17 @@ func (m *queueModel) get() int {
 	m.fifo = m.fifo[1:]
 	m.processing[item] = true
 	delete(m.dirty, item)
+	delete(m.fired, item)
 	return item
 }
 
 func (m *queueModel) done(item int) {
 	if !m.processing[item] {
 		return
+	}
+	if p := m.parks[item]; p != nil {
+		p.settled, p.since, p.settleSeq = true, m.now, m.nextSeq
+		m.nextSeq++
 	}
 	delete(m.processing, item)
 	if m.dirty[item] {
@@ -154,34 +199,181 @@ func (m *queueModel) when(item int) time.Duration {
 	return max(exp, fastSlow)
 }
 
-// step moves time on and adds the items whose delay ended, in order of
-// ready time and then of their add.
+// step moves time on, instant by instant: at each, the delaying layer's
+// goroutine adds the items whose delay ended, in order of ready time and
+// then of their add, and the core's goroutine queues the woken items whose
+// backoff ended, then ends the parks that lasted modelMaxPark. When both act
+// at one instant either may go first: fifoChoices lists every order the
+// queue may show.
 func (m *queueModel) step(d time.Duration) {
-	m.now += d
+	end := m.now + d
+	m.fifoChoices = [][]int{slices.Clone(m.fifo)}
+	for {
+		next, ok := m.nextInstant()
+		if !ok || next > end {
+			break
+		}
+		m.now = next
+		outer := m.readyAt(m.waiting, next)
+		for _, item := range outer {
+			delete(m.waiting, item)
+		}
+		inner := m.readyAt(m.coreWaiting, next)
+		for _, item := range inner {
+			delete(m.coreWaiting, item)
+		}
+		for _, item := range m.expiredParks(next) {
+			p := m.parks[item]
+			delete(m.parks, item)
+			if p.backoffUntil > next {
+				m.coreWaiting[item] = modelWait{readyAt: p.backoffUntil, seq: m.nextSeq}
+				m.nextSeq++
+				continue
+			}
+			inner = append(inner, item)
+		}
+		var choices [][]int
+		for _, fifo := range m.fifoChoices {
+			choices = append(choices, m.appended(fifo, slices.Concat(outer, inner)))
+			if len(outer) > 0 && len(inner) > 0 {
+				choices = append(choices, m.appended(fifo, slices.Concat(inner, outer)))
+			}
+		}
+		m.fifoChoices = choices
+		for _, item := range slices.Concat(outer, inner) {
+			m.add(item)
+		}
+	}
+	m.now = end
+}
+
+// nextInstant returns the next instant at which a goroutine acts.
+func (m *queueModel) nextInstant() (time.Duration, bool) {
+	next, ok := time.Duration(0), false
+	at := func(t time.Duration) {
+		if !ok || t < next {
+			next, ok = t, true
+		}
+	}
+	for _, w := range m.waiting {
+		at(w.readyAt)
+	}
+	for _, w := range m.coreWaiting {
+		at(w.readyAt)
+	}
+	for _, p := range m.parks {
+		if p.settled {
+			at(p.since + modelMaxPark)
+		}
+	}
+	return next, ok
+}
+
+// readyAt returns the items of waiting ready at t, in order of their add.
+func (m *queueModel) readyAt(waiting map[int]modelWait, t time.Duration) []int {
 	var ready []int
-	for item, w := range m.waiting {
-		if w.readyAt <= m.now {
+	for item, w := range waiting {
+		if w.readyAt == t {
 			ready = append(ready, item)
 		}
 	}
-	slices.SortFunc(ready, func(a, b int) int {
-		wa, wb := m.waiting[a], m.waiting[b]
-		if c := cmp.Compare(wa.readyAt, wb.readyAt); c != 0 {
-			return c // not a difference: an hour overflows a 32-bit int
+	slices.SortFunc(ready, func(a, b int) int { return cmp.Compare(waiting[a].seq, waiting[b].seq) })
+	return ready
+}
+
+// expiredParks returns the parks that reach modelMaxPark at t, oldest
+// first.
+func (m *queueModel) expiredParks(t time.Duration) []int {
+	var expired []int
+	for item, p := range m.parks {
+		if p.settled && p.since+modelMaxPark == t {
+			expired = append(expired, item)
 		}
-		return cmp.Compare(wa.seq, wb.seq)
-	})
-	for _, item := range ready {
-		delete(m.waiting, item)
-		m.add(item)
 	}
+	slices.SortFunc(expired, func(a, b int) int { return cmp.Compare(m.parks[a].settleSeq, m.parks[b].settleSeq) })
+	return expired
+}
+
+// appended returns fifo with the items that adds of added, in that order,
+// would queue: those neither queued nor processing, each once.
+func (m *queueModel) appended(fifo, added []int) []int {
+	fifo = slices.Clone(fifo)
+	for _, item := range added {
+		if !m.dirty[item] && !m.processing[item] && !slices.Contains(fifo, item) {
+			fifo = append(fifo, item)
+		}
+	}
+	return fifo
+}
+
+// park applies Park(item, events) after the rate limiter gave backoff:
+// nothing for an item not processing, or added again or woken since its
+// Get.
+func (m *queueModel) park(item int, events uint8, backoff time.Duration) {
+	_, woken := m.coreWaiting[item]
+	if m.shuttingDown || !m.processing[item] || m.dirty[item] || woken {
+		return
+	}
+	delete(m.parks, item)
+	if m.fired[item]&events != 0 {
+		m.endPark(item, m.now+backoff)
+		return
+	}
+	m.parks[item] = &modelPark{events: events, backoffUntil: m.now + backoff, seq: m.nextSeq}
+	m.nextSeq++
+}
+
+// endPark makes item, whose park has ended, ready once until has passed.
+func (m *queueModel) endPark(item int, until time.Duration) {
+	delete(m.parks, item)
+	if until > m.now {
+		m.coreWaiting[item] = modelWait{readyAt: until, seq: m.nextSeq}
+		m.nextSeq++
+		return
+	}
+	m.add(item)
+}
+
+// wake applies Wake of the event with bit and returns how many parks it
+// ended.
+func (m *queueModel) wake(bit uint8) int {
+	if m.shuttingDown {
+		return 0
+	}
+	for item := range m.processing {
+		m.fired[item] |= bit
+	}
+	var woken []int
+	for item, p := range m.parks {
+		if p.events&bit != 0 {
+			woken = append(woken, item)
+		}
+	}
+	slices.SortFunc(woken, func(a, b int) int { return cmp.Compare(m.parks[a].seq, m.parks[b].seq) })
+	for _, item := range woken {
+		m.endPark(item, m.parks[item].backoffUntil)
+	}
+	return len(woken)
+}
+
+// wakeItem applies WakeItem.
+func (m *queueModel) wakeItem(item int) bool {
+	if m.parks[item] == nil {
+		return false
+	}
+	m.endPark(item, m.now)
+	return true
 }
 
 // remove takes item out of the queue and the waiting items, and forgets
 // its failures; a processing item stays processing, but is not queued again.
 func (m *queueModel) remove(item int) bool {
 	_, removed := m.waiting[item]
+	_, woken := m.coreWaiting[item]
+	removed = removed || woken || m.parks[item] != nil
 	delete(m.waiting, item)
+	delete(m.coreWaiting, item)
+	delete(m.parks, item)
 	delete(m.failures, item)
 	if m.dirty[item] {
 		delete(m.dirty, item)
@@ -196,6 +388,8 @@ func (m *queueModel) remove(item int) bool {
 func (m *queueModel) shutDown() {
 	m.shuttingDown = true
 	clear(m.waiting)
+	clear(m.coreWaiting)
+	clear(m.parks)
 }
 
 func (m *queueModel) idle() bool { return len(m.fifo) == 0 && len(m.processing) == 0 }
@@ -229,7 +423,8 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
 		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
 	)}
-	q := NewTypedRateLimitingQueue[string](limiter).(TypedRateLimitingQueue[string])
+	config := TypedRateLimitingQueueConfig[string]{DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger})}
+	q := NewTypedRateLimitingQueueWithConfig[string](limiter, config).(TypedRateLimitingQueue[string])
 	delaying := q.(*rateLimitingQueue[string]).TypedDelayingInterface.(*delayingQueue[string])
 	typed := delaying.queue.(*Typed[string])
 	m := newQueueModel()
@@ -300,11 +495,38 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
 				return diverged(i, op, "NumRequeues = %d, model %d", got, want)
 			}
+		case opPark:
+			limiter.last = -1
+			q.Park(key, linEvents(modelEvents(op.dur))...)
+			if !m.shuttingDown {
+				want := m.when(op.item)
+				if limiter.last != want {
+					return diverged(i, op, "limiter delay = %v, model %v", limiter.last, want)
+				}
+				m.park(op.item, modelEvents(op.dur), want)
+			} else if limiter.last != -1 {
+				return diverged(i, op, "limiter consulted after shutdown")
+			}
+		case opWake:
+			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
+				return diverged(i, op, "Wake = %d, model %d", got, want)
+			}
+		case opWakeItem:
+			if got, want := q.WakeItem(key), m.wakeItem(op.item); got != want {
+				return diverged(i, op, "WakeItem = %v, model %v", got, want)
+			}
 		case opLen:
 		case opStep:
 			d := max(op.dur, 0) // time does not go back
 			time.Sleep(d)
 			m.step(d)
+			synctest.Wait()
+			queued := q.Snapshot(modelItems).Queued
+			choice := slices.IndexFunc(m.fifoChoices, func(fifo []int) bool { return slices.Equal(modelNames(fifo), queued) })
+			if choice < 0 {
+				return diverged(i, op, "queued %v, model one of %v", queued, m.fifoChoices)
+			}
+			m.fifo = m.fifoChoices[choice]
 		case opShutDown:
 			q.ShutDown()
 			m.shutDown()
@@ -350,6 +572,15 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 	return executed, ""
 }
 
+// modelNames returns the keys of items.
+func modelNames(items []int) []string {
+	names := make([]string, 0, len(items))
+	for _, item := range items {
+		names = append(names, modelKeys[item])
+	}
+	return names
+}
+
 // modelGetContext calls GetContext as op says, compares the outcome with
 // the model's and returns a description of the difference, or "". An item
 // it gets is processing, as after a Get.
@@ -386,28 +617,33 @@ func modelGetContext(q TypedRateLimitingQueue[string], m *queueModel, op modelOp
 // it with the model.
 func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	s := q.Snapshot(n)
-	if s.Depth != len(m.fifo) || s.Processing != len(m.processing) || s.Waiting != len(m.waiting) {
+	waitingCount := len(m.waiting) + len(m.coreWaiting)
+	if s.Depth != len(m.fifo) || s.Processing != len(m.processing) || s.Waiting != waitingCount {
 		return fmt.Sprintf("Snapshot counts %d queued, %d processing, %d waiting; model %d, %d, %d",
-			s.Depth, s.Processing, s.Waiting, len(m.fifo), len(m.processing), len(m.waiting))
+			s.Depth, s.Processing, s.Waiting, len(m.fifo), len(m.processing), waitingCount)
 	}
-	var queued []string
-	for _, item := range m.fifo[:min(n, len(m.fifo))] {
-		queued = append(queued, modelKeys[item])
-	}
-	if !slices.Equal(s.Queued, queued) {
+	if queued := modelNames(m.fifo[:min(n, len(m.fifo))]); !slices.Equal(s.Queued, queued) {
 		return fmt.Sprintf("Snapshot lists queued %v; model %v", s.Queued, queued)
 	}
-	waiting := slices.Collect(maps.Keys(m.waiting))
-	slices.SortFunc(waiting, func(a, b int) int {
-		wa, wb := m.waiting[a], m.waiting[b]
-		if c := cmp.Compare(wa.readyAt, wb.readyAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(wa.seq, wb.seq)
+	// The core's waiting items come first among those ready at one time.
+	type waiter struct {
+		item int
+		modelWait
+		outer int
+	}
+	var waiting []waiter
+	for item, w := range m.coreWaiting {
+		waiting = append(waiting, waiter{item, w, 0})
+	}
+	for item, w := range m.waiting {
+		waiting = append(waiting, waiter{item, w, 1})
+	}
+	slices.SortFunc(waiting, func(a, b waiter) int {
+		return cmp.Or(cmp.Compare(a.readyAt, b.readyAt), cmp.Compare(a.outer, b.outer), cmp.Compare(a.seq, b.seq))
 	})
 	var delayed []string
-	for _, item := range waiting[:min(n, len(waiting))] {
-		delayed = append(delayed, modelKeys[item])
+	for _, w := range waiting[:min(n, len(waiting))] {
+		delayed = append(delayed, modelKeys[w.item])
 	}
 	var gotDelayed []string
 	for _, d := range s.Delayed {
@@ -415,6 +651,23 @@ func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	}
 	if !slices.Equal(gotDelayed, delayed) {
 		return fmt.Sprintf("Snapshot lists delayed %v; model %v", gotDelayed, delayed)
+	}
+	var parked []int
+	for item, p := range m.parks {
+		if p.settled {
+			parked = append(parked, item)
+		}
+	}
+	slices.SortFunc(parked, func(a, b int) int { return cmp.Compare(m.parks[a].settleSeq, m.parks[b].settleSeq) })
+	var gotParked []string
+	for _, p := range s.ParkedItems {
+		gotParked = append(gotParked, p.Item)
+		if want := linEvents(m.parks[slices.Index(modelKeys, p.Item)].events); !slices.Equal(p.Events, want) {
+			return fmt.Sprintf("Snapshot lists %q parked until %v; model %v", p.Item, p.Events, want)
+		}
+	}
+	if wantParked := modelNames(parked[:min(n, len(parked))]); s.Parked != len(parked) || !slices.Equal(gotParked, wantParked) {
+		return fmt.Sprintf("Snapshot lists %d parked %v; model %d %v", s.Parked, gotParked, len(parked), wantParked)
 	}
 	if len(s.InFlight) > min(n, len(m.processing)) {
 		return fmt.Sprintf("Snapshot lists %d in flight, for n %d and %d processing", len(s.InFlight), n, len(m.processing))
@@ -440,28 +693,34 @@ func randomOps(rng *rand.Rand, n int) []modelOp {
 	for i := range ops {
 		var kind opKind
 		switch r := rng.IntN(1000); {
-		case r < 230:
+		case r < 210:
 			kind = opAdd
-		case r < 400:
+		case r < 380:
 			kind = opGet
-		case r < 560:
+		case r < 530:
 			kind = opDone
-		case r < 660:
+		case r < 610:
 			kind = opAddAfter
-		case r < 760:
+		case r < 690:
 			kind = opAddRateLimited
-		case r < 800:
+		case r < 720:
 			kind = opForget
-		case r < 830:
+		case r < 740:
 			kind = opNumRequeues
-		case r < 845:
+		case r < 750:
 			kind = opLen
-		case r < 890:
+		case r < 780:
 			kind = opRemove
-		case r < 920:
+		case r < 800:
 			kind = opGetContext
-		case r < 930:
+		case r < 815:
 			kind = opSnapshot
+		case r < 885:
+			kind = opPark
+		case r < 915:
+			kind = opWake
+		case r < 930:
+			kind = opWakeItem
 		case r < 998:
 			kind = opStep
 		case r < 999:

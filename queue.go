@@ -268,7 +268,8 @@ func (q *Typed[T]) Remove(item T) bool {
 // With no events, only the last three do. An event that was woken after
 // the item's Get is not waited for, since it may have changed what the
 // worker saw: the item is queued again at Done. An add of the item since
-// its Get wins over the park, and a second Park replaces the first.
+// its Get wins over the park, as does a wake of an earlier Park of it;
+// otherwise a second Park replaces the first.
 //
 // Park does nothing for an item not being processed and after a shutdown
 // has begun; the shutdown drops parked items, as it drops delayed ones,
