@@ -121,7 +121,8 @@ type core[T comparable] struct {
 	// park; nil means countAdd.
 	onReady func(item T, id int32)
 	// parking holds the parked items; nil until the first Park or Wake.
-	parking *parking
+	parking        *parking
+	parkingMetrics *parkingMetrics
 	maxPark time.Duration
 	// dropped counts the items waiting for a delay or an event that the
 	// shutdown dropped, for the log line the shutdown writes.
@@ -144,6 +145,7 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 	c.flight = newFlightList()
 	c.drained.L = &c.mu
 	c.metrics = newQueueMetrics[T](provider, name, clk, c.refreshUnfinishedWork)
+	c.parkingMetrics = newParkingMetrics(provider, name)
 	c.flight.tracking = c.metrics != nil
 }
 
@@ -265,6 +267,7 @@ func (c *core[T]) done(item T, hash uint32) {
 		if c.parking.settle(id, c.delays.now()) {
 			c.delays.poke() // the safety net's first deadline
 		}
+		c.countParked()
 	}
 	if c.metrics != nil && linked {
 		c.metrics.done(since)
@@ -488,7 +491,7 @@ func (c *core[T]) cancelWait(id int32) {
 	case pendingDelay:
 		c.delays.remove(entry.Item)
 	case pendingParked:
-		c.parking.remove(id)
+		c.unpark(id)
 	}
 	entry.Val.pending = pendingNone
 }
@@ -513,7 +516,7 @@ func (c *core[T]) dropWaiting() {
 	if c.parking != nil {
 		c.droppedParked = c.parking.parked()
 		for _, id := range c.parking.ids() {
-			c.parking.remove(id)
+			c.unpark(id)
 			drop(id)
 		}
 	}
@@ -558,7 +561,7 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events 
 	case pendingReady, pendingDelay:
 		return
 	case pendingParked:
-		c.parking.remove(id)
+		c.unpark(id)
 	}
 	c.startDelays(nil, "")
 	if c.parking == nil {
@@ -571,6 +574,23 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events 
 	}
 	c.parking.add(id, events, until)
 	entry.Val.pending = pendingParked
+}
+
+// unpark takes the item with id out of the parking; the caller sets its
+// pending. The caller holds mu.
+func (c *core[T]) unpark(id int32) *parkedRecord {
+	r := c.parking.remove(id)
+	if r.settledIn {
+		c.countParked()
+	}
+	return r
+}
+
+// countParked publishes the number of parked items.
+func (c *core[T]) countParked() {
+	if c.parkingMetrics != nil {
+		c.parkingMetrics.parked.Set(float64(c.parking.parked()))
+	}
 }
 
 // endPark makes the item with id, just taken out of the parking, ready
@@ -606,9 +626,12 @@ func (c *core[T]) wakeLocked(event string, accept func(item T) bool) int {
 	woken := 0
 	for _, r := range c.parking.fire(event) {
 		if accept == nil || accept(c.items.At(r.id).Item) {
-			c.parking.remove(r.id)
+			c.unpark(r.id)
 			c.endPark(r.id, r.backoffUntil)
 			woken++
+			if c.parkingMetrics != nil {
+				c.parkingMetrics.wakes.Inc(event)
+			}
 		}
 	}
 	return woken
@@ -621,7 +644,7 @@ func (c *core[T]) wakeItemLocked(item T, hash uint32) bool {
 	if entry == nil || entry.Val.pending != pendingParked {
 		return false
 	}
-	c.parking.remove(id)
+	c.unpark(id)
 	c.endPark(id, 0)
 	return true
 }
@@ -638,8 +661,11 @@ func (c *core[T]) expireParks(now int64) (next int64, ok bool) {
 		if due > now {
 			return due, true
 		}
-		c.parking.remove(r.id)
+		c.unpark(r.id)
 		c.endPark(r.id, r.backoffUntil)
+		if c.parkingMetrics != nil {
+			c.parkingMetrics.timeouts.Inc()
+		}
 	}
 	return 0, false
 }

@@ -80,6 +80,55 @@ type DelayedItemsMetricsProvider interface {
 	NewDelayedItemsMetric(name string) SettableGaugeMetric
 }
 
+// ParkingMetricsProvider is a [MetricsProvider] that also reports the items
+// parked until an event (see [Typed.Park]). Queues look for it with a type
+// assertion; a nil result disables that one metric.
+type ParkingMetricsProvider interface {
+	MetricsProvider
+	// NewParkedItemsMetric: items parked until an event, from the Done
+	// that followed their Park; set after every change.
+	NewParkedItemsMetric(name string) SettableGaugeMetric
+	// NewWakesMetric: parks ended by Wake or WakeFunc, by event. Event
+	// names are chosen by the queue's callers, so the metric should bound
+	// the number of series it keeps.
+	NewWakesMetric(name string) EventCounterMetric
+	// NewParkTimeoutsMetric: parks ended by MaxParkTime, without an event;
+	// steady growth means events that never come.
+	NewParkTimeoutsMetric(name string) CounterMetric
+}
+
+// EventCounterMetric counts occurrences by event, such as the parks that
+// each event ended. Implementations must be safe for concurrent use.
+type EventCounterMetric interface {
+	Inc(event string)
+}
+
+// parkingMetrics are the parking metrics of one queue; a queue without
+// them has a nil *parkingMetrics.
+type parkingMetrics struct {
+	parked   SettableGaugeMetric
+	wakes    EventCounterMetric
+	timeouts CounterMetric
+}
+
+// newParkingMetrics returns the parking metrics of a named queue, or nil if
+// it records no metrics or the provider does not offer them.
+func newParkingMetrics(provider MetricsProvider, name string) *parkingMetrics {
+	p, ok := provider.(ParkingMetricsProvider)
+	if !ok || name == "" {
+		return nil
+	}
+	m := &parkingMetrics{parked: orNoop(p.NewParkedItemsMetric(name)), timeouts: orNoop(p.NewParkTimeoutsMetric(name))}
+	if m.wakes = p.NewWakesMetric(name); m.wakes == nil {
+		m.wakes = noopEventCounter{}
+	}
+	return m
+}
+
+type noopEventCounter struct{}
+
+func (noopEventCounter) Inc(string) {}
+
 // UnfinishedWorkUpdatePeriodProvider is a [MetricsProvider] that chooses how
 // often a queue refreshes its unfinished-work and longest-running gauges.
 // Queues look for it with a type assertion; without it, or with a period

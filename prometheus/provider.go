@@ -19,12 +19,16 @@
 //	workqueue_retries_total                      counter    AddAfter and AddRateLimited calls
 //	workqueue_delayed_items                      gauge      items waiting for their delay
 //	workqueue_depth_by_priority                  gauge      depth of a priority queue by priority
+//	workqueue_parked_items                       gauge      items parked until an event
+//	workqueue_wakes_total                        counter    parks ended by an event, by event
+//	workqueue_park_timeouts_total                counter    parks ended by MaxParkTime
 //
-// The last two are not in Kubernetes. workqueue_depth_by_priority has a
+// The last five are not in Kubernetes. workqueue_depth_by_priority has a
 // second label, priority; it shows at most [MaxPriorityLabels] priorities
 // per queue, and counts the depth at further priorities under the
 // priority "other", so that callers choosing priorities cannot grow the
-// number of series without bound.
+// number of series without bound. workqueue_wakes_total has a second
+// label, event, bounded the same way by [MaxEventLabels].
 package prometheus
 
 import (
@@ -42,8 +46,8 @@ import (
 // Provider creates the metrics of named work queues and registers them with
 // one registry. It implements [workqueue.MetricsProvider],
 // [workqueue.DelayedItemsMetricsProvider],
-// [workqueue.PriorityMetricsProvider] and
-// [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
+// [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider]
+// and [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
 	depth          *prometheus.GaugeVec
@@ -55,6 +59,9 @@ type Provider struct {
 	retries        *prometheus.CounterVec
 	delayed        *prometheus.GaugeVec
 	byPriority     *prometheus.GaugeVec // labels name and priority
+	parked         *prometheus.GaugeVec
+	wakes          *prometheus.CounterVec // labels name and event
+	parkTimeouts   *prometheus.CounterVec
 	updatePeriod   time.Duration
 }
 
@@ -62,6 +69,7 @@ var (
 	_ workqueue.MetricsProvider                    = (*Provider)(nil)
 	_ workqueue.DelayedItemsMetricsProvider        = (*Provider)(nil)
 	_ workqueue.PriorityMetricsProvider            = (*Provider)(nil)
+	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
 )
 
@@ -177,6 +185,12 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
 			Namespace: o.namespace, Subsystem: o.subsystem, Name: "depth_by_priority", ConstLabels: o.constLabels,
 			Help: "Items waiting in a priority work queue to be handed to a worker, by priority.",
 		}, []string{"name", "priority"})),
+		parked: gauge("parked_items", "Items parked in the work queue until an event."),
+		wakes: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: o.namespace, Subsystem: o.subsystem, Name: "wakes_total", ConstLabels: o.constLabels,
+			Help: "Parks in the work queue ended by an event, by event.",
+		}, []string{"name", "event"})),
+		parkTimeouts: counter("park_timeouts_total", "Parks in the work queue ended by the longest park time, without an event."),
 		updatePeriod: o.updatePeriod,
 	}
 }
@@ -206,6 +220,7 @@ func (p *Provider) DeleteQueue(name string) {
 		vec.DeleteLabelValues(name)
 	}
 	p.byPriority.DeletePartialMatch(prometheus.Labels{"name": name})
+	p.wakes.DeletePartialMatch(prometheus.Labels{"name": name})
 }
 
 // metricVector is what the gauge, counter and histogram vectors share.
@@ -215,7 +230,7 @@ type metricVector interface {
 }
 
 func (p *Provider) vectors() []metricVector {
-	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority}
+	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority, p.parked, p.wakes, p.parkTimeouts}
 }
 
 // NewDepthMetric returns the workqueue_depth gauge of the queue name.
@@ -314,4 +329,56 @@ func (d *priorityDepth) gauge(priority int) prometheus.Gauge {
 		d.other = d.vec.WithLabelValues(d.name, "other")
 	}
 	return d.other
+}
+
+// NewParkedItemsMetric returns the workqueue_parked_items gauge of the
+// queue name.
+func (p *Provider) NewParkedItemsMetric(name string) workqueue.SettableGaugeMetric {
+	return p.parked.WithLabelValues(name)
+}
+
+// NewParkTimeoutsMetric returns the workqueue_park_timeouts_total counter
+// of the queue name.
+func (p *Provider) NewParkTimeoutsMetric(name string) workqueue.CounterMetric {
+	return p.parkTimeouts.WithLabelValues(name)
+}
+
+// MaxEventLabels is how many events workqueue_wakes_total shows for one
+// queue: the first ones that end a park. Wakes by any other event are
+// counted under the event "other".
+const MaxEventLabels = 25
+
+// NewWakesMetric returns the workqueue_wakes_total counter of the queue
+// name. Each call starts a new count of the events shown, so call it once
+// per queue.
+func (p *Provider) NewWakesMetric(name string) workqueue.EventCounterMetric {
+	return &wakes{vec: p.wakes, name: name, counters: map[string]prometheus.Counter{}}
+}
+
+// wakes counts the wakes of one queue by event.
+type wakes struct {
+	vec  *prometheus.CounterVec
+	name string
+
+	mu       sync.Mutex
+	counters map[string]prometheus.Counter // at most MaxEventLabels
+	other    prometheus.Counter
+}
+
+func (w *wakes) Inc(event string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c, ok := w.counters[event]
+	switch {
+	case ok:
+	case len(w.counters) < MaxEventLabels:
+		c = w.vec.WithLabelValues(w.name, event)
+		w.counters[event] = c
+	default:
+		if w.other == nil {
+			w.other = w.vec.WithLabelValues(w.name, "other")
+		}
+		c = w.other
+	}
+	c.Inc()
 }

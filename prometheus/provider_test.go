@@ -35,6 +35,8 @@ var metricNames = []string{
 	"workqueue_longest_running_processor_seconds",
 	"workqueue_retries_total",
 	"workqueue_delayed_items",
+	"workqueue_parked_items",
+	"workqueue_park_timeouts_total",
 }
 
 // gatherText returns the text exposition of everything reg holds.
