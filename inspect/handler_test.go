@@ -34,7 +34,7 @@ func rate(r float64) *float64 { return &r }
 
 // emptyQueueView is a queue with nothing in it, as of t0.
 func emptyQueueView(name string) QueueView {
-	return QueueView{Name: name, Taken: t0, Queued: []string{}, InFlight: []InFlightKey{}, Delayed: []DelayedKey{}, Failing: []FailingKey{}}
+	return QueueView{Name: name, Taken: t0, Queued: []string{}, InFlight: []InFlightKey{}, Delayed: []DelayedKey{}, ParkedKeys: []ParkedKey{}, Failing: []FailingKey{}}
 }
 
 func TestView(t *testing.T) {
@@ -80,6 +80,22 @@ func TestView(t *testing.T) {
 			v.Delayed = []DelayedKey{
 				{Key: "retry", ReadyAt: t0.Add(time.Second), ReadyInSeconds: 1, Requeues: 2},
 				{Key: "later", ReadyAt: t0.Add(time.Minute), ReadyInSeconds: 60},
+			}
+		}},
+		{"parked, longest first, with their events", func(q workqueue.TypedRateLimitingQueue[string], _ *Failures, clock *clocktesting.FakeClock) {
+			for _, item := range []string{"first", "second", "third"} {
+				q.Add(item)
+				got, _ := q.Get()
+				q.Park(got, "node-added", "pod-deleted")
+				q.Done(got)
+				clock.Step(time.Second)
+			}
+		}, func(v *QueueView) {
+			v.Taken = t0.Add(3 * time.Second)
+			v.Adds, v.AddsPerSecond, v.Parked = 3, rate(1), 3
+			v.ParkedKeys = []ParkedKey{
+				{Key: "first", Events: []string{"node-added", "pod-deleted"}, Since: t0, ParkedSeconds: 3, Requeues: 1},
+				{Key: "second", Events: []string{"node-added", "pod-deleted"}, Since: t0.Add(time.Second), ParkedSeconds: 2, Requeues: 1},
 			}
 		}},
 		{"failing, most failures first, then the latest", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
@@ -368,6 +384,10 @@ func TestEscaping(t *testing.T) {
 	q.Get()
 	q.Add(key)
 	q.AddAfter(key+"later", time.Minute)
+	q.Add(key + "parked")
+	parked, _ := q.Get()
+	q.Park(parked, key+"event")
+	q.Done(parked)
 	q.Add(key + "queued")
 	f.ObserveError(key, errors.New(errText), 1, true)
 
@@ -375,7 +395,7 @@ func TestEscaping(t *testing.T) {
 	for _, raw := range []string{"<script", "<img", "<b>\"name", `"quoted"`} {
 		assert.NotContains(t, page, raw)
 	}
-	assert.Equal(t, 4, strings.Count(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), "in flight, failing, waiting and queued")
+	assert.Equal(t, 6, strings.Count(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), "in flight, failing, waiting, parked with its event, and queued")
 	assert.Contains(t, page, "&lt;img src=x onerror=alert(2)&gt; &amp; &#34;quoted&#34;")
 	assert.Contains(t, page, `data-queue="&lt;b&gt;&#34;name&#34;&lt;/b&gt;"`)
 
@@ -389,6 +409,7 @@ func TestEscaping(t *testing.T) {
 	assert.Equal(t, []string{key + "queued"}, got.Queued)
 	assert.Equal(t, key, got.InFlight[0].Key)
 	assert.Equal(t, key+"later", got.Delayed[0].Key)
+	assert.Equal(t, ParkedKey{Key: key + "parked", Events: []string{key + "event"}, Since: t0, Requeues: 1}, got.ParkedKeys[0])
 	assert.Equal(t, errText, got.Failing[0].LastError)
 }
 

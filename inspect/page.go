@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"html/template"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,7 @@ var pageSource string
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"duration": formatSeconds,
 	"rate":     formatRate,
+	"join":     strings.Join,
 	"stamp":    func(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") },
 }).Parse(pageSource))
 

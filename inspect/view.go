@@ -32,11 +32,13 @@ type QueueView struct {
 	Taken time.Time `json:"taken"`
 	// ShuttingDown reports whether the queue's shutdown has begun.
 	ShuttingDown bool `json:"shuttingDown"`
-	// Depth, Processing and Waiting count the keys queued, handed out and
-	// not yet done, and waiting for a delay.
+	// Depth, Processing, Waiting and Parked count the keys queued, handed
+	// out and not yet done, waiting for a delay, and parked until an
+	// event.
 	Depth      int `json:"depth"`
 	Processing int `json:"processing"`
 	Waiting    int `json:"waiting"`
+	Parked     int `json:"parked"`
 	// Adds counts the adds since the queue was made; see
 	// [workqueue.Snapshot].
 	Adds uint64 `json:"adds"`
@@ -55,6 +57,8 @@ type QueueView struct {
 	InFlight []InFlightKey `json:"inFlight"`
 	// Delayed holds the keys waiting for a delay, soonest first.
 	Delayed []DelayedKey `json:"delayed"`
+	// ParkedKeys holds the keys parked until an event, longest first.
+	ParkedKeys []ParkedKey `json:"parkedKeys"`
 	// Failing holds the keys with the most failures in a row that the
 	// queue's [Failures] was told of, most first; see [Failures].
 	Failing []FailingKey `json:"failing"`
@@ -83,6 +87,19 @@ type DelayedKey struct {
 	ReadyAt        time.Time `json:"readyAt"`
 	ReadyInSeconds float64   `json:"readyInSeconds"`
 	// Requeues is as in InFlightKey.
+	Requeues int `json:"requeues"`
+}
+
+// ParkedKey is a key parked until an event (see [workqueue.Typed.Park]).
+type ParkedKey struct {
+	Key string `json:"key"`
+	// Events are the events that wake it.
+	Events []string `json:"events"`
+	// Since is when its park took effect; ParkedSeconds is how long before
+	// the snapshot that was.
+	Since         time.Time `json:"since"`
+	ParkedSeconds float64   `json:"parkedSeconds"`
+	// Requeues is as in InFlightKey: parks count as failures.
 	Requeues int `json:"requeues"`
 }
 
@@ -132,11 +149,13 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 		Depth:         s.Depth,
 		Processing:    s.Processing,
 		Waiting:       s.Waiting,
+		Parked:        s.Parked,
 		Adds:          s.Adds,
 		AddsPerSecond: q.addsPerSecond(s),
 		Queued:        make([]string, 0, len(s.Queued)),
 		InFlight:      make([]InFlightKey, 0, len(s.InFlight)),
 		Delayed:       make([]DelayedKey, 0, len(s.Delayed)),
+		ParkedKeys:    make([]ParkedKey, 0, len(s.ParkedItems)),
 		Failing:       q.failures.rows(q.now()),
 	}
 	for _, item := range s.Queued {
@@ -158,6 +177,12 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 		})
 	}
 	slices.SortStableFunc(v.Delayed, func(a, b DelayedKey) int { return a.ReadyAt.Compare(b.ReadyAt) })
+	for _, p := range s.ParkedItems {
+		v.ParkedKeys = append(v.ParkedKeys, ParkedKey{
+			Key: q.format(p.Item), Events: slices.Clone(p.Events), Since: p.Since,
+			ParkedSeconds: max(s.Taken.Sub(p.Since), 0).Seconds(), Requeues: s.Failures[p.Item],
+		})
+	}
 	if s.ShuttingDown {
 		// A queue shutting down drops every add, so the retry the Runner
 		// was told of when the key failed will not happen.
