@@ -123,7 +123,7 @@ type core[T comparable] struct {
 	// parking holds the parked items; nil until the first Park or Wake.
 	parking        *parking
 	parkingMetrics *parkingMetrics
-	maxPark time.Duration
+	maxPark        time.Duration
 	// dropped counts the items waiting for a delay or an event that the
 	// shutdown dropped, for the log line the shutdown writes.
 	droppedDelayed, droppedParked int
