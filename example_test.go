@@ -232,3 +232,70 @@ func ExampleTypedRateLimitingQueue() {
 	// got: default/web <nil>
 	// then: context deadline exceeded
 }
+
+// A worker parks an item that cannot progress until something else
+// happens, instead of retrying it on a timer; the event queues it again.
+func ExampleTyped_Park() {
+	queue := workqueue.NewTyped[string]()
+	defer queue.ShutDown()
+	queue.Add("default/pod")
+
+	item, _ := queue.Get()
+	queue.Park(item, "node-added") // no node fits it yet
+	queue.Done(item)
+	fmt.Println("queued:", queue.Len(), "parked:", queue.Snapshot(0).Parked)
+
+	fmt.Println("woken:", queue.Wake("node-added"))
+	fmt.Println("queued:", queue.Len(), "parked:", queue.Snapshot(0).Parked)
+	// Output:
+	// queued: 0 parked: 1
+	// woken: 1
+	// queued: 1 parked: 0
+}
+
+// Tasks that must run in order (a, then b, then c) chain through parking:
+// a task whose predecessor has not finished waits for that event, and a
+// finished task wakes its successor, with no polling in between.
+func ExampleWaitFor() {
+	queue := workqueue.NewTypedRateLimitingQueue(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)).(workqueue.TypedRateLimitingQueue[string])
+	ctx, cancel := context.WithCancel(context.Background())
+	after := map[string]string{"b": "a", "c": "b"}
+
+	var mu sync.Mutex
+	finished := map[string]bool{}
+	last := make(chan struct{})
+	reconcile := func(ctx context.Context, task string) (workqueue.Result, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if before, ok := after[task]; ok && !finished[before] {
+			fmt.Printf("%s waits for %s\n", task, before)
+			return workqueue.WaitFor(before + " finished"), nil
+		}
+		finished[task] = true
+		fmt.Printf("%s runs\n", task)
+		queue.Wake(task + " finished")
+		if task == "c" {
+			close(last)
+		}
+		return workqueue.Result{}, nil
+	}
+	runner := workqueue.NewRunner(queue, reconcile)
+	for _, task := range []string{"c", "b", "a"} {
+		queue.Add(task)
+	}
+	done := make(chan struct{})
+	go func() {
+		runner.Run(ctx, 1)
+		close(done)
+	}()
+	<-last
+	cancel()
+	<-done
+	// Output:
+	// c waits for b
+	// b waits for a
+	// a runs
+	// b runs
+	// c runs
+}
