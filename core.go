@@ -576,14 +576,17 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events 
 	entry.Val.pending = pendingParked
 }
 
-// unpark takes the item with id out of the parking; the caller sets its
-// pending. The caller holds mu.
-func (c *core[T]) unpark(id int32) *parkedRecord {
+// unpark takes the item with id out of the parking and returns when the
+// backoff of its park ends; the caller sets its pending. The caller holds
+// mu.
+func (c *core[T]) unpark(id int32) (backoffUntil int64) {
 	r := c.parking.remove(id)
 	if r.settledIn {
 		c.countParked()
 	}
-	return r
+	backoffUntil = r.backoffUntil
+	c.parking.recycle(r)
+	return backoffUntil
 }
 
 // countParked publishes the number of parked items.
@@ -626,8 +629,8 @@ func (c *core[T]) wakeLocked(event string, accept func(item T) bool) int {
 	woken := 0
 	for _, r := range c.parking.fire(event) {
 		if accept == nil || accept(c.items.At(r.id).Item) {
-			c.unpark(r.id)
-			c.endPark(r.id, r.backoffUntil)
+			id := r.id
+			c.endPark(id, c.unpark(id))
 			woken++
 			if c.parkingMetrics != nil {
 				c.parkingMetrics.wakes.Inc(event)
@@ -661,8 +664,8 @@ func (c *core[T]) expireParks(now int64) (next int64, ok bool) {
 		if due > now {
 			return due, true
 		}
-		c.unpark(r.id)
-		c.endPark(r.id, r.backoffUntil)
+		id := r.id
+		c.endPark(id, c.unpark(id))
 		if c.parkingMetrics != nil {
 			c.parkingMetrics.timeouts.Inc()
 		}

@@ -28,6 +28,10 @@ type parking struct {
 	// which the safety net ends them: no heap is needed.
 	settled list.Ptrs[parkedRecord, *parkedRecord]
 	seq     uint64 // numbers the parks, so that a wake queues in park order
+	// spare holds records and woken the parks of the last wake, for reuse:
+	// a park and its wake then allocate nothing but the events' copy.
+	spare []*parkedRecord
+	woken []*parkedRecord
 
 	// fired counts the wakes by event; lastFired holds its value at each
 	// event's last wake, and gotAt, by item id, its value when Get handed
@@ -113,11 +117,21 @@ func newParking() *parking {
 // add parks the item with id, which is not parked, until one of events.
 func (p *parking) add(id int32, events []string, backoffUntil int64) {
 	p.seq++
-	r := &parkedRecord{id: id, seq: p.seq, events: slices.Compact(slices.Sorted(slices.Values(events))), backoffUntil: backoffUntil}
+	var r *parkedRecord
+	if n := len(p.spare); n > 0 {
+		r, p.spare = p.spare[n-1], p.spare[:n-1]
+	} else {
+		r = new(parkedRecord)
+	}
+	events = slices.Clone(events)
+	slices.Sort(events)
+	*r = parkedRecord{id: id, seq: p.seq, events: slices.Compact(events), backoffUntil: backoffUntil}
 	p.byID[id] = r
 	for _, e := range r.events {
 		set := p.byEvent[e]
 		if set == nil {
+			// Kept when it empties: events come from a small set, and
+			// the next park on the event reuses it.
 			set = map[int32]*parkedRecord{}
 			p.byEvent[e] = set
 		}
@@ -140,11 +154,7 @@ func (p *parking) remove(id int32) *parkedRecord {
 	r := p.byID[id]
 	delete(p.byID, id)
 	for _, e := range r.events {
-		set := p.byEvent[e]
-		delete(set, id)
-		if len(set) == 0 {
-			delete(p.byEvent, e)
-		}
+		delete(p.byEvent[e], id)
 	}
 	if r.settledIn {
 		p.settled.Remove(r)
@@ -152,17 +162,26 @@ func (p *parking) remove(id int32) *parkedRecord {
 	return r
 }
 
+// recycle takes back the record of a park that remove returned, once its
+// caller is done with it.
+func (p *parking) recycle(r *parkedRecord) {
+	if len(p.spare) < 1024 {
+		*r = parkedRecord{}
+		p.spare = append(p.spare, r)
+	}
+}
+
 // fire records a wake of event and returns the parks that wait for it,
-// in the order they were made.
+// in the order they were made, in a slice that the next fire reuses.
 func (p *parking) fire(event string) []*parkedRecord {
 	p.fired++
 	p.lastFired[event] = p.fired
-	waiting := make([]*parkedRecord, 0, len(p.byEvent[event]))
+	p.woken = p.woken[:0]
 	for _, r := range p.byEvent[event] {
-		waiting = append(waiting, r)
+		p.woken = append(p.woken, r)
 	}
-	slices.SortFunc(waiting, func(a, b *parkedRecord) int { return cmp.Compare(a.seq, b.seq) })
-	return waiting
+	slices.SortFunc(p.woken, func(a, b *parkedRecord) int { return cmp.Compare(a.seq, b.seq) })
+	return p.woken
 }
 
 // oldest returns the oldest park that has taken effect, nil if none has.
