@@ -51,6 +51,9 @@ const (
 	retryKey   = "default/db"
 	retryError = "dial tcp 10.0.0.7:5432: connection refused"
 	scriptKey  = "<script>alert(1)</script>"
+	// pendingKey waits for a node: its reconcile parks it until
+	// "node-added".
+	pendingKey = "default/pending"
 	markupErr  = `bad spec: <img src=x onerror=alert(2)>`
 )
 
@@ -80,8 +83,9 @@ func TestInspectorInChromium(t *testing.T) {
 	assert.Contains(t, failing, retryKey+"\t1\t"+retryError+"\t0s ago\tretrying", "the retrying key with its error")
 	assert.Contains(t, failing, scriptKey+"\t1\t"+markupErr, "markup shown as text")
 	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.delayed`), scriptKey+"\t1s\t1")
+	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.parked`), pendingKey+"\tnode-added\t0s\t1", "the parked key with its event")
 	counts := text(t, browser, `section[data-queue="pods"] table.counts`)
-	assert.Contains(t, counts, "0\t1\t2\t3\t0.00056", "none queued, 1 processing, 2 waiting, 3 adds in the 90 min since Register")
+	assert.Contains(t, counts, "0\t1\t2\t1\t4\t0.00074", "none queued, 1 processing, 2 waiting, 1 parked, 4 adds in the 90 min since Register")
 	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-1\nnode-2\nnode-3")
 
 	keys := run(t, browser, "read the key cells", chromedp.Evaluate[[]string](
@@ -107,7 +111,7 @@ func TestInspectorInChromium(t *testing.T) {
 	assert.Contains(t, failing, scriptKey+"\t2\t"+markupErr+"\t0s ago\tretrying")
 	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.delayed`), scriptKey+"\t2s\t2")
 	counts = text(t, browser, `section[data-queue="pods"] table.counts`)
-	assert.Contains(t, counts, "0\t0\t1\t5\t2.0", "2 retries added in the second since the first view")
+	assert.Contains(t, counts, "0\t0\t1\t0\t7\t3.0", "2 retries and the woken key added in the second since the first view")
 	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-4")
 }
 
@@ -121,6 +125,7 @@ type scene struct {
 	events       *eventLog
 	release      chan struct{} // ends the stuck reconcile
 	retryFixed   atomic.Bool
+	nodeAdded    atomic.Bool
 	stopRunner   context.CancelFunc
 	runnerExited chan struct{}
 }
@@ -159,9 +164,10 @@ func startScene(t *testing.T, ctx context.Context) *scene {
 	s.clock.Step(90 * time.Minute)
 	s.pods.Add(retryKey)
 	s.pods.Add(scriptKey)
+	s.pods.Add(pendingKey)
 	s.events.waitFor(t, "error "+retryKey+" 1")
 	s.events.waitFor(t, "error "+scriptKey+" 1")
-	s.settle(t, 0, 1, 2)
+	s.settle(t, 0, 1, 2, 1)
 	for _, node := range []string{"node-1", "node-2", "node-3"} {
 		s.nodes.Add(node)
 	}
@@ -183,38 +189,49 @@ func (s *scene) reconcile(_ context.Context, key string) (workqueue.Result, erro
 		}
 	case scriptKey:
 		return workqueue.Result{}, errors.New(markupErr)
+	case pendingKey:
+		if !s.nodeAdded.Load() {
+			return workqueue.WaitFor("node-added"), nil
+		}
+		s.events.add("success " + key)
 	}
 	return workqueue.Result{}, nil
 }
 
-// change ends the stuck reconcile, fixes the retried key and lets a second
-// pass by, so that both failing keys are retried: one succeeds, the other
-// fails again. It waits until all of that has happened.
+// change ends the stuck reconcile, fixes the retried key, adds the node the
+// parked key waits for and lets a second pass by, so that both failing
+// keys are retried, one succeeds and the other fails again, and the parked
+// key, woken, succeeds once its backoff has passed. It waits until all of
+// that has happened.
 func (s *scene) change(t *testing.T) {
 	s.retryFixed.Store(true)
 	close(s.release)
 	s.events.waitFor(t, "success "+stuckKey)
+	s.nodeAdded.Store(true)
+	s.pods.Wake("node-added")
 	s.clock.Step(time.Second)
 	s.events.waitFor(t, "success "+retryKey)
 	s.events.waitFor(t, "error "+scriptKey+" 2")
-	s.settle(t, 0, 0, 1)
+	s.events.waitFor(t, "success "+pendingKey)
+	s.settle(t, 0, 0, 1, 0)
 	s.nodes.Add("node-4")
 }
 
-// settle waits until the pods queue holds as many keys queued, in flight
-// and waiting as given: the Runner tells its observers of a reconcile's end
-// before it marks the key done, so the queue settles a moment later.
-func (s *scene) settle(t *testing.T, depth, processing, waiting int) {
+// settle waits until the pods queue holds as many keys queued, in flight,
+// waiting and parked as given: the Runner tells its observers of a
+// reconcile's end before it marks the key done, so the queue settles a
+// moment later.
+func (s *scene) settle(t *testing.T, depth, processing, waiting, parked int) {
 	t.Helper()
 	deadline := time.Now().Add(stepTimeout)
 	for {
 		snap := s.pods.Snapshot(0)
-		if snap.Depth == depth && snap.Processing == processing && snap.Waiting == waiting {
+		if snap.Depth == depth && snap.Processing == processing && snap.Waiting == waiting && snap.Parked == parked {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %d queued, %d in flight and %d waiting; got %d, %d and %d",
-				stepTimeout, depth, processing, waiting, snap.Depth, snap.Processing, snap.Waiting)
+			t.Fatalf("waited %v for %d queued, %d in flight, %d waiting and %d parked; got %d, %d, %d and %d",
+				stepTimeout, depth, processing, waiting, parked, snap.Depth, snap.Processing, snap.Waiting, snap.Parked)
 		}
 		time.Sleep(time.Millisecond)
 	}
