@@ -411,9 +411,12 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 // for it with the rate limiter, as AddRateLimited does: a wake before the
 // backoff the rate limiter gives it has passed queues the item when it
 // passes, so that events that come often but do not help it cannot make
-// it loop. A woken item is queued at the priority it was handed out at.
-// Forget it when it succeeds, as after any retry. After a shutdown has
-// begun it does nothing, and does not consult the rate limiter.
+// it loop. The failure is recorded whenever no shutdown has begun, even
+// if the park itself does nothing (for an item not being processed, or
+// added again since its Get). A woken item is queued at the priority it
+// was handed out at. Forget it when it succeeds, as after any retry.
+// After a shutdown has begun it does nothing, and does not consult the
+// rate limiter.
 func (q *TypedPriorityQueue[T]) Park(item T, events ...string) {
 	hash := q.items.Hash(item)
 	q.limiterMu.Lock()

@@ -159,7 +159,10 @@ func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
 // for it with the rate limiter, as AddRateLimited does: a wake before the
 // backoff rateLimiter.When(item) has passed queues the item when it
 // passes, so that events that come often but do not help it cannot make
-// it loop. Forget it when it succeeds, as after any retry. After a
+// it loop. The failure is recorded whenever no shutdown has begun, even
+// if the park itself does nothing (for an item not being processed, or
+// added again since its Get), as AddRateLimited records it for an item
+// already queued. Forget it when it succeeds, as after any retry. After a
 // shutdown has begun it does nothing, and does not consult the rate
 // limiter. Over a delaying queue from outside this package, which cannot
 // park, it adds the item after MaxParkTime or its backoff, whichever is
