@@ -79,16 +79,14 @@ func (c *Array[E]) Empty() {
 	c.n = 0
 }
 
-// Shrink empties the array, whose elements hold no pointers or have been
-// cleared: it lets go of all its memory if it had grown beyond the first
-// chunk, so that a burst does not pin memory, and keeps the first chunk
-// otherwise, so that an array that holds a few elements at a time
-// allocates nothing.
+// Shrink lets go of all the array's memory if it had grown beyond the first
+// chunk, so that a burst does not pin memory, and otherwise leaves the
+// array as it is: an array indexed by id, whose every element is written
+// before it is read, then allocates nothing and does no work while it
+// holds a few elements at a time.
 func (c *Array[E]) Shrink() {
 	if c.n > Size {
 		c.Reset()
-	} else {
-		c.Empty()
 	}
 }
 
