@@ -295,40 +295,54 @@ const MaxPriorityLabels = 25
 // date. Each call starts a new count of the priorities shown, so call it
 // once per queue.
 func (p *Provider) NewDepthWithPriorityMetric(name string) workqueue.PriorityGaugeMetric {
-	return &priorityDepth{vec: p.byPriority, name: name, gauges: map[int]prometheus.Gauge{}}
+	return &priorityDepth{newBoundedSeries(MaxPriorityLabels, func(priority string) prometheus.Gauge {
+		return p.byPriority.WithLabelValues(name, priority)
+	})}
 }
 
 // priorityDepth is the depth by priority of one queue.
 type priorityDepth struct {
-	vec  *prometheus.GaugeVec
-	name string
-
-	mu     sync.Mutex
-	gauges map[int]prometheus.Gauge // at most MaxPriorityLabels
-	other  prometheus.Gauge
+	*boundedSeries[prometheus.Gauge]
 }
 
-func (d *priorityDepth) Inc(priority int) { d.gauge(priority).Inc() }
-func (d *priorityDepth) Dec(priority int) { d.gauge(priority).Dec() }
+func (d *priorityDepth) Inc(priority int) { d.get(strconv.Itoa(priority)).Inc() }
+func (d *priorityDepth) Dec(priority int) { d.get(strconv.Itoa(priority)).Dec() }
 
-// gauge returns the series of priority: its own while fewer than
-// MaxPriorityLabels are shown, else the shared "other" one. A priority
-// keeps its series, so every Dec meets the Inc before it.
-func (d *priorityDepth) gauge(priority int) prometheus.Gauge {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if g, ok := d.gauges[priority]; ok {
-		return g
+// boundedSeries hands out one queue's series of a metric with a second
+// label chosen by the queue's callers (a priority, an event): a series of
+// its own for each of the first limit values, and a shared one, "other",
+// for the rest. A value keeps its series, so a gauge's every Dec meets the
+// Inc before it. It is safe for concurrent use.
+type boundedSeries[M any] struct {
+	limit  int
+	series func(label string) M
+
+	mu     sync.Mutex
+	byName map[string]M
+	other  M
+	shared bool // other is made
+}
+
+func newBoundedSeries[M any](limit int, series func(label string) M) *boundedSeries[M] {
+	return &boundedSeries[M]{limit: limit, series: series, byName: map[string]M{}}
+}
+
+// get returns the series of label.
+func (b *boundedSeries[M]) get(label string) M {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if m, ok := b.byName[label]; ok {
+		return m
 	}
-	if len(d.gauges) < MaxPriorityLabels {
-		g := d.vec.WithLabelValues(d.name, strconv.Itoa(priority))
-		d.gauges[priority] = g
-		return g
+	if len(b.byName) < b.limit {
+		m := b.series(label)
+		b.byName[label] = m
+		return m
 	}
-	if d.other == nil {
-		d.other = d.vec.WithLabelValues(d.name, "other")
+	if !b.shared {
+		b.other, b.shared = b.series("other"), true
 	}
-	return d.other
+	return b.other
 }
 
 // NewParkedItemsMetric returns the workqueue_parked_items gauge of the
@@ -352,33 +366,14 @@ const MaxEventLabels = 25
 // name. Each call starts a new count of the events shown, so call it once
 // per queue.
 func (p *Provider) NewWakesMetric(name string) workqueue.EventCounterMetric {
-	return &wakes{vec: p.wakes, name: name, counters: map[string]prometheus.Counter{}}
+	return &wakes{newBoundedSeries(MaxEventLabels, func(event string) prometheus.Counter {
+		return p.wakes.WithLabelValues(name, event)
+	})}
 }
 
 // wakes counts the wakes of one queue by event.
 type wakes struct {
-	vec  *prometheus.CounterVec
-	name string
-
-	mu       sync.Mutex
-	counters map[string]prometheus.Counter // at most MaxEventLabels
-	other    prometheus.Counter
+	*boundedSeries[prometheus.Counter]
 }
 
-func (w *wakes) Inc(event string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	c, ok := w.counters[event]
-	switch {
-	case ok:
-	case len(w.counters) < MaxEventLabels:
-		c = w.vec.WithLabelValues(w.name, event)
-		w.counters[event] = c
-	default:
-		if w.other == nil {
-			w.other = w.vec.WithLabelValues(w.name, "other")
-		}
-		c = w.other
-	}
-	c.Inc()
-}
+func (w *wakes) Inc(event string) { w.get(event).Inc() }

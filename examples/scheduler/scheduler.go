@@ -26,10 +26,9 @@ type pod struct {
 }
 
 type node struct {
-	name     string
-	cpu      int
-	used     int
-	removing bool
+	name string
+	cpu  int
+	used int
 }
 
 func (n *node) free() int { return n.cpu - n.used }
