@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -306,6 +307,26 @@ func (m *queueModel) appended(fifo, added []int) []int {
 	return fifo
 }
 
+// parked returns the number of parks in effect.
+func (m *queueModel) parked() int {
+	n := 0
+	for _, p := range m.parks {
+		if p.settled {
+			n++
+		}
+	}
+	return n
+}
+
+// heldItem returns an item being processed, chosen by n, and its key, as
+// a worker's Park or Done names one; n itself if none is.
+func (m *queueModel) heldItem(n int) (int, string) {
+	if processing := slices.Sorted(maps.Keys(m.processing)); len(processing) > 0 {
+		n = processing[n%len(processing)]
+	}
+	return n, modelKeys[n]
+}
+
 // park applies Park(item, events) after the rate limiter gave backoff:
 // nothing for an item not processing, or added again or woken since its
 // Get.
@@ -471,6 +492,9 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 				return diverged(i, op, "Remove = %v, model %v", got, want)
 			}
 		case opDone:
+			if op.dur >= 0 { // mostly an item being processed, as workers do
+				op.item, key = m.heldItem(op.item)
+			}
 			q.Done(key)
 			m.done(op.item)
 		case opAddAfter:
@@ -496,6 +520,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 				return diverged(i, op, "NumRequeues = %d, model %d", got, want)
 			}
 		case opPark:
+			op.item, key = m.heldItem(op.item)
 			limiter.last = -1
 			q.Park(key, linEvents(modelEvents(op.dur))...)
 			if !m.shuttingDown {
@@ -555,6 +580,9 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		}
 		if got := q.Len(); got != len(m.fifo) {
 			return diverged(i, op, "Len = %d, model %d (fifo %v)", got, len(m.fifo), m.fifo)
+		}
+		if got, want := q.Snapshot(0).Parked, m.parked(); got != want {
+			return diverged(i, op, "parked %d, model %d", got, want)
 		}
 		if got := q.ShuttingDown(); got != m.shuttingDown {
 			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.shuttingDown)

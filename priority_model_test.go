@@ -33,12 +33,24 @@ const (
 	pqOpRemove
 	pqOpForget
 	pqOpSnapshot
+	// pqOpPark parks the item, if it is processing, until the events that
+	// pqModelEvents gives for its priority field; pqOpWake wakes event
+	// item%2.
+	pqOpPark
+	pqOpWake
+	pqOpWakeItem
 	pqOpShutDown
 	pqOpShutDownWithDrain
 	pqOpKinds
 )
 
-var pqOpNames = [...]string{"Add", "AddAfter", "AddRateLimited", "Get", "Done", "Step", "Remove", "Forget", "Snapshot", "ShutDown", "ShutDownWithDrain"}
+var pqOpNames = [...]string{"Add", "AddAfter", "AddRateLimited", "Get", "Done", "Step", "Remove", "Forget", "Snapshot", "Park", "Wake", "WakeItem", "ShutDown", "ShutDownWithDrain"}
+
+// pqModelMaxPark is the walks' MaxParkTime: short, so that walks reach it.
+const pqModelMaxPark = 20 * time.Millisecond
+
+// pqModelEvents returns the events, a bit each, that a park op waits for.
+func pqModelEvents(op pqModelOp) uint8 { return uint8(1 + (op.priority+1)%3) }
 
 type pqModelOp struct {
 	kind     pqOpKind
@@ -77,6 +89,17 @@ type pqModelItem struct {
 	readySeq   uint64
 	waitAt     time.Duration
 	waitSeq    uint64
+	// A park: its events, the order of the Park calls (parkSeq) and of
+	// the Dones that made them take effect (settleSeq), when that was,
+	// and the end of its backoff; fired holds the events woken since the
+	// item's Get.
+	events       uint8
+	parkSeq      uint64
+	settled      bool
+	since        time.Duration
+	settleSeq    uint64
+	backoffUntil time.Duration
+	fired        uint8
 }
 
 type pqModel struct {
@@ -150,6 +173,13 @@ func (m *pqModel) add(item, priority int, after time.Duration) {
 		return
 	}
 	it := m.items[item]
+	if it != nil && it.pending == pendingParked { // an add ends a park: from here on, as if none
+		it.pending, it.settled = pendingNone, false
+		if !it.processing {
+			delete(m.items, item)
+			it = nil
+		}
+	}
 	if after > 0 {
 		switch {
 		case it == nil:
@@ -249,7 +279,7 @@ func (m *pqModel) get() (int, int) {
 		m.serve(item)
 	}
 	it := m.items[item]
-	it.processing, it.pending = true, pendingNone
+	it.processing, it.pending, it.fired = true, pendingNone, 0
 	return item, it.priority
 }
 
@@ -264,32 +294,129 @@ func (m *pqModel) done(item int) {
 		m.makeReady(item)
 	case pendingNone:
 		delete(m.items, item)
+	case pendingParked:
+		it.settled, it.since, it.settleSeq = true, m.now, m.next()
 	}
 }
 
+// park applies Park(item, events) after the rate limiter gave backoff.
+func (m *pqModel) park(item int, events uint8, backoff time.Duration) {
+	it := m.items[item]
+	if m.shuttingDown || it == nil || !it.processing || it.pending == pendingReady || it.pending == pendingDelay {
+		return
+	}
+	if it.fired&events != 0 {
+		m.endPark(item, m.now+backoff)
+		return
+	}
+	it.pending, it.events, it.parkSeq, it.backoffUntil = pendingParked, events, m.next(), m.now+backoff
+}
+
+// endPark ends item's park: it is ready once until has passed.
+func (m *pqModel) endPark(item int, until time.Duration) {
+	it := m.items[item]
+	it.settled, it.events = false, 0
+	if until > m.now {
+		it.pending, it.waitAt, it.waitSeq = pendingDelay, until, m.next()
+		return
+	}
+	it.pending = pendingReady
+	if !it.processing {
+		m.makeReady(item)
+	}
+}
+
+// wake applies Wake of the event with bit and returns how many parks it
+// ended, in the order they were made.
+func (m *pqModel) wake(bit uint8) int {
+	if m.shuttingDown {
+		return 0
+	}
+	var woken []int
+	for i, it := range m.items {
+		if it.processing {
+			it.fired |= bit
+		}
+		if it.pending == pendingParked && it.events&bit != 0 {
+			woken = append(woken, i)
+		}
+	}
+	slices.SortFunc(woken, func(a, b int) int { return cmp.Compare(m.items[a].parkSeq, m.items[b].parkSeq) })
+	for _, i := range woken {
+		m.endPark(i, m.items[i].backoffUntil)
+	}
+	return len(woken)
+}
+
+// wakeItem applies WakeItem.
+func (m *pqModel) wakeItem(item int) bool {
+	if it := m.items[item]; it == nil || it.pending != pendingParked {
+		return false
+	}
+	m.endPark(item, m.now)
+	return true
+}
+
+// heldItem returns an item being processed, chosen by n, and its key, as
+// a worker's Park or Done names one; n itself if none is.
+func (m *pqModel) heldItem(n int) (int, string) {
+	var processing []int
+	for item, it := range m.items {
+		if it.processing {
+			processing = append(processing, item)
+		}
+	}
+	if len(processing) > 0 {
+		slices.Sort(processing)
+		n = processing[n%len(processing)]
+	}
+	return n, modelKeys[n]
+}
+
+// parked returns the number of parks in effect.
+func (m *pqModel) parked() int {
+	n := 0
+	for _, it := range m.items {
+		if it.pending == pendingParked && it.settled {
+			n++
+		}
+	}
+	return n
+}
+
 // step moves time on; each item whose delay ends is queued at its ready
-// time, in order of ready time and then of the add that set it.
+// time, in order of ready time and then of the add that set it, and each
+// park that has lasted pqModelMaxPark ends then, after the delays that end
+// at the same instant, oldest first.
 func (m *pqModel) step(d time.Duration) {
 	end := m.now + d
 	for {
-		best := -1
+		delayed, expired := -1, -1
 		for i, it := range m.items {
-			if it.pending == pendingDelay && it.waitAt <= end && (best < 0 ||
-				cmp.Or(cmp.Compare(it.waitAt, m.items[best].waitAt), cmp.Compare(it.waitSeq, m.items[best].waitSeq)) < 0) {
-				best = i
+			if it.pending == pendingDelay && it.waitAt <= end && (delayed < 0 ||
+				cmp.Or(cmp.Compare(it.waitAt, m.items[delayed].waitAt), cmp.Compare(it.waitSeq, m.items[delayed].waitSeq)) < 0) {
+				delayed = i
+			}
+			if it.pending == pendingParked && it.settled && it.since+pqModelMaxPark <= end && (expired < 0 || it.settleSeq < m.items[expired].settleSeq) {
+				expired = i
 			}
 		}
-		if best < 0 {
-			break
-		}
-		it := m.items[best]
-		m.now = it.waitAt
-		it.pending = pendingReady
-		if !it.processing {
-			m.makeReady(best)
+		switch {
+		case delayed >= 0 && (expired < 0 || m.items[delayed].waitAt <= m.items[expired].since+pqModelMaxPark):
+			it := m.items[delayed]
+			m.now = it.waitAt
+			it.pending = pendingReady
+			if !it.processing {
+				m.makeReady(delayed)
+			}
+		case expired >= 0:
+			m.now = m.items[expired].since + pqModelMaxPark
+			m.endPark(expired, m.items[expired].backoffUntil)
+		default:
+			m.now = end
+			return
 		}
 	}
-	m.now = end
 }
 
 func (m *pqModel) remove(item int) bool {
@@ -311,7 +438,7 @@ func (m *pqModel) remove(item int) bool {
 func (m *pqModel) shutDown() {
 	m.shuttingDown = true
 	for i, it := range m.items {
-		if it.pending == pendingDelay {
+		if it.pending == pendingDelay || it.pending == pendingParked {
 			it.pending = pendingNone
 			if !it.processing {
 				delete(m.items, i)
@@ -380,7 +507,7 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 	)}
 	provider := &priorityRecordingProvider{}
 	q := NewTypedPriorityQueue[string](limiter, TypedPriorityQueueConfig[string]{Fairness: fairness, MaxWait: maxWait,
-		Name: "model", MetricsProvider: provider})
+		Name: "model", MetricsProvider: provider, MaxParkTime: pqModelMaxPark, Logger: discardLogger})
 	m := newPQModel(dims, maxWait)
 	var drained atomic.Bool
 	defer func() {
@@ -429,6 +556,9 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 				return diverged(i, op, "Get = %q@%d, %v; model k%d@%d", got, priority, shutdown, want, wantPriority)
 			}
 		case pqOpDone:
+			if op.dur > 0 { // mostly an item being processed, as workers do
+				op.item, key = m.heldItem(op.item)
+			}
 			q.Done(key)
 			m.done(op.item)
 		case pqOpStep:
@@ -442,6 +572,29 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 		case pqOpForget:
 			q.Forget(key)
 			delete(m.limiter.failures, op.item)
+		case pqOpPark:
+			op.item, key = m.heldItem(op.item)
+			limiter.last = -1
+			q.Park(key, linEvents(pqModelEvents(op))...)
+			if m.shuttingDown {
+				if limiter.last != -1 {
+					return diverged(i, op, "limiter consulted after shutdown")
+				}
+				break
+			}
+			after := m.limiter.when(op.item)
+			if limiter.last != after {
+				return diverged(i, op, "limiter delay = %v, model %v", limiter.last, after)
+			}
+			m.park(op.item, pqModelEvents(op), after)
+		case pqOpWake:
+			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
+				return diverged(i, op, "Wake = %d, model %d", got, want)
+			}
+		case pqOpWakeItem:
+			if got, want := q.WakeItem(key), m.wakeItem(op.item); got != want {
+				return diverged(i, op, "WakeItem = %v, model %v", got, want)
+			}
 		case pqOpSnapshot:
 			s := q.Snapshot(op.item)
 			c := m.clone()
@@ -450,8 +603,8 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 				item, _ := c.get()
 				want = append(want, modelKeys[item])
 			}
-			if !slices.Equal(s.Queued, want) || s.Depth != m.len() {
-				return diverged(i, op, "Snapshot queued %v (depth %d), model %v (%d)", s.Queued, s.Depth, want, m.len())
+			if !slices.Equal(s.Queued, want) || s.Depth != m.len() || s.Parked != m.parked() {
+				return diverged(i, op, "Snapshot queued %v (depth %d, %d parked), model %v (%d, %d)", s.Queued, s.Depth, s.Parked, want, m.len(), m.parked())
 			}
 		case pqOpShutDown:
 			q.ShutDown()
@@ -475,6 +628,9 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 		}
 		if got, want := q.Len(), m.len(); got != want {
 			return diverged(i, op, "Len = %d, model %d", got, want)
+		}
+		if got, want := q.Snapshot(0).Parked, m.parked(); got != want {
+			return diverged(i, op, "parked %d, model %d", got, want)
 		}
 		if got, want := q.NumRequeues(key), m.limiter.failures[op.item]; got != want {
 			return diverged(i, op, "NumRequeues = %d, model %d", got, want)
