@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,11 +56,13 @@ type record struct {
 // which the core hands out its queued items. The core calls it with its
 // lock held; it refers to items by their id in the core's item table.
 type handOutOrder interface {
-	// queue puts id, whose record has just become queued, in the order.
-	// If it panics (custom storage's Push), the add has not happened: it
-	// leaves the order as it was, and a record that insertQueued filed
-	// for it (one not being processed) is removed.
-	queue(id int32)
+	// queue puts id, whose record becomes queued, in the order; fresh
+	// says that insertQueued has just filed the record for this add. If
+	// it panics (custom storage's Push), the add has not happened: it
+	// leaves the order as it was and removes a fresh record, and the
+	// core, which calls it before it changes anything else, leaves a held
+	// item as it was (parked, say).
+	queue(id int32, fresh bool)
 	// next removes and returns the id to hand out next; at least one is
 	// queued.
 	next() int32
@@ -86,7 +89,7 @@ type core[T comparable] struct {
 	drained sync.Cond
 
 	// items holds a record of every item the queue holds: queued, being
-	// processed, or waiting for its delay in a priority queue.
+	// processed, waiting for a delay in the core's delays, or parked.
 	items      table.Table[T, record]
 	order      handOutOrder
 	queued     int // items in the order
@@ -153,16 +156,17 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 // caller holds mu and counts the add.
 func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 	_, id := c.items.Insert(item, hash, record{pending: pendingReady})
-	c.order.queue(id)
+	c.order.queue(id, true)
 	c.queued++
 	c.wakeOne()
 	return id
 }
 
 // queueHeld queues the held item with id, neither processing nor queued,
-// whose record the caller has made pendingReady. The caller holds mu.
+// whose record the caller makes pendingReady, after this call for one that
+// waited for something else. The caller holds mu.
 func (c *core[T]) queueHeld(id int32) {
-	c.order.queue(id)
+	c.order.queue(id, false)
 	c.queued++
 	c.wakeOne()
 }
@@ -252,7 +256,7 @@ func (c *core[T]) done(item T, hash uint32) {
 	// The order runs first, since custom storage's Push may panic: a Done
 	// that panics has not happened. The metrics, user code too, run last.
 	if entry.Val.pending == pendingReady {
-		c.order.queue(id)
+		c.order.queue(id, false)
 		c.queued++
 		c.wakeOne()
 	}
@@ -466,10 +470,10 @@ func (c *core[T]) startDelays(provider MetricsProvider, name string) {
 // held.
 func (c *core[T]) delayEnded(item T) {
 	entry, id := c.items.Lookup(item, c.items.Hash(item))
-	entry.Val.pending = pendingReady
 	if !entry.Val.processing {
 		c.queueHeld(id)
 	}
+	entry.Val.pending = pendingReady
 	c.readied(item, id)
 }
 
@@ -545,9 +549,10 @@ func (c *core[T]) stopDelays() {
 // parkLocked parks item, which its caller is processing, until one of
 // events wakes it; the park takes effect at Done, and the item is not
 // queued again before backoff has passed. It does nothing after a shutdown
-// has begun, for an item not being processed, or for one added again
-// or woken since its Get: the add wins. A later park of the same item
-// replaces this one until a wake ends it. If one of events woke since the item's Get, the park does not
+// has begun, for an item not being processed, for one added again since
+// its Get (the add wins), or for one whose earlier park a wake has ended.
+// A later park of the same item replaces an earlier one that no wake has
+// ended. If one of events woke since the item's Get, the park does not
 // wait: the item is queued again after its backoff. The caller holds mu.
 func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events []string) {
 	if c.shuttingDown.Load() {
@@ -561,7 +566,8 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events 
 	case pendingReady, pendingDelay:
 		return
 	case pendingParked:
-		c.unpark(id)
+		c.unpark(id) // replaced by this park
+		entry.Val.pending = pendingNone
 	}
 	c.startDelays(nil, "")
 	if c.parking == nil {
@@ -596,12 +602,23 @@ func (c *core[T]) countParked() {
 	}
 }
 
-// endPark makes the item with id, just taken out of the parking, ready
-// once until has passed on the delays' clock: at once, or through the
-// delays. The caller holds mu.
+// endPark ends the park of the item with id, if it is parked, and makes
+// it ready once until has passed on the delays' clock: at once, or
+// through the delays. The caller holds mu.
 func (c *core[T]) endPark(id int32, until int64) {
 	entry := c.items.At(id)
-	if wait := until - c.delays.now(); wait > 0 {
+	now := c.delays.now()
+	wait := until - now
+	if until > now && wait < 0 {
+		wait = math.MaxInt64 // saturated: the clock was set back before the epoch
+	}
+	if wait <= 0 && !entry.Val.processing {
+		c.queueHeld(id) // first: if custom storage's Push panics, the park stays
+	}
+	if entry.Val.pending == pendingParked {
+		c.unpark(id)
+	}
+	if wait > 0 {
 		entry.Val.pending = pendingDelay
 		if c.delays.add(entry.Item, time.Duration(wait)) {
 			c.delays.poke()
@@ -609,9 +626,6 @@ func (c *core[T]) endPark(id int32, until int64) {
 		return
 	}
 	entry.Val.pending = pendingReady
-	if !entry.Val.processing {
-		c.queueHeld(id)
-	}
 	c.readied(entry.Item, id)
 }
 
@@ -629,8 +643,7 @@ func (c *core[T]) wakeLocked(event string, accept func(item T) bool) int {
 	woken := 0
 	for _, r := range c.parking.fire(event) {
 		if accept == nil || accept(c.items.At(r.id).Item) {
-			id := r.id
-			c.endPark(id, c.unpark(id))
+			c.endPark(r.id, r.backoffUntil)
 			woken++
 			if c.parkingMetrics != nil {
 				c.parkingMetrics.wakes.Inc(event)
@@ -647,30 +660,34 @@ func (c *core[T]) wakeItemLocked(item T, hash uint32) bool {
 	if entry == nil || entry.Val.pending != pendingParked {
 		return false
 	}
-	c.unpark(id)
-	c.endPark(id, 0)
+	c.endPark(id, c.delays.now())
 	return true
 }
 
-// expireParks ends the parks that have lasted maxPark at now, each item
-// queued again once its backoff has passed, and returns when the next one
-// falls due. The delay goroutine calls it with mu held.
-func (c *core[T]) expireParks(now int64) (next int64, ok bool) {
+// expireParks ends at most budget of the parks that have lasted maxPark
+// at now, oldest first, each item queued again once its backoff has
+// passed, and returns how many it ended and when the next one falls due.
+// The delay goroutine calls it with mu held; the budget keeps a burst of
+// parks from holding mu for long, as the delays' batches do.
+func (c *core[T]) expireParks(now int64, budget int) (ended int, next int64, ok bool) {
 	if c.parking == nil {
-		return 0, false
+		return 0, 0, false
 	}
 	for r := c.parking.oldest(); r != nil; r = c.parking.oldest() {
 		due := readyAfter(r.since, c.maxPark)
 		if due > now {
-			return due, true
+			return ended, due, true
 		}
-		id := r.id
-		c.endPark(id, c.unpark(id))
+		if ended == budget {
+			return ended, now, true
+		}
+		c.endPark(r.id, r.backoffUntil)
+		ended++
 		if c.parkingMetrics != nil {
 			c.parkingMetrics.timeouts.Inc()
 		}
 	}
-	return 0, false
+	return ended, 0, false
 }
 
 // snapshotParked returns the number of items parked since their Done and

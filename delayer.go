@@ -31,10 +31,11 @@ type delayer[T comparable] struct {
 	heap    *delayheap.Heap[T]
 	retries CounterMetric       // nil when the queue records no metrics
 	gauge   SettableGaugeMetric // nil unless the provider offers it
-	// expire, if set, ends what else is due at now under the owner's lock
-	// (the parks that reached their longest time) and returns when the
-	// next thing falls due, ok false if nothing will.
-	expire func(now int64) (next int64, ok bool)
+	// expire, if set, ends at most budget of the other things due at now,
+	// under the owner's lock (the parks that reached their longest time),
+	// and returns how many it ended and when the next thing falls due, ok
+	// false if nothing will.
+	expire func(now int64, budget int) (ended int, next int64, ok bool)
 
 	// wake tells the goroutine that the first ready time moved earlier.
 	// Its buffer of one makes the send non-blocking: a pending wake
@@ -153,9 +154,10 @@ func (d *delayer[T]) loop(moveReady func() (next int64, more bool), finished fun
 	}
 }
 
-// moveReady hands up to waitingBatch ready items to ready, under lock. It
-// returns when to look next (at most a heartbeat from now) and whether the
-// batch was full, so that more may be ready.
+// moveReady hands up to waitingBatch ready items to ready, then has expire
+// end what else is due within the same batch, under lock. It returns when
+// to look next (at most a heartbeat from now) and whether the batch was
+// full, so that more may be due.
 func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64, more bool) {
 	lock.Lock()
 	defer lock.Unlock()
@@ -175,7 +177,11 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 		next = min(next, d.heap.FirstReadyAt())
 	}
 	if d.expire != nil {
-		if due, ok := d.expire(now); ok {
+		ended, due, ok := d.expire(now, waitingBatch-moved)
+		if moved+ended == waitingBatch {
+			return now, true
+		}
+		if ok {
 			next = min(next, due)
 		}
 	}
@@ -215,7 +221,7 @@ func (d *delayer[T]) snapshot(n int) (waiting int, first []DelayedItem[T]) {
 // readyAfter returns the offset from an epoch at which a delay that starts
 // at offset now ends, clamped so that huge delays do not overflow.
 func readyAfter(now int64, delay time.Duration) int64 {
-	if int64(delay) > math.MaxInt64-now {
+	if now > 0 && int64(delay) > math.MaxInt64-now { // now < 0: the clock was set back before the epoch
 		return math.MaxInt64
 	}
 	return now + int64(delay)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-workqueue/workqueue/internal/ring"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The tests in this file pin what an adversarial review of the one-lock
@@ -81,6 +82,35 @@ func TestStoragePushPanicInDone(t *testing.T) {
 		q.ShutDownWithDrain()
 	}), "the drain did not return once x was done")
 	q.ShutDown()
+}
+
+// A Push that panics while a parked item is queued again (by an Add, a
+// Wake or WakeItem) has not happened: the item stays parked, and a later
+// attempt queues it.
+func TestStoragePushPanicEndingAPark(t *testing.T) {
+	for name, end := range map[string]func(q *Typed[string]){
+		"Add":      func(q *Typed[string]) { q.Add("x") },
+		"Wake":     func(q *Typed[string]) { q.Wake("e") },
+		"WakeItem": func(q *Typed[string]) { q.WakeItem("x") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			storage := &panickyStorage{}
+			q := NewTypedWithConfig(TypedQueueConfig[string]{Queue: storage, Logger: discardLogger})
+			defer q.ShutDown()
+			q.Add("x")
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			storage.fail = true
+			assert.Panics(t, func() { end(q) })
+			storage.fail = false
+			require.NoError(t, verifyQueue(q))
+			assert.Equal(t, 1, q.Snapshot(0).Parked, "x is still parked")
+			end(q)
+			assert.Equal(t, 1, q.Len(), "x queued by the attempt that succeeded")
+			require.NoError(t, verifyQueue(q))
+		})
+	}
 }
 
 // panickyGaugeProvider's delayed-items gauge panics on its first Set with a

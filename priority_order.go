@@ -66,7 +66,7 @@ func (o *priorityOrder[T]) setPriority(id int32, priority int) {
 
 // queue puts id at the back of its level and, with MaxWait, of the age
 // list, as ready since now: only then does it read the clock.
-func (o *priorityOrder[T]) queue(id int32) {
+func (o *priorityOrder[T]) queue(id int32, _ bool) {
 	o.enqueue(id)
 	if o.maxWait > 0 {
 		for o.readySince.Len() <= int(id) {

@@ -195,8 +195,9 @@ func (q *TypedPriorityQueue[T]) AddRateLimited(item T) {
 // queue holds of it already: the highest priority and the earliest ready
 // time win, an item whose priority rises goes behind the items queued at
 // its new priority, and an item being processed is queued again when it is
-// marked done. All items are added at one instant. After a shutdown has
-// begun it does nothing. It never blocks on a worker or on the delay
+// marked done. A parked item's park ends, and it is added as if it were
+// not held, at the add's priority. All items are added at one instant.
+// After a shutdown has begun it does nothing. It never blocks on a worker or on the delay
 // goroutine.
 func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	priority := 0

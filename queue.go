@@ -170,11 +170,11 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 		}
 		return true
 	default: // processing, parked, or waiting for a park's backoff
+		if !entry.Val.processing {
+			q.queueHeld(id) // first: if custom storage's Push panics, nothing changed
+		}
 		q.cancelWait(id)
 		entry.Val.pending = pendingReady
-		if !entry.Val.processing {
-			q.queueHeld(id)
-		}
 	}
 	q.countAdd(item)
 	return true
@@ -238,9 +238,10 @@ func (q *Typed[T]) Done(item T) {
 // Remove takes item back: a queued or parked item leaves the queue, and
 // an item being processed that was added again or parked meanwhile is not
 // queued again or parked by Done. It reports whether it took anything
-// back; an item being processed keeps being processed. It takes O(1) time. With custom storage, an item
-// added again before Get reaches its old place is handed out from there,
-// as if it had never been removed.
+// back; an item being processed keeps being processed. It takes O(1) time
+// for a queued item, O(log n) for one waiting for the backoff of its park.
+// With custom storage, an item added again before Get reaches its old
+// place is handed out from there, as if it had never been removed.
 func (q *Typed[T]) Remove(item T) bool {
 	hash := q.items.Hash(item)
 	q.mu.Lock()
@@ -299,7 +300,10 @@ func (q *Typed[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 // returns true, as kube-scheduler's queueing hints decide which pods an
 // event may help; the others stay parked. A nil accept accepts every item.
 // accept is called with the queue's lock held, so that the wake takes
-// effect at one instant: it must be quick, and must not call the queue.
+// effect at one instant: it must be quick, and must not call the queue,
+// not even a rate-limiting queue's Forget or NumRequeues, or it may
+// deadlock. If it panics, the parks it accepted before stay ended and the
+// others stay parked.
 func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -307,8 +311,10 @@ func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
 }
 
 // WakeItem ends item's park, if it is parked, and queues it at once
-// without waiting for any backoff, as kube-scheduler's Activate does. It
-// reports whether item was parked.
+// without waiting for the backoff of its park, as kube-scheduler's
+// Activate does. It reports whether item was parked: an item whose park a
+// wake ended already, and which waits for that backoff, is not, and keeps
+// waiting; an Add queues it at once.
 func (q *Typed[T]) WakeItem(item T) bool {
 	hash := q.items.Hash(item)
 	q.mu.Lock()
@@ -379,11 +385,11 @@ type fifoOrder struct {
 	links list.Links
 }
 
-func (o *fifoOrder) queue(id int32)   { o.list.PushBack(&o.links, id) }
-func (o *fifoOrder) next() int32      { return o.list.PopFront(&o.links) }
-func (o *fifoOrder) unqueue(id int32) { o.list.Remove(&o.links, id) }
-func (o *fifoOrder) touch(int32)      {}
-func (o *fifoOrder) empty()           { o.links.Shrink() }
+func (o *fifoOrder) queue(id int32, _ bool) { o.list.PushBack(&o.links, id) }
+func (o *fifoOrder) next() int32            { return o.list.PopFront(&o.links) }
+func (o *fifoOrder) unqueue(id int32)       { o.list.Remove(&o.links, id) }
+func (o *fifoOrder) touch(int32)            {}
+func (o *fifoOrder) empty()                 { o.links.Shrink() }
 
 func (o *fifoOrder) first(n int) []int32 {
 	var ids []int32
@@ -403,10 +409,10 @@ type storageOrder[T comparable] struct {
 	removed map[T]struct{}
 }
 
-func (o *storageOrder[T]) queue(id int32) {
+func (o *storageOrder[T]) queue(id int32, fresh bool) {
 	entry := o.items.At(id)
-	if entry.Val.processing {
-		o.store(entry.Item) // Done queues it again
+	if !fresh {
+		o.store(entry.Item) // a held item: Done queues it again, say
 		return
 	}
 	// A record filed for this add just before: if the storage panics, the

@@ -81,5 +81,5 @@ type ParkedItem[T comparable] struct {
 // first.
 func soonestDelayed[T comparable](delayed []DelayedItem[T], n int) []DelayedItem[T] {
 	slices.SortStableFunc(delayed, func(a, b DelayedItem[T]) int { return a.ReadyAt.Compare(b.ReadyAt) })
-	return delayed[:min(n, len(delayed))]
+	return delayed[:max(min(n, len(delayed)), 0)]
 }

@@ -65,6 +65,27 @@ func TestSnapshot(t *testing.T) {
 			q.Get()
 			q.AddAfter("x", time.Second)
 		}, Snapshot[string]{Taken: t0, Depth: 1, Processing: 1, Waiting: 1, Adds: 2}},
+		{"counts only, n < 0", -1, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.Add("a")
+			q.AddAfter("x", time.Second)
+			q.Add("p")
+			q.Get()
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			q.Wake("e") // p waits for its 1 ms backoff, in the core's delays
+		}, Snapshot[string]{Taken: t0, Processing: 1, Waiting: 2, Adds: 2}},
+		{"parked, longest first, with failures", 1, func(q TypedRateLimitingQueue[string], clock *clocktesting.FakeClock) {
+			for _, item := range []string{"a", "b"} {
+				q.Add(item)
+				got, _ := q.Get()
+				q.Park(got, "node-added", "pod-deleted")
+				q.Done(got)
+				clock.Step(time.Second)
+			}
+		}, Snapshot[string]{Taken: t0.Add(2 * time.Second), Adds: 2, Parked: 2, ParkedItems: []ParkedItem[string]{
+			{Item: "a", Events: []string{"node-added", "pod-deleted"}, Since: t0},
+		}, Failures: map[string]int{"a": 1}}},
 		{"shutting down", 5, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.ShutDown()
