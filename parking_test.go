@@ -254,6 +254,15 @@ func TestPark(t *testing.T) {
 			p.sleep(30 * time.Second)
 			p.handOut("b")
 		}},
+		{"a burst of parks ends after MaxParkTime, batch by batch", func(p parkTest) {
+			const burst = 2*waitingBatch + 10
+			for i := range burst {
+				p.parkAndDone(fmt.Sprint("item", i))
+			}
+			p.sleep(testMaxPark)
+			assert.Equal(p.t, burst, p.q.Len())
+			assert.Zero(p.t, p.q.Snapshot(0).Parked)
+		}},
 		{"Remove takes a parked item back", func(p parkTest) {
 			p.parkAndDone("a", "e")
 			assert.True(p.t, p.q.Remove("a"))
