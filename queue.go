@@ -324,8 +324,9 @@ func (q *Typed[T]) WakeItem(item T) bool {
 
 // ShutDown makes the queue ignore further adds, wakes every Get caller
 // (which then drain what is queued and return shutdown true), releases every
-// ShutDownWithDrain caller, and stops the metrics goroutine. It returns when
-// that goroutine has exited. Calling it again does nothing.
+// ShutDownWithDrain caller, drops parked items, and stops the metrics
+// goroutine and the one that the first Park started, returning when they
+// have exited. Calling it again does nothing.
 func (q *Typed[T]) ShutDown() {
 	q.mu.Lock()
 	q.releaseDrains()
@@ -338,8 +339,10 @@ func (q *Typed[T]) ShutDown() {
 // item is queued or being processed, including items that were added while
 // being processed and are queued again by Done. Workers must keep calling
 // Get and Done meanwhile, or it waits forever. A concurrent ShutDown releases
-// it at once; after ShutDown it returns at once. It stops the metrics
-// goroutine before it returns. It panics on a zero Typed.
+// it at once; after ShutDown it returns at once. It drops parked items
+// rather than wait for them, and stops the metrics goroutine and the one
+// that the first Park started before it returns. It panics on a zero
+// Typed.
 func (q *Typed[T]) ShutDownWithDrain() {
 	q.mu.Lock()
 	q.stopAddsLocked()
