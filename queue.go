@@ -369,7 +369,7 @@ func (q *Typed[T]) ShuttingDown() bool {
 
 // Snapshot returns a view of the queue at one instant, listing at most n
 // items of each kind (n <= 0 lists none; the counts are always there). It
-// takes O(n) steps, so it is cheap enough to call on a busy queue every
+// takes O(n log n) steps, so it is cheap enough to call on a busy queue every
 // second. Queued is empty with custom storage, which cannot be read without
 // popping.
 //
