@@ -22,11 +22,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -102,17 +99,6 @@ type Queue[T comparable] struct {
 
 // A Queue runs wherever a client-go rate-limiting queue does.
 var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
-
-// holding is the lease on one item this handle handed out.
-type holding struct {
-	token   string
-	since   time.Time // handed out, on the handle's clock
-	renewed time.Time // when the last grant or extension that succeeded was sent
-	lost    bool      // an extension found the lease reclaimed
-	// finishing: a Done is running the done script, which may have ended
-	// the lease on the server before the handle releases it.
-	finishing bool
-}
 
 // New returns a handle on the queue called name in the Redis that client
 // talks to. It starts two goroutines: one that waits on Redis for a
@@ -239,99 +225,6 @@ func (q *Queue[T]) encode(item T) (string, error) {
 	return key, nil
 }
 
-// Add queues item unless it is already queued; if it is being processed,
-// anywhere, it is queued again after its Done. After ShutDown it does
-// nothing. It retries while Redis is unreachable (see Queue); an item that
-// cannot be encoded or is too large is logged and dropped.
-func (q *Queue[T]) Add(item T) {
-	q.addRetrying("Add", item, func(ctx context.Context, key string) error {
-		return q.addKey(ctx, key, 0)
-	})
-}
-
-// AddContext is Add without retries: it returns Redis's error, the codec's,
-// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown.
-func (q *Queue[T]) AddContext(ctx context.Context, item T) error {
-	return q.AddAfterContext(ctx, item, 0)
-}
-
-// AddAfter adds item once duration has passed; zero or less adds it at
-// once. If item is already waiting, the earlier ready time wins. A due
-// item is moved to the queue by whichever handle looks first, once. It
-// retries as Add does.
-func (q *Queue[T]) AddAfter(item T, duration time.Duration) {
-	q.addRetrying("AddAfter", item, func(ctx context.Context, key string) error {
-		return q.addKey(ctx, key, duration)
-	})
-}
-
-// AddAfterContext is AddAfter without retries, with AddContext's errors.
-func (q *Queue[T]) AddAfterContext(ctx context.Context, item T, duration time.Duration) error {
-	if q.ShuttingDown() {
-		return workqueue.ErrShutDown
-	}
-	key, err := q.encode(item)
-	if err != nil {
-		return err
-	}
-	return q.addKey(ctx, key, duration)
-}
-
-// AddRateLimited counts a failure of item in Redis and adds it after the
-// larger of its backoff and the shared bucket's wait (see RateLimit). After
-// ShutDown it does nothing and counts nothing. It retries as Add does.
-func (q *Queue[T]) AddRateLimited(item T) {
-	q.addRetrying("AddRateLimited", item, q.addRateLimited)
-}
-
-// AddRateLimitedContext is AddRateLimited without retries, with
-// AddContext's errors.
-func (q *Queue[T]) AddRateLimitedContext(ctx context.Context, item T) error {
-	if q.ShuttingDown() {
-		return workqueue.ErrShutDown
-	}
-	key, err := q.encode(item)
-	if err != nil {
-		return err
-	}
-	return q.addRateLimited(ctx, key)
-}
-
-func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, key string) error) {
-	if q.ShuttingDown() {
-		return
-	}
-	key, err := q.encode(item)
-	if err != nil {
-		q.logger.Error("workqueue: item dropped", "op", op, "err", err)
-		return
-	}
-	err = q.retry(op, q.stopCh, func(ctx context.Context) error { return add(ctx, key) })
-	if err != nil {
-		q.logger.Error("workqueue: item dropped", "op", op, "key", key, "err", err)
-	}
-}
-
-func (q *Queue[T]) addKey(ctx context.Context, key string, delay time.Duration) error {
-	res, err := addScript.Run(ctx, q.client, q.keys.all, q.now(), key, delay.Milliseconds()).Int64Slice()
-	if err != nil {
-		return err
-	}
-	q.metrics.added(res[0], res[1])
-	return nil
-}
-
-func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
-	args := append([]any{q.now(), key}, q.limit...)
-	res, err := rateLimitedScript.Run(ctx, q.client, q.keys.all, args...).Int64Slice()
-	if err != nil {
-		return err
-	}
-	q.metrics.retries.Inc()
-	q.metrics.added(res[0], res[1])
-	return nil
-}
-
 // Forget clears item's failure count in Redis, for every process. It
 // retries while Redis is unreachable.
 func (q *Queue[T]) Forget(item T) {
@@ -450,75 +343,4 @@ func (q *Queue[T]) checkIdleLocked() {
 		q.idleClosed = true
 		close(q.idleCh)
 	}
-}
-
-// retry runs op until it succeeds, fails for another reason than an
-// outage, or cancel is closed, waiting with a capped exponential backoff
-// between tries. It logs the first failure and every twentieth.
-func (q *Queue[T]) retry(op string, cancel <-chan struct{}, f func(ctx context.Context) error) error {
-	_, err := retryValue(q, op, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, f(ctx)
-	}, cancel)
-	return err
-}
-
-func retryValue[T comparable, V any](q *Queue[T], op string, f func(ctx context.Context) (V, error), cancel ...<-chan struct{}) (V, error) {
-	var stop <-chan struct{}
-	if len(cancel) > 0 {
-		stop = cancel[0]
-	}
-	for attempt := 0; ; attempt++ {
-		v, err := f(context.Background())
-		if err == nil || !isOutage(err) {
-			if attempt > 0 && err == nil {
-				q.logger.Info("workqueue: Redis reachable again", "op", op, "attempts", attempt+1)
-			}
-			return v, err
-		}
-		if attempt%20 == 0 {
-			q.logger.Warn("workqueue: Redis unreachable, retrying", "op", op, "attempt", attempt+1, "err", err)
-		}
-		if !q.sleepBackoff(attempt, stop) {
-			return v, err
-		}
-	}
-}
-
-// sleepBackoff waits before retry number attempt+1: 10ms doubling up to
-// 1s. It returns false if stop was closed first.
-func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
-	wait := 10 * time.Millisecond << min(attempt, 7)
-	wait = min(wait, time.Second)
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-stop:
-		return false
-	}
-}
-
-// isOutage reports whether err may go away by itself: a network error or
-// timeout, a connection refused, reset or closed by the server, a full
-// connection pool, or a server that is loading, read-only, failing over,
-// out of memory, unable to persist or out of connections.
-// Errors of a script, of the arguments or of the codec, a closed client and
-// an ended context are not.
-func isOutage(err error) bool {
-	var netErr net.Error
-	switch {
-	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return false
-	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, redis.ErrPoolTimeout):
-		return true
-	}
-	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "OOM", "MISCONF", "ERR max number of clients"} {
-		if redis.HasErrorPrefix(err, prefix) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,0 +1,216 @@
+package redisqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// holding is the lease on one item this handle handed out.
+type holding struct {
+	token   string
+	since   time.Time // handed out, on the handle's clock
+	renewed time.Time // when the last grant or extension that succeeded was sent
+	lost    bool      // an extension found the lease reclaimed
+	// finishing: a Done is running the done script, which may have ended
+	// the lease on the server before the handle releases it.
+	finishing bool
+}
+
+// Done marks item as done processing: if it was added meanwhile, by any
+// handle, it is queued again. Done for an item this handle does not hold
+// does nothing. It retries while Redis is unreachable until the item's
+// lease runs out; past that, the item is handed out again anyway.
+//
+// Done names the item, not the lease: if this handle lost an item's lease
+// (Redis unreachable for longer than LeaseDuration) and then got the item
+// again for another worker, the first worker's late Done ends the second
+// worker's lease.
+func (q *Queue[T]) Done(item T) {
+	err := q.done(context.Background(), item, true)
+	switch {
+	case err == nil || errors.Is(err, ErrNotHeld):
+	case errors.Is(err, ErrLeaseLost):
+		q.logger.Warn("workqueue: Done after the lease was lost; the item was handed out again", "item", fmt.Sprint(item))
+	default:
+		q.logger.Error("workqueue: Done failed; the item is handed out again when its lease expires", "item", fmt.Sprint(item), "err", err)
+	}
+}
+
+// DoneContext is Done without retries. It returns ErrNotHeld for an item
+// this handle does not hold, ErrLeaseLost if the lease was reclaimed
+// (nothing changed), or Redis's error, in which case the item is still
+// held and DoneContext may be called again.
+func (q *Queue[T]) DoneContext(ctx context.Context, item T) error {
+	return q.done(ctx, item, false)
+}
+
+func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
+	key, err := q.encode(item)
+	if err != nil {
+		return ErrNotHeld
+	}
+	q.mu.Lock()
+	h := q.held[key]
+	var lost bool
+	if h != nil {
+		lost = h.lost
+		h.finishing = !lost
+	}
+	q.mu.Unlock()
+	if h == nil {
+		return ErrNotHeld
+	}
+	if lost {
+		q.release(key, h)
+		return ErrLeaseLost
+	}
+	var outcome int64
+	run := func(ctx context.Context) error {
+		res, err := doneScript.Run(ctx, q.client, q.keys.all, q.now(), key, h.token).Int64Slice()
+		if err == nil {
+			outcome = res[0]
+			q.metrics.setDepth(res[1])
+		}
+		return err
+	}
+	err = run(ctx)
+	for attempt := 0; retry && err != nil && isOutage(err); attempt++ {
+		q.mu.Lock()
+		expired := q.clock.Since(h.renewed) >= q.lease
+		q.mu.Unlock()
+		if expired {
+			break
+		}
+		q.sleepBackoff(attempt, nil)
+		err = run(ctx)
+	}
+	if err != nil {
+		if retry {
+			q.release(key, h)
+		} else {
+			// Still held: DoneContext may be called again, and until then
+			// the extensions judge this lease as any other.
+			q.mu.Lock()
+			h.finishing = false
+			q.mu.Unlock()
+		}
+		return err
+	}
+	q.release(key, h)
+	if outcome < 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// release forgets the lease h on key, if it is still the one held.
+func (q *Queue[T]) release(key string, h *holding) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.held[key] != h {
+		return
+	}
+	delete(q.held, key)
+	q.metrics.done(q.clock.Since(h.since))
+	q.checkIdleLocked()
+}
+
+// keep extends the leases of the items this handle holds every third of
+// the lease, and refreshes the unfinished-work metrics. It stops once the
+// handle is shut down and holds nothing.
+func (q *Queue[T]) keep() {
+	defer close(q.keeperDone)
+	extend := q.clock.NewTicker(q.lease / 3)
+	defer extend.Stop()
+	var refresh <-chan time.Time
+	if q.metrics.enabled {
+		t := q.clock.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		refresh = t.C()
+	}
+	for {
+		select {
+		case <-extend.C():
+			q.extendLeases()
+		case <-refresh:
+			q.refreshUnfinished()
+		case <-q.idleCh:
+			return
+		}
+	}
+}
+
+// extendLeases extends every lease held, in batches of one script each,
+// and marks those found reclaimed as lost.
+func (q *Queue[T]) extendLeases() {
+	q.mu.Lock()
+	type lease struct {
+		key string
+		h   *holding
+	}
+	leases := make([]lease, 0, len(q.held))
+	for key, h := range q.held {
+		if !h.lost {
+			leases = append(leases, lease{key, h})
+		}
+	}
+	q.mu.Unlock()
+	const batch = 256
+	for start := 0; start < len(leases); start += batch {
+		part := leases[start:min(start+batch, len(leases))]
+		args := []any{q.now(), q.lease.Milliseconds()}
+		for _, l := range part {
+			args = append(args, l.key, l.h.token)
+		}
+		sent := q.clock.Now()
+		lost, err := extendScript.Run(context.Background(), q.client, q.keys.all, args...).StringSlice()
+		if err != nil {
+			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "err", err)
+			return
+		}
+		lostKeys := make(map[string]bool, len(lost))
+		for _, key := range lost {
+			lostKeys[key] = true
+		}
+		// A lease that a Done ended after the snapshot above, or is ending,
+		// is gone from Redis too, and the script cannot tell it from a
+		// reclaimed one: only holdings still held and not being Done count
+		// as lost. A Done that finds its lease reclaimed says so itself.
+		reallyLost := 0
+		q.mu.Lock()
+		for _, l := range part {
+			switch {
+			case q.held[l.key] != l.h:
+			case lostKeys[l.key]:
+				if !l.h.finishing {
+					l.h.lost = true
+					reallyLost++
+				}
+			default:
+				// Extended, also while a Done runs: a Done that retries
+				// through an outage gives up when this lease runs out.
+				l.h.renewed = sent
+			}
+		}
+		q.mu.Unlock()
+		if reallyLost > 0 {
+			q.logger.Warn("workqueue: leases lost while processing; those items were handed out again", "count", reallyLost)
+		}
+	}
+}
+
+func (q *Queue[T]) refreshUnfinished() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.clock.Now()
+	var total, longest time.Duration
+	for _, h := range q.held {
+		d := now.Sub(h.since)
+		total += d
+		longest = max(longest, d)
+	}
+	q.metrics.unfinished.Set(total.Seconds())
+	q.metrics.longest.Set(longest.Seconds())
+}

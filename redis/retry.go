@@ -1,0 +1,84 @@
+package redisqueue
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// retry runs op until it succeeds, fails for another reason than an
+// outage, or cancel is closed, waiting with a capped exponential backoff
+// between tries. It logs the first failure and every twentieth.
+func (q *Queue[T]) retry(op string, cancel <-chan struct{}, f func(ctx context.Context) error) error {
+	_, err := retryValue(q, op, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f(ctx)
+	}, cancel)
+	return err
+}
+
+func retryValue[T comparable, V any](q *Queue[T], op string, f func(ctx context.Context) (V, error), cancel ...<-chan struct{}) (V, error) {
+	var stop <-chan struct{}
+	if len(cancel) > 0 {
+		stop = cancel[0]
+	}
+	for attempt := 0; ; attempt++ {
+		v, err := f(context.Background())
+		if err == nil || !isOutage(err) {
+			if attempt > 0 && err == nil {
+				q.logger.Info("workqueue: Redis reachable again", "op", op, "attempts", attempt+1)
+			}
+			return v, err
+		}
+		if attempt%20 == 0 {
+			q.logger.Warn("workqueue: Redis unreachable, retrying", "op", op, "attempt", attempt+1, "err", err)
+		}
+		if !q.sleepBackoff(attempt, stop) {
+			return v, err
+		}
+	}
+}
+
+// sleepBackoff waits before retry number attempt+1: 10ms doubling up to
+// 1s. It returns false if stop was closed first.
+func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
+	wait := 10 * time.Millisecond << min(attempt, 7)
+	wait = min(wait, time.Second)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+// isOutage reports whether err may go away by itself: a network error or
+// timeout, a connection refused, reset or closed by the server, a full
+// connection pool, or a server that is loading, read-only, failing over,
+// out of memory, unable to persist or out of connections.
+// Errors of a script, of the arguments or of the codec, a closed client and
+// an ended context are not.
+func isOutage(err error) bool {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return false
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, redis.ErrPoolTimeout):
+		return true
+	}
+	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "OOM", "MISCONF", "ERR max number of clients"} {
+		if redis.HasErrorPrefix(err, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
