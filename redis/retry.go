@@ -44,14 +44,13 @@ func retryValue[T comparable, V any](q *Queue[T], op string, f func(ctx context.
 }
 
 // sleepBackoff waits before retry number attempt+1: 10ms doubling up to
-// 1s. It returns false if stop was closed first.
+// 1s on the handle's clock, as every other wait of the handle. It returns
+// false if stop was closed first.
 func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
-	wait := 10 * time.Millisecond << min(attempt, 7)
-	wait = min(wait, time.Second)
-	t := time.NewTimer(wait)
+	t := q.clock.NewTimer(backoff(attempt))
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-stop:
 		return false
@@ -82,3 +81,8 @@ func isOutage(err error) bool {
 	return false
 }
 
+// backoff is the wait before retry number attempt+1: 10ms doubling up to
+// 1s.
+func backoff(attempt int) time.Duration {
+	return min(10*time.Millisecond<<min(attempt, 7), time.Second)
+}
