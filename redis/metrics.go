@@ -37,18 +37,27 @@ func newHandleMetrics(provider workqueue.MetricsProvider, name string) *handleMe
 		return m
 	}
 	m.enabled = true
-	// A depth gauge that can only go up and down cannot show a count that
-	// other processes change; it is left out.
+	// A nil metric from the provider means that metric is off. A depth
+	// gauge that can only go up and down cannot show a count that other
+	// processes change; it is left out too.
 	if depth, ok := provider.NewDepthMetric(name).(workqueue.SettableGaugeMetric); ok {
 		m.depth = depth
 	}
-	m.adds = provider.NewAddsMetric(name)
-	m.retries = provider.NewRetriesMetric(name)
-	m.latency = provider.NewLatencyMetric(name)
-	m.workDuration = provider.NewWorkDurationMetric(name)
-	m.unfinished = provider.NewUnfinishedWorkSecondsMetric(name)
-	m.longest = provider.NewLongestRunningProcessorSecondsMetric(name)
+	m.adds = orNoop(provider.NewAddsMetric(name), m.adds)
+	m.retries = orNoop(provider.NewRetriesMetric(name), m.retries)
+	m.latency = orNoop(provider.NewLatencyMetric(name), m.latency)
+	m.workDuration = orNoop(provider.NewWorkDurationMetric(name), m.workDuration)
+	m.unfinished = orNoop(provider.NewUnfinishedWorkSecondsMetric(name), m.unfinished)
+	m.longest = orNoop(provider.NewLongestRunningProcessorSecondsMetric(name), m.longest)
 	return m
+}
+
+// orNoop returns metric, or noop if the provider returned nil for it.
+func orNoop[M any](metric, noop M) M {
+	if any(metric) == nil {
+		return noop
+	}
+	return metric
 }
 
 // added records an add script's outcome: 1 queued and 2 marked count as
