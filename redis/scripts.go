@@ -45,11 +45,15 @@ type queueKeys struct {
 	prefix string
 }
 
+// keyParts names a queue's keys in the order of KEYS in the scripts: the
+// prelude binds KEYS[i+1] to the upper-case keyParts[i], which a test
+// checks.
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds"}
+
 func newQueueKeys(name string) queueKeys {
 	prefix := "wq:{" + name + "}:"
-	parts := []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds"}
-	all := make([]string, len(parts))
-	for i, part := range parts {
+	all := make([]string, len(keyParts))
+	for i, part := range keyParts {
 		all[i] = prefix + part
 	}
 	return queueKeys{all: all, ready: all[0], signal: all[6], fails: all[7], prefix: prefix}
