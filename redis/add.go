@@ -2,7 +2,10 @@ package redisqueue
 
 import (
 	"context"
+	"slices"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/go-workqueue/workqueue"
 )
@@ -18,7 +21,10 @@ func (q *Queue[T]) Add(item T) {
 }
 
 // AddContext is Add without retries: it returns Redis's error, the codec's,
-// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown.
+// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown. ctx ends the
+// wait only until the add is sent with the handle's next script of adds;
+// once sent, it returns when Redis has answered (go-redis's timeouts bound
+// that), so that nil means the item is in Redis.
 func (q *Queue[T]) AddContext(ctx context.Context, item T) error {
 	return q.AddAfterContext(ctx, item, 0)
 }
@@ -80,22 +86,132 @@ func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, 
 	}
 }
 
+// AddBatch adds every item as Add does, with one script for each
+// maxBatch (256) items instead of one each: the items of one script are
+// added at one instant, in order, and the scripts run one after the other.
+// After ShutDown it does nothing. It retries each script while Redis is
+// unreachable; an item that cannot be encoded or is too large is logged
+// and dropped, and the others are added.
+func (q *Queue[T]) AddBatch(items []T) {
+	if q.ShuttingDown() {
+		return
+	}
+	keys := make([]string, 0, len(items))
+	for _, item := range items {
+		key, err := q.encode(item)
+		if err != nil {
+			q.logger.Error("workqueue: item dropped", "op", "AddBatch", "err", err)
+			continue
+		}
+		keys = append(keys, key)
+	}
+	for part := range slices.Chunk(keys, maxBatch) {
+		err := q.retry("AddBatch", q.stopCh, func(ctx context.Context) error { return q.addKeys(ctx, part) })
+		if err != nil {
+			q.logger.Error("workqueue: items dropped", "op", "AddBatch", "count", len(part), "first", part[0], "err", err)
+		}
+	}
+}
+
+// AddBatchContext is AddBatch without retries: it encodes every item
+// first and returns the codec's error or ErrKeyTooLarge without adding
+// any; else it runs the scripts in order and returns the first error of
+// Redis, after which the items of the scripts before were added and the
+// rest may or may not be. It returns workqueue.ErrShutDown after ShutDown.
+func (q *Queue[T]) AddBatchContext(ctx context.Context, items []T) error {
+	if q.ShuttingDown() {
+		return workqueue.ErrShutDown
+	}
+	keys := make([]string, len(items))
+	for i, item := range items {
+		key, err := q.encode(item)
+		if err != nil {
+			return err
+		}
+		keys[i] = key
+	}
+	for part := range slices.Chunk(keys, maxBatch) {
+		if err := q.addKeys(ctx, part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addCall is one add for the add script: a key and its delay in ms, added
+// at once when not positive.
+type addCall struct {
+	key   string
+	delay int64
+}
+
+// addKey adds key after delay with the next batch of this handle's
+// concurrent adds. ctx bounds only the wait for a batch to start: a call
+// in a batch that runs is waited for (go-redis's timeouts bound it), so
+// that an add that returns nil is in Redis.
 func (q *Queue[T]) addKey(ctx context.Context, key string, delay time.Duration) error {
-	res, err := addScript.Run(ctx, q.client, q.keys.all, q.now(), key, delay.Milliseconds()).Int64Slice()
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	q.metrics.added(res[0], res[1])
-	return nil
+	_, err := q.adds.do(addCall{key, delay.Milliseconds()})
+	return err
+}
+
+// addKeys adds keys, at most maxBatch, in one script.
+func (q *Queue[T]) addKeys(ctx context.Context, keys []string) error {
+	calls := make([]addCall, len(keys))
+	for i, key := range keys {
+		calls[i] = addCall{key: key}
+	}
+	_, err := q.runAdds(ctx, calls)
+	return err
+}
+
+// runAdds runs one add script with calls and returns each one's outcome.
+func (q *Queue[T]) runAdds(ctx context.Context, calls []addCall) ([]int64, error) {
+	outcomes, err := runPairs(ctx, q, addScript, "add", calls, func(c addCall) (any, any) { return c.key, c.delay })
+	for _, outcome := range outcomes {
+		q.metrics.added(outcome)
+	}
+	return outcomes, err
+}
+
+// runPairs runs script, whose ARGV is the time and then two values for
+// each call (pair gives them), and whose reply is the queue's depth and
+// then one integer for each call. It returns those integers.
+func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], script *redis.Script, name string, calls []C, pair func(C) (any, any)) ([]int64, error) {
+	args := make([]any, 0, 1+2*len(calls))
+	args = append(args, q.now())
+	for _, c := range calls {
+		a, b := pair(c)
+		args = append(args, a, b)
+	}
+	res, err := script.Run(ctx, q.client, q.keys.all, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	r := replyReader{script: name}
+	reply := r.ints(res, 1+len(calls), "the reply")
+	if r.err != nil {
+		return nil, r.err
+	}
+	q.metrics.setDepth(reply[0])
+	return reply[1:], nil
 }
 
 func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
 	args := append([]any{q.now(), key}, q.limit...)
-	res, err := rateLimitedScript.Run(ctx, q.client, q.keys.all, args...).Int64Slice()
+	res, err := rateLimitedScript.Run(ctx, q.client, q.keys.all, args...).Result()
 	if err != nil {
 		return err
 	}
+	r := replyReader{script: "ratelimited"}
+	reply := r.ints(res, 3, "the reply")
+	if r.err != nil {
+		return r.err
+	}
 	q.metrics.retries.Inc()
-	q.metrics.added(res[0], res[1])
+	q.metrics.added(reply[0])
+	q.metrics.setDepth(reply[1])
 	return nil
 }

@@ -190,28 +190,71 @@ func (q *Queue[T]) passOn() {
 	}
 }
 
-// take runs the get script once. It returns the item handed out, or else
-// how long to wait for the next delayed item to be due (-1: none,
-// wait for a signal; 0: look again at once).
+// grant is what the get script gave one Get: a key under a lease, or, if
+// none was ready, how long until the next delayed key is due.
+type grant struct {
+	key, token string
+	queuedFor  time.Duration
+	ok         bool          // a key was leased
+	wait       time.Duration // without a key: -1 none waits, else the time until one is due
+}
+
+// runTakes runs one get script for the Gets whose nonces are given, and
+// returns each one's grant.
+func (q *Queue[T]) runTakes(nonces []string) ([]grant, error) {
+	args := make([]any, 0, 2+len(nonces))
+	args = append(args, q.now(), q.lease.Milliseconds())
+	for _, nonce := range nonces {
+		args = append(args, nonce)
+	}
+	res, err := getScript.Run(context.Background(), q.client, q.keys.all, args...).Result()
+	if err != nil {
+		return nil, err
+	}
+	r := replyReader{script: "get"}
+	reply := r.array(res, 3+len(nonces), "the reply")
+	depth := r.int(reply[0], "depth")
+	reclaimed := r.int(reply[1], "reclaimed")
+	wait := time.Duration(r.int(reply[2], "wait")) * time.Millisecond
+	if wait < 0 {
+		wait = -1
+	}
+	grants := make([]grant, len(nonces))
+	for i, v := range reply[3 : 3+len(nonces)] {
+		if n, ok := v.(int64); ok && n == 0 {
+			grants[i] = grant{wait: wait}
+			continue
+		}
+		g := r.array(v, 3, "a grant")
+		grants[i] = grant{
+			key:       r.str(g[0], "a grant's key"),
+			token:     r.str(g[1], "a grant's token"),
+			queuedFor: time.Duration(max(r.int(g[2], "a grant's queueing time"), 0)) * time.Millisecond,
+			ok:        true,
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	q.metrics.setDepth(depth)
+	q.logReclaimed(reclaimed)
+	return grants, nil
+}
+
+// take runs the get script once for this Get, with the next batch of this
+// handle's Gets. It returns the item handed out, or else how long to wait
+// for the next delayed item to be due (-1: none, wait for a signal; 0:
+// look again at once).
 func (q *Queue[T]) take(nonce string) (*T, time.Duration, error) {
 	ctx := context.Background()
-	res, err := getScript.Run(ctx, q.client, q.keys.all, q.now(), q.lease.Milliseconds(), nonce).Slice()
+	g, err := q.takes.do(nonce)
 	if err != nil {
 		return nil, 0, err
 	}
-	if res[0].(int64) == 0 {
-		q.logReclaimed(res[2].(int64))
-		wait := res[1].(int64)
-		if wait < 0 {
-			return nil, -1, nil
-		}
-		return nil, time.Duration(wait) * time.Millisecond, nil
+	if !g.ok {
+		return nil, g.wait, nil
 	}
-	key := res[1].(string)
-	token := res[2].(string)
-	queuedFor := time.Duration(max(res[3].(int64), 0)) * time.Millisecond
-	q.metrics.setDepth(res[4].(int64))
-	q.logReclaimed(res[5].(int64))
+	key, token := g.key, g.token
 
 	item, err := q.codec.Decode(key)
 	if err != nil {
@@ -241,7 +284,7 @@ func (q *Queue[T]) take(nonce string) (*T, time.Duration, error) {
 	// holding alone.
 	q.held[key] = &holding{token: token, since: now, renewed: now}
 	q.mu.Unlock()
-	q.metrics.handedOut(queuedFor)
+	q.metrics.handedOut(g.queuedFor)
 	return &item, 0, nil
 }
 

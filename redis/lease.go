@@ -42,6 +42,7 @@ func (q *Queue[T]) Done(item T) {
 // this handle does not hold, ErrLeaseLost if the lease was reclaimed
 // (nothing changed), or Redis's error, in which case the item is still
 // held and DoneContext may be called again.
+// As with AddContext, ctx ends the wait only until the Done is sent.
 func (q *Queue[T]) DoneContext(ctx context.Context, item T) error {
 	return q.done(ctx, item, false)
 }
@@ -68,11 +69,13 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 	}
 	var outcome int64
 	run := func(ctx context.Context) error {
-		res, err := doneScript.Run(ctx, q.client, q.keys.all, q.now(), key, h.token).Int64Slice()
-		if err == nil {
-			outcome = res[0]
-			q.metrics.setDepth(res[1])
+		// Once in a batch, the call is waited for, so that its outcome
+		// is known: see addKey.
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		var err error
+		outcome, err = q.dones.do(doneCall{key, h.token})
 		return err
 	}
 	err = run(ctx)
@@ -103,6 +106,15 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 		return ErrLeaseLost
 	}
 	return nil
+}
+
+// doneCall is one Done for the done script: a key and its lease's token.
+type doneCall struct{ key, token string }
+
+// runDones runs one done script with calls and returns each one's
+// outcome.
+func (q *Queue[T]) runDones(calls []doneCall) ([]int64, error) {
+	return runPairs(context.Background(), q, doneScript, "done", calls, func(c doneCall) (any, any) { return c.key, c.token })
 }
 
 // release forgets the lease h on key, if it is still the one held.

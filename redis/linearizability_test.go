@@ -36,9 +36,10 @@ const (
 	linLen
 	linGet
 	linDone
+	linAddBatch // AddBatch of key and then the other key
 )
 
-var linOpNames = [...]string{"Add", "AddRateLimited", "Forget", "NumRequeues", "Len", "Get", "Done"}
+var linOpNames = [...]string{"Add", "AddRateLimited", "Forget", "NumRequeues", "Len", "Get", "Done", "AddBatch"}
 
 type linInput struct {
 	op  linOp
@@ -75,6 +76,8 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	switch in.op {
 	case linAdd:
 		return true, s.add(in.key)
+	case linAddBatch:
+		return true, s.add(in.key).add(linKeys - 1 - in.key)
 	case linAddRateLimited:
 		s.failures[in.key]++
 		return true, s.add(in.key)
@@ -134,25 +137,39 @@ var linModel = porcupine.Model{
 func TestLinearizability(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	histories := 300
-	if testing.Short() {
-		histories = 60
+	tests := []struct {
+		name      string
+		handles   int
+		histories int
+	}{
+		// Two goroutines on each handle: their calls may share scripts.
+		{name: "2 handles", handles: 2, histories: 300},
+		// All four on one handle: most calls made at once share a script.
+		{name: "1 handle", handles: 1, histories: 150},
 	}
-	for h := range histories {
-		seed := rand.Uint64()
-		name := fmt.Sprintf("lin-%d-%d", h, queueSeq.Add(1))
-		handles := []*Queue[string]{
-			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
-			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
-		}
-		ops := runLinHistory(t, handles, seed)
-		for _, q := range handles {
-			q.ShutDownWithDrain()
-		}
-		result := porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second)
-		require.Equal(t, porcupine.Ok, result, "history %d (seed %d) is not linearizable:\n%s", h, seed, formatLinHistory(ops))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			histories := tt.histories
+			if testing.Short() {
+				histories /= 5
+			}
+			for h := range histories {
+				seed := rand.Uint64()
+				name := fmt.Sprintf("lin-%d-%d", h, queueSeq.Add(1))
+				handles := make([]*Queue[string], tt.handles)
+				for i := range handles {
+					handles[i] = New(client, name, Options[string]{RateLimit: &RateLimit{}})
+				}
+				ops := runLinHistory(t, handles, seed)
+				for _, q := range handles {
+					q.ShutDownWithDrain()
+				}
+				result := porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second)
+				require.Equal(t, porcupine.Ok, result, "history %d (seed %d) is not linearizable:\n%s", h, seed, formatLinHistory(ops))
+			}
+			t.Logf("%d histories of 4 goroutines on %d handles making 12 calls each (and the Dones they owe) are linearizable", histories, tt.handles)
+		})
 	}
-	t.Logf("%d histories of 4 goroutines making 12 calls each (and the Dones they owe) are linearizable", histories)
 }
 
 func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcupine.Operation {
@@ -176,7 +193,7 @@ func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcup
 			for i := 0; i < 12 || len(held) > 0; i++ {
 				key := int8(rng.IntN(linKeys))
 				name := string(rune('a' + key))
-				op := linOp(rng.IntN(7))
+				op := linOp(rng.IntN(8))
 				if i >= 12 {
 					op = linDone // finish what this goroutine holds
 				}
@@ -184,6 +201,12 @@ func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcup
 				case linAdd:
 					record(linInput{linAdd, key}, func() linOutput {
 						require.NoError(t, q.AddContext(context.Background(), name))
+						return linOutput{}
+					})
+				case linAddBatch:
+					other := string(rune('a' + linKeys - 1 - key))
+					record(linInput{linAddBatch, key}, func() linOutput {
+						require.NoError(t, q.AddBatchContext(context.Background(), []string{name, other}))
 						return linOutput{}
 					})
 				case linAddRateLimited:
@@ -274,6 +297,10 @@ func TestLinearizabilityModelRejects(t *testing.T) {
 		{"lost wakeup", []porcupine.Operation{
 			op(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
 			op(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
+		}},
+		{"batch seen half added", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
+			op(1, 2, 3, linInput{linLen, -1}, linOutput{n: 1}),
 		}},
 		{"fifo inverted", []porcupine.Operation{
 			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),

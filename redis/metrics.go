@@ -60,13 +60,12 @@ func orNoop[M any](metric, noop M) M {
 	return metric
 }
 
-// added records an add script's outcome: 1 queued and 2 marked count as
-// adds, as client-go counts an item put in its dirty set.
-func (m *handleMetrics) added(outcome, depth int64) {
+// added records an add's outcome: 1 queued and 2 marked count as adds, as
+// client-go counts an item put in its dirty set.
+func (m *handleMetrics) added(outcome int64) {
 	if outcome == 1 || outcome == 2 {
 		m.adds.Inc()
 	}
-	m.setDepth(depth)
 }
 
 func (m *handleMetrics) setDepth(depth int64) {

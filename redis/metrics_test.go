@@ -89,7 +89,8 @@ func TestNilMetricIsOff(t *testing.T) {
 			}
 			m := newHandleMetrics(p, "q")
 			require.NotPanics(t, func() {
-				m.added(1, 3)
+				m.added(1)
+				m.setDepth(3)
 				m.retries.Inc()
 				m.handedOut(0)
 				m.done(0)

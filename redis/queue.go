@@ -63,6 +63,14 @@ var (
 // item the codec rejects, a key over MaxKeyBytes, a script error, such as
 // on a Redis older than 6.2) is logged at error level with its key.
 //
+// Calls that a handle's goroutines make at the same time share scripts,
+// one round trip instead of one each: concurrent adds run as one script,
+// concurrent Dones as one, and concurrent Gets as one that leases a key to
+// each of them (never more keys than Gets waiting). Each call returns only
+// once the script that carries it has run, so an add that returned is in
+// Redis, and each call takes effect at one instant within it, as alone.
+// AddBatch adds a list of items with one script per 256.
+//
 // ShutDown is the handle's: its Gets return at once (items still queued
 // stay for the other handles), its adds are ignored, and it goes on
 // extending the leases of items being processed until they are Done.
@@ -81,6 +89,11 @@ type Queue[T comparable] struct {
 	clock     clock.WithTicker
 	fakeTime  bool
 	metrics   *handleMetrics
+
+	// The scripts of concurrent calls, one batch at a time of each kind.
+	adds  *coalescer[addCall, int64]
+	takes *coalescer[string, grant]
+	dones *coalescer[doneCall, int64]
 
 	mu           sync.Mutex
 	held         map[string]*holding
@@ -182,6 +195,11 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		listenerDone: make(chan struct{}),
 		keeperDone:   make(chan struct{}),
 	}
+	q.adds = newCoalescer(maxBatch, func(calls []addCall) ([]int64, error) {
+		return q.runAdds(context.Background(), calls)
+	})
+	q.takes = newCoalescer(maxBatch, q.runTakes)
+	q.dones = newCoalescer(maxBatch, q.runDones)
 	go q.listen()
 	go q.keep()
 	return q

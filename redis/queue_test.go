@@ -152,7 +152,7 @@ func TestMatchesInMemoryQueue(t *testing.T) {
 				q := rng.IntN(handles)
 				key := keys[rng.IntN(len(keys))]
 				where := fmt.Sprintf("seed %d, op %d", seed, i)
-				switch rng.IntN(9) {
+				switch rng.IntN(10) {
 				case 0, 1:
 					qs[q].Add(key)
 					ref.Add(key)
@@ -179,6 +179,12 @@ func TestMatchesInMemoryQueue(t *testing.T) {
 					got := getNow(t, qs[q])
 					require.Equal(t, want, got, where)
 					held[got] = q
+				case 9:
+					batch := []string{key, keys[rng.IntN(len(keys))], keys[rng.IntN(len(keys))]}
+					qs[q].AddBatch(batch)
+					for _, item := range batch {
+						ref.Add(item)
+					}
 				case 8:
 					for item, h := range held {
 						qs[h].Done(item)

@@ -303,8 +303,13 @@ func (h loseFirstGrant) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if !ok || err != nil || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
 			return err
 		}
-		// Only the get script answers a grant with six values.
-		if res, _ := c.Slice(); len(res) == 6 && res[0] == int64(1) && h.done.CompareAndSwap(false, true) {
+		// Only the get script answers with grants, arrays from the fourth
+		// value on.
+		res, _ := c.Slice()
+		if len(res) < 4 {
+			return err
+		}
+		if _, grant := res[3].([]any); grant && h.done.CompareAndSwap(false, true) {
 			cmd.SetErr(io.ErrUnexpectedEOF)
 			return io.ErrUnexpectedEOF
 		}

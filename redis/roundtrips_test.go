@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -40,6 +41,86 @@ func TestRoundTripsWithBacklog(t *testing.T) {
 	// fails, and the connection's handshake sends one pipeline of CLIENT
 	// SETINFO.
 	require.LessOrEqual(t, sent.Load(), int64(2*keys+2+1), "round trips for %d Get+Done", keys)
+}
+
+// TestRoundTripsBatched checks that concurrent calls of one handle share
+// scripts: adds from 16 goroutines, Gets and Dones of 16 workers, and
+// AddBatch, one script for each 256 keys.
+func TestRoundTripsBatched(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	const keys, workers = 2000, 16
+	client := s.Client()
+	var sent atomic.Int64
+	client.AddHook(countingHook{&sent})
+	q := newTestQueue(t, client, Options[string]{})
+
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range workers {
+		wg.Go(func() {
+			for i := next.Add(1); i <= keys; i = next.Add(1) {
+				require.NoError(t, q.AddContext(context.Background(), fmt.Sprint(i)))
+			}
+		})
+	}
+	wg.Wait()
+	added := sent.Swap(0)
+	next.Store(keys)
+
+	for range workers {
+		wg.Go(func() {
+			for next.Add(-1) >= 0 { // one Get for each key
+				item, err := q.GetContext(context.Background())
+				require.NoError(t, err)
+				require.NoError(t, q.DoneContext(context.Background(), item))
+			}
+		})
+	}
+	wg.Wait()
+	drained := sent.Swap(0)
+	require.Equal(t, 0, q.Len())
+
+	items := make([]string, keys)
+	for i := range items {
+		items[i] = fmt.Sprint("batch", i)
+	}
+	scripts := &scriptCounter{script: addScript}
+	client.AddHook(scripts)
+	require.NoError(t, q.AddBatchContext(context.Background(), items))
+	batched := scripts.n.Load()
+
+	t.Logf("round trips per key: %.3f per Add from %d goroutines, %.3f per Get+Done of %d workers, %.3f per key of AddBatch",
+		float64(added)/keys, workers, float64(drained)/keys, workers, float64(batched)/keys)
+	// Far from 1 and 2, with a margin for a loaded machine: a batch
+	// forms while the one before runs.
+	require.Less(t, float64(added)/keys, 0.5, "round trips per Add from %d goroutines", workers)
+	require.Less(t, float64(drained)/keys, 1.0, "round trips per Get+Done of %d workers", workers)
+	require.Equal(t, int64((keys+maxBatch-1)/maxBatch), batched, "add scripts of AddBatch of %d keys", keys)
+	require.Equal(t, keys, q.Len())
+	for range keys {
+		require.NoError(t, q.DoneContext(context.Background(), getNow(t, q)))
+	}
+}
+
+// scriptCounter counts the runs of one script.
+type scriptCounter struct {
+	script *redis.Script
+	n      atomic.Int64
+}
+
+func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == h.script.Hash() {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 var _ redis.Hook = countingHook{}

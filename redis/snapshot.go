@@ -37,16 +37,48 @@ func (q *Queue[T]) Snapshot(n int) workqueue.Snapshot[T] {
 func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapshot[T], error) {
 	n = min(max(n, 0), maxSnapshotItems)
 	snap := workqueue.Snapshot[T]{ShuttingDown: q.ShuttingDown()}
-	res, err := snapshotScript.Run(ctx, q.client, q.keys.all, q.now(), n).Slice()
+	res, err := snapshotScript.Run(ctx, q.client, q.keys.all, q.now(), n).Result()
 	if err != nil {
 		return snap, err
 	}
-	snap.Taken = time.UnixMilli(res[0].(int64))
-	snap.Depth = int(res[1].(int64))
-	snap.Processing = int(res[3].(int64))
-	snap.Waiting = int(res[6].(int64))
-	snap.Adds = uint64(res[8].(int64))
-	failures := res[9].([]any)
+	r := replyReader{script: "snapshot"}
+	reply := r.array(res, 10, "the reply")
+	taken := r.int(reply[0], "now")
+	depth := r.int(reply[1], "depth")
+	queued := r.array(reply[2], 0, "the queued keys")
+	processing := r.int(reply[3], "the leased count")
+	leased := r.array(reply[4], 0, "the leased keys")
+	marked := r.array(reply[5], len(leased)/2, "the marks")
+	waiting := r.int(reply[6], "the delayed count")
+	delayed := r.array(reply[7], 0, "the delayed keys")
+	adds := r.int(reply[8], "adds")
+	failures := r.array(reply[9], 0, "the failure counts")
+	// Every element, before any is used, so that a bad reply returns an
+	// error and no half-filled snapshot.
+	for _, key := range queued {
+		r.str(key, "a queued key")
+	}
+	for _, pairs := range [][]any{leased, delayed} {
+		for _, v := range pairs {
+			r.str(v, "a key or score")
+		}
+	}
+	for _, v := range marked {
+		r.int(v, "a mark")
+	}
+	for _, v := range failures {
+		if v != nil {
+			r.str(v, "a failure count")
+		}
+	}
+	if r.err != nil {
+		return snap, r.err
+	}
+	snap.Taken = time.UnixMilli(taken)
+	snap.Depth = int(depth)
+	snap.Processing = int(processing)
+	snap.Waiting = int(waiting)
+	snap.Adds = uint64(adds)
 	listed := 0
 	// failed records the failure count of the next listed key, in the
 	// script's order: queued, in flight, delayed.
@@ -63,7 +95,7 @@ func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapsh
 		}
 		listed++
 	}
-	for _, key := range res[2].([]any) {
+	for _, key := range queued {
 		item, err := q.codec.Decode(key.(string))
 		if err == nil {
 			snap.Queued = append(snap.Queued, item)
@@ -72,10 +104,9 @@ func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapsh
 			listed++
 		}
 	}
-	// scored decodes a ZRANGE WITHSCORES reply and calls f with each item,
-	// its score as a time, and its index.
-	scored := func(reply any, f func(item T, at time.Time, i int)) {
-		pairs := reply.([]any)
+	// scored decodes a ZRANGE WITHSCORES reply, checked above, and calls f
+	// with each item, its score as a time, and its index.
+	scored := func(pairs []any, f func(item T, at time.Time, i int)) {
 		for i := 0; i+1 < len(pairs); i += 2 {
 			item, err := q.codec.Decode(pairs[i].(string))
 			if err != nil {
@@ -87,11 +118,10 @@ func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapsh
 			failed(item)
 		}
 	}
-	marked := res[5].([]any)
-	scored(res[4], func(item T, since time.Time, i int) {
+	scored(leased, func(item T, since time.Time, i int) {
 		snap.InFlight = append(snap.InFlight, workqueue.InFlightItem[T]{Item: item, Since: since, Requeue: marked[i].(int64) == 1})
 	})
-	scored(res[7], func(item T, readyAt time.Time, _ int) {
+	scored(delayed, func(item T, readyAt time.Time, _ int) {
 		snap.Delayed = append(snap.Delayed, workqueue.DelayedItem[T]{Item: item, ReadyAt: readyAt})
 	})
 	return snap, nil

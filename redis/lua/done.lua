@@ -1,15 +1,24 @@
--- ARGV: now, key, token. Ends the lease if token still holds it; a key
--- marked while it was processed is queued again at the back. Returns
--- {outcome, depth}: 1 queued again, 0 idle, -1 the lease was lost (it
--- expired and was reclaimed): nothing changed.
-local now, key = clock(ARGV[1]), ARGV[2]
-if redis.call('HGET', TOKENS, key) ~= ARGV[3] then
-  return {-1, redis.call('LLEN', READY)}
+-- ARGV: now, then one key, token pair per Done, run in order. Ends each
+-- lease that its token still holds; a key marked while it was processed is
+-- queued again at the back. Returns {depth, outcome of each Done}: 1
+-- queued again, 0 idle, -1 the lease was lost (it expired and was
+-- reclaimed): nothing changed for that key.
+local now = clock(ARGV[1])
+local reply = {0}
+for i = 2, #ARGV, 2 do
+  local key = ARGV[i]
+  if redis.call('HGET', TOKENS, key) ~= ARGV[i + 1] then
+    reply[#reply + 1] = -1
+  else
+    end_lease(key)
+    if redis.call('HGET', STATE, key) == 'd' then
+      enqueue(key, now, false)
+      reply[#reply + 1] = 1
+    else
+      redis.call('HDEL', STATE, key)
+      reply[#reply + 1] = 0
+    end
+  end
 end
-end_lease(key)
-if redis.call('HGET', STATE, key) == 'd' then
-  enqueue(key, now, false)
-  return {1, redis.call('LLEN', READY)}
-end
-redis.call('HDEL', STATE, key)
-return {0, redis.call('LLEN', READY)}
+reply[1] = redis.call('LLEN', READY)
+return reply
