@@ -114,10 +114,15 @@ type shape struct{ procs, workers int }
 type throughput struct {
 	add, drain           time.Duration
 	addCounts, getCounts snapshot // summed over the processes
-	processed            int64
+	// serverCommands is what the server ran for the run's adds and drain,
+	// the scripts' commands included, and the watcher's few LLEN and HLEN
+	// (about one each per ms).
+	serverCommands int64
+	processed      int64
 }
 
 type results struct {
+	raw     []rawRates // one per repetition
 	runs    map[shape]map[string][]throughput
 	idle    map[string][]snapshot        // one per repetition, counted over cfg.idle
 	latency map[string][][]time.Duration // one list of samples per repetition
@@ -158,6 +163,12 @@ func run(cfg config) error {
 					perKey(t.addCounts.RoundTrips, cfg.keys), perKey(t.getCounts.RoundTrips, cfg.keys))
 			}
 		}
+		raw, err := measureRaw(srv.Addr)
+		if err != nil {
+			return err
+		}
+		res.raw = append(res.raw, raw)
+		fmt.Fprintf(cfg.progress, "rep %d: redis-benchmark, 16 clients: SET %.0f/s, pipelined 16 deep %.0f/s, 3-command script %.0f/s\n", rep+1, raw.set, raw.setPipelined, raw.script)
 		for j := range impls {
 			impl := impls[(rep+j)%len(impls)]
 			if cfg.idle > 0 {
@@ -274,6 +285,10 @@ func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys 
 		return t, err
 	}
 
+	commandsBefore, err := serverCommands(ctx, watch)
+	if err != nil {
+		return t, err
+	}
 	start := time.Now()
 	added, err := tell("add", "added")
 	if err != nil {
@@ -303,6 +318,11 @@ func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys 
 		time.Sleep(time.Millisecond)
 	}
 	t.drain = time.Since(start)
+	commandsAfter, err := serverCommands(ctx, watch)
+	if err != nil {
+		return t, err
+	}
+	t.serverCommands = commandsAfter - commandsBefore
 	stopped, err := tell("stop", "stopped")
 	if err != nil {
 		return t, err
@@ -445,6 +465,27 @@ func printTables(cfg config, redisVersion string, shapes []shape, res results) {
 		get := func(t throughput) float64 { return perKey(t.getCounts.RoundTrips, cfg.keys) }
 		fmt.Fprintf(w, "| %d × %d | %.3f / %.3f | %.3f / %.3f |\n", sh.procs, sh.workers,
 			medianOf(o, add), medianOf(a, add), medianOf(o, get), medianOf(a, get))
+	}
+
+	rawMedian := func(f func(rawRates) float64) float64 {
+		v := make([]float64, len(res.raw))
+		for i, r := range res.raw {
+			v[i] = f(r)
+		}
+		return median(v)
+	}
+	set, pipelined, script := rawMedian(func(r rawRates) float64 { return r.set }),
+		rawMedian(func(r rawRates) float64 { return r.setPipelined }), rawMedian(func(r rawRates) float64 { return r.script })
+	fmt.Fprintf(w, "\nThe raw limit of the same redis-server in the same run, redis-benchmark with 16 clients (medians): SET %.0f/s one at a time, %.0f/s pipelined 16 deep; a Lua script of 3 commands %.0f/s. Commands the server ran per key (INFO commandstats: the scripts' own commands, plus one per EVALSHA), and the server's command rate during the run as a fraction of the pipelined SET rate:\n\n", set, pipelined, script)
+	fmt.Fprintln(w, "| processes × workers | server commands per key: ours / asynq | ours: keys/s ÷ (pipelined SET/s ÷ 3) | ours: server commands/s ÷ pipelined SET/s |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|")
+	for _, sh := range shapes {
+		o, a := res.runs[sh][implOurs], res.runs[sh][implAsynq]
+		perKeyServer := func(t throughput) float64 { return float64(t.serverCommands) / k }
+		total := func(t throughput) float64 { return k / (t.add + t.drain).Seconds() }
+		rate := func(t throughput) float64 { return float64(t.serverCommands) / (t.add + t.drain).Seconds() }
+		fmt.Fprintf(w, "| %d × %d | %.1f / %.1f | %.3f | %.2f |\n", sh.procs, sh.workers,
+			medianOf(o, perKeyServer), medianOf(a, perKeyServer), medianOf(o, total)/(pipelined/3), medianOf(o, rate)/pipelined)
 	}
 
 	fmt.Fprintln(w, "\nCommands per key of the last repetition, by name:")

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// rawRates are the raw limits of the run's redis-server, measured with
+// redis-benchmark from 16 clients, as the queues' runs have 16 workers:
+// plain SETs one at a time and pipelined 16 deep, and a Lua script of
+// three commands (the shape of a queue's script, but short) one at a time.
+type rawRates struct {
+	set, setPipelined, script float64 // per second
+}
+
+// measureRaw runs redis-benchmark against addr.
+func measureRaw(addr string) (rawRates, error) {
+	host, port, _ := strings.Cut(addr, ":")
+	run := func(n int, extra ...string) (float64, error) {
+		args := append([]string{"-h", host, "-p", port, "-c", "16", "-n", strconv.Itoa(n), "--csv"}, extra...)
+		out, err := exec.Command("redis-benchmark", args...).Output()
+		if err != nil {
+			return 0, fmt.Errorf("redis-benchmark %v: %w", args, err)
+		}
+		// The CSV has a header line, then "test","rps",... for each test.
+		rows, err := csv.NewReader(strings.NewReader(string(out))).ReadAll()
+		if err != nil {
+			return 0, fmt.Errorf("redis-benchmark %v: %w: %q", args, err, out)
+		}
+		for _, row := range rows {
+			if len(row) >= 2 && row[0] != "test" {
+				return strconv.ParseFloat(row[1], 64)
+			}
+		}
+		return 0, fmt.Errorf("redis-benchmark %v printed no rate: %q", args, out)
+	}
+	var r rawRates
+	var err error
+	if r.set, err = run(100000, "-t", "set"); err != nil {
+		return r, err
+	}
+	if r.setPipelined, err = run(1000000, "-t", "set", "-P", "16"); err != nil {
+		return r, err
+	}
+	r.script, err = run(100000, "eval", "redis.call('SET', KEYS[1], ARGV[1]); redis.call('INCR', 'raw:n'); return redis.call('GET', KEYS[1])", "1", "raw:{k}", "v")
+	return r, err
+}
+
+// serverCommands returns how many commands the server ran since it
+// started, counted by INFO commandstats: those run by scripts included,
+// each script counting once more as its EVALSHA.
+func serverCommands(ctx context.Context, client *redis.Client) (int64, error) {
+	info, err := client.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for line := range strings.SplitSeq(info, "\n") {
+		_, stats, ok := strings.Cut(line, ":calls=")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		calls, _, _ := strings.Cut(stats, ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO commandstats: %q: %w", line, err)
+		}
+		total += n
+	}
+	return total, nil
+}
