@@ -180,7 +180,7 @@ func (w *watcher) waitFor(t *testing.T, what string, timeout time.Duration, cond
 // queueIdle reports whether the queue in Redis holds nothing: no key
 // queued, delayed, or held under a lease. With every adder finished, no
 // key can come back after that. An error (Redis restarting) is not idle.
-func queueIdle(client *redis.Client, name string) bool {
+func queueIdle(client redis.UniversalClient, name string) bool {
 	keys := newQueueKeys(name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -262,6 +262,30 @@ func allAdded(w *watcher, procs []*proc) bool {
 // the run. Were a lease still lost, the figures logged show it as "leases
 // lost by live processes", from the workers' warnings.
 func TestMultiProcess(t *testing.T) {
+	tests := []struct {
+		name  string
+		start func(t *testing.T) (client redis.UniversalClient, args []string)
+	}{
+		{name: "one redis-server", start: func(t *testing.T) (redis.UniversalClient, []string) {
+			s := redistest.Start(t, redistest.Options{})
+			return s.Client(), []string{"-redis", s.Addr}
+		}},
+		// The queue lives on one of the shards; the processes find it
+		// through the cluster as a controller would.
+		{name: "Redis Cluster", start: func(t *testing.T) (redis.UniversalClient, []string) {
+			c := redistest.StartCluster(t, redistest.ClusterOptions{Primaries: 3, Replicas: 1})
+			return c.Client(), []string{"-cluster", "-redis", strings.Join(c.Addrs(), ",")}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client, redisArgs := tt.start(t)
+			runMultiProcess(t, client, redisArgs)
+		})
+	}
+}
+
+func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []string) {
 	const (
 		keys    = 10000
 		procs   = 4
@@ -269,17 +293,16 @@ func TestMultiProcess(t *testing.T) {
 		name    = "mp"
 	)
 	start := time.Now()
-	s := redistest.Start(t, redistest.Options{})
 	bin := workerBinary(t)
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "work.log")
 	require.NoError(t, os.WriteFile(logPath, nil, 0o644))
 	w := newWatcher(t, logPath)
-	args := []string{
-		"-redis", s.Addr, "-queue", name, "-log", logPath, "-lease", "5s",
+	args := append(slices.Clone(redisArgs),
+		"-queue", name, "-log", logPath, "-lease", "5s",
 		"-keys", strconv.Itoa(keys), "-workers", strconv.Itoa(workers),
 		"-adders", "2", "-work", "10ms", "-readd", "0.05", "-add-first",
-	}
+	)
 
 	// Two processes add every key, then process; two more join once they
 	// have, adding every key again while the first two process, as
@@ -301,7 +324,6 @@ func TestMultiProcess(t *testing.T) {
 	replacementArgs[slices.Index(replacementArgs, "-adders")+1] = "0"
 	live = append(live, startProc(t, bin, dir, replacementArgs...))
 
-	client := s.Client()
 	w.waitFor(t, "every key processed and the queue idle", 60*time.Second, func() bool {
 		return allAdded(w, live) && len(w.ended) == keys && queueIdle(client, name)
 	})

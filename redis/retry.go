@@ -47,6 +47,15 @@ func retryValue[T comparable, V any](q *Queue[T], op string, f func(ctx context.
 // 1s on the handle's clock, as every other wait of the handle. It returns
 // false if stop was closed first.
 func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
+	// A cluster client keeps sending a slot's commands to the node it last
+	// knew as the slot's primary: after a failover it may dial the dead
+	// primary for a minute before it looks again. Each retry asks it to
+	// reload the cluster's layout (it does so in the background, at most
+	// every 200ms), so that the new primary is found within a backoff once
+	// the cluster has promoted it.
+	if cluster, ok := q.client.(*redis.ClusterClient); ok {
+		cluster.ReloadState(context.Background())
+	}
 	t := q.clock.NewTimer(backoff(attempt))
 	defer t.Stop()
 	select {

@@ -38,6 +38,9 @@ type Options struct {
 	// AppendFsync turns on the append-only file with this fsync policy:
 	// "always", "everysec" or "no". Empty leaves persistence off.
 	AppendFsync string
+	// Args are more redis-server arguments, such as "--cluster-enabled",
+	// "yes".
+	Args []string
 }
 
 // Start starts a redis-server on a free loopback port, waits until it
@@ -81,6 +84,7 @@ func Launch(dir string, opts Options) (*Server, error) {
 		} else {
 			s.args = append(s.args, "--appendonly", "no")
 		}
+		s.args = append(s.args, opts.Args...)
 		// Another process may take the port between freePort and the
 		// server's bind: try another.
 		if lastErr = s.start(); lastErr == nil {

@@ -18,6 +18,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,7 +30,8 @@ import (
 )
 
 func main() {
-	addr := flag.String("redis", "", "Redis address")
+	addr := flag.String("redis", "", "Redis address; with -cluster, the cluster's node addresses separated by commas")
+	cluster := flag.Bool("cluster", false, "Redis is a Redis Cluster")
 	name := flag.String("queue", "mp", "queue name")
 	logPath := flag.String("log", "", "shared log file")
 	keys := flag.Int("keys", 1000, "keys k00000.. to add")
@@ -58,7 +60,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
-	client := redis.NewClient(&redis.Options{Addr: *addr})
+	var client redis.UniversalClient = redis.NewClient(&redis.Options{Addr: *addr})
+	if *cluster {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(*addr, ",")})
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	q := redisqueue.New[string](client, *name, redisqueue.Options[string]{
 		LeaseDuration: *lease,
