@@ -2,23 +2,48 @@
 -- lease that its token still holds; a key marked while it was processed is
 -- queued again at the back. Returns {depth, outcome of each Done}: 1
 -- queued again, 0 idle, -1 the lease was lost (it expired and was
--- reclaimed): nothing changed for that key.
+-- reclaimed, or an earlier Done of this script ended it): nothing changed
+-- for that key.
+--
+-- The reads and the writes of all the Dones are gathered into one command
+-- per hash and sorted set; ended keeps a key's second Done in one script
+-- from reading what its first changed.
 local now = clock(ARGV[1])
+local keys = {}
+for i = 2, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
+local tokens = redis.call('HMGET', TOKENS, unpack(keys))
+local states = redis.call('HMGET', STATE, unpack(keys))
 local reply = {0}
-for i = 2, #ARGV, 2 do
-  local key = ARGV[i]
-  if redis.call('HGET', TOKENS, key) ~= ARGV[i + 1] then
+local ended, forget, grants, requeue, queued, idle = {}, {}, {}, {}, {}, {}
+for i, key in ipairs(keys) do
+  local token = ARGV[2 * i + 1]
+  if ended[key] or tokens[i] ~= token then
     reply[#reply + 1] = -1
   else
-    end_lease(key)
-    if redis.call('HGET', STATE, key) == 'd' then
-      enqueue(key, now, false)
+    ended[key] = true
+    forget[#forget + 1] = key
+    grants[#grants + 1] = string.sub(token, string.find(token, ':', 1, true) + 1)
+    if states[i] == 'd' then
+      requeue[#requeue + 1] = key
+      queued[#queued + 1], queued[#queued + 2] = key, now
       reply[#reply + 1] = 1
     else
-      redis.call('HDEL', STATE, key)
+      idle[#idle + 1] = key
       reply[#reply + 1] = 0
     end
   end
 end
+if #forget > 0 then
+  redis.call('HDEL', GRANTS, unpack(grants))
+  redis.call('HDEL', TOKENS, unpack(forget))
+  redis.call('ZREM', LEASES, unpack(forget))
+  redis.call('ZREM', SINCE, unpack(forget))
+end
+if #requeue > 0 then
+  redis.call('RPUSH', READY, unpack(requeue))
+  redis.call('HSET', STATE, unpack(queued))
+  signal()
+end
+if #idle > 0 then redis.call('HDEL', STATE, unpack(idle)) end
 reply[1] = redis.call('LLEN', READY)
 return reply

@@ -11,36 +11,56 @@
 -- got a key. Lease expiry is no reason to wake: the heartbeat finds expired
 -- leases, where every idle Get waking at each expiry time would run this
 -- script about every two thirds of a lease.
+--
+-- The keys popped are distinct (a key is in READY once), so the writes of
+-- all the grants are gathered into one command per hash and sorted set.
 local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
 local reclaimed = promote(now)
+local nonces = {}
+for i = 3, #ARGV do nonces[#nonces + 1] = ARGV[i] end
+-- A Get whose nonce has a grant already ran this script and lost the
+-- reply: it gets the same grant again, instead of a second lease nobody
+-- would hold.
+local granted = redis.call('HMGET', GRANTS, unpack(nonces))
+local need = 0
+for i = 1, #nonces do
+  if not granted[i] then need = need + 1 end
+end
+local popped = {}
+if need > 0 then popped = redis.call('LPOP', READY, need) or {} end
+local since, fence = {}, 0
+if #popped > 0 then
+  since = redis.call('HMGET', STATE, unpack(popped))
+  fence = redis.call('INCRBY', FENCE, #popped) - #popped
+end
 local reply = {0, reclaimed, 0}
-local empty = false
-for i = 3, #ARGV do
-  local nonce = ARGV[i]
-  -- This script ran already with this nonce and its reply was lost: the
-  -- same grant again, instead of a second lease nobody would hold.
-  local granted = redis.call('HGET', GRANTS, nonce)
-  local key = granted
-  if not key and not empty then
-    key = redis.call('LPOP', READY)
-    empty = not key
-  end
-  if granted then
-    reply[#reply + 1] = {granted, redis.call('HGET', TOKENS, granted), 0}
-  elseif key then
-    local since = tonumber(redis.call('HGET', STATE, key))
-    redis.call('HSET', STATE, key, 'p')
-    local token = redis.call('INCR', FENCE) .. ':' .. nonce
-    redis.call('HSET', TOKENS, key, token)
-    redis.call('HSET', GRANTS, nonce, key)
-    redis.call('ZADD', LEASES, now + lease, key)
-    redis.call('ZADD', SINCE, now, key)
-    reply[#reply + 1] = {key, token, now - since}
+local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
+local j = 0
+for i, nonce in ipairs(nonces) do
+  if granted[i] then
+    reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0}
+  elseif j < #popped then
+    j = j + 1
+    local key = popped[j]
+    local token = (fence + j) .. ':' .. nonce
+    states[#states + 1], states[#states + 2] = key, 'p'
+    tokens[#tokens + 1], tokens[#tokens + 2] = key, token
+    grants[#grants + 1], grants[#grants + 2] = nonce, key
+    leases[#leases + 1], leases[#leases + 2] = now + lease, key
+    starts[#starts + 1], starts[#starts + 2] = now, key
+    reply[#reply + 1] = {key, token, now - tonumber(since[j])}
   else
     reply[#reply + 1] = 0
   end
 end
-if empty then
+if j > 0 then
+  redis.call('HSET', STATE, unpack(states))
+  redis.call('HSET', TOKENS, unpack(tokens))
+  redis.call('HSET', GRANTS, unpack(grants))
+  redis.call('ZADD', LEASES, unpack(leases))
+  redis.call('ZADD', SINCE, unpack(starts))
+end
+if j < need then
   local wait = -1
   local delayed = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
   if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end

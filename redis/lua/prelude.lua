@@ -36,8 +36,13 @@ end
 
 -- signal leaves one token in SIGNAL, where idle processes block with BLPOP.
 -- One token is enough: a worker that takes a key and sees more ready passes
--- the token on, so an add wakes one process instead of all of them.
+-- the token on, so an add wakes one process instead of all of them. Once a
+-- script has left it, nothing can take it before the script ends: the
+-- script's later signals need no command.
+local signalled = false
 local function signal()
+  if signalled then return end
+  signalled = true
   if redis.call('LLEN', SIGNAL) == 0 then redis.call('RPUSH', SIGNAL, 1) end
 end
 
