@@ -2,6 +2,7 @@ package redisqueue
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -186,7 +187,7 @@ func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], script *red
 		a, b := pair(c)
 		args = append(args, a, b)
 	}
-	res, err := script.Run(ctx, q.client, q.keys.all, args...).Result()
+	res, err := q.runWrite(ctx, script, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], script *red
 
 func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
 	args := append([]any{q.now(), key}, q.limit...)
-	res, err := rateLimitedScript.Run(ctx, q.client, q.keys.all, args...).Result()
+	res, err := q.runWrite(ctx, rateLimitedScript, args...)
 	if err != nil {
 		return err
 	}
@@ -214,4 +215,49 @@ func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
 	q.metrics.added(reply[0])
 	q.metrics.setDepth(reply[1])
 	return nil
+}
+
+// runWrite runs an add script. With Options.WaitReplicas it sends WAIT
+// after the script on the same connection, in one round trip, and returns
+// ErrNotReplicated if too few replicas acknowledged in time.
+func (q *Queue[T]) runWrite(ctx context.Context, script *redis.Script, args ...any) (any, error) {
+	if q.waitReplicas == 0 {
+		return script.Run(ctx, q.client, q.keys.all, args...).Result()
+	}
+	// WAIT counts the writes of its own connection, and a cluster client
+	// would send a command without keys to any node: the pipeline goes to
+	// the queue's primary itself.
+	node, ok := q.client.(*redis.Client)
+	if !ok {
+		var err error
+		if node, err = q.client.(*redis.ClusterClient).MasterForKey(ctx, q.keys.ready); err != nil {
+			return nil, err
+		}
+	}
+	for loaded := false; ; loaded = true {
+		var run *redis.Cmd
+		var wait *redis.Cmd
+		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
+			run = script.EvalSha(ctx, p, q.keys.all, args...)
+			wait = p.Do(ctx, "WAIT", q.waitReplicas, q.waitTimeout.Milliseconds())
+			return nil
+		})
+		if !loaded && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
+			if err := script.Load(ctx, node).Err(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil { // the first error of the two commands
+			return nil, err
+		}
+		acked, err := wait.Int64()
+		if err != nil {
+			return nil, err
+		}
+		if acked < int64(q.waitReplicas) {
+			return nil, fmt.Errorf("%w: %d of %d replicas in %v", ErrNotReplicated, acked, q.waitReplicas, q.waitTimeout)
+		}
+		return run.Result()
+	}
 }

@@ -24,15 +24,30 @@ import (
 // added after the failover is processed, and every key whose Add returned
 // is processed unless it was acknowledged in the last second before the
 // kill, the README's bound for a promoted replica (replication is
-// asynchronous: the handle sends no WAIT). The number actually lost is
-// logged.
+// asynchronous) without WaitReplicas, and none with WaitReplicas 1. The
+// number actually lost is logged.
 func TestClusterFailover(t *testing.T) {
+	tests := []struct {
+		name string
+		wait int // Options.WaitReplicas
+	}{
+		{name: "without WAIT"},
+		// With WAIT, an add returns once the replica has it: nothing
+		// acknowledged may be lost.
+		{name: "WaitReplicas 1", wait: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { runFailover(t, tt.wait) })
+	}
+}
+
+func runFailover(t *testing.T, waitReplicas int) {
 	start := time.Now()
 	c := redistest.StartCluster(t, redistest.ClusterOptions{Primaries: 3, Replicas: 1, AppendFsync: "always"})
 	formed := time.Since(start)
 	client := c.Client()
 	const name, keys, workers = "failover", 3000, 4
-	q := newHandle(t, client, name, Options[string]{LeaseDuration: 3 * time.Second, Heartbeat: time.Second})
+	q := newHandle(t, client, name, Options[string]{LeaseDuration: 3 * time.Second, Heartbeat: time.Second, WaitReplicas: waitReplicas})
 
 	var mu sync.Mutex
 	acked := map[string]time.Time{}
@@ -90,6 +105,13 @@ func TestClusterFailover(t *testing.T) {
 	promoted := c.PrimaryFor(newQueueKeys(name).ready)
 	require.NotNil(t, promoted, "no primary serves the queue's slot after the failover")
 	require.NotEqual(t, primary.Addr, promoted.Addr)
+	if waitReplicas > 0 {
+		// The promoted replica has no replica of its own: adds wait (they
+		// retry ErrNotReplicated) until the dead primary restarts and
+		// rejoins as its replica, as a crashed node does.
+		primary.Restart()
+		c.Ready(30 * time.Second)
+	}
 
 	// Every key acknowledged is processed, but those the failover may have
 	// lost: the queue holds nothing more once it is idle.
@@ -112,6 +134,9 @@ func TestClusterFailover(t *testing.T) {
 		}
 	}
 	assert.Empty(t, lostLate, "acknowledged keys lost outside the last second before the kill")
+	if waitReplicas > 0 {
+		assert.Empty(t, lost, "acknowledged keys lost, with WaitReplicas %d", waitReplicas)
+	}
 	again := 0
 	for _, n := range processed {
 		again += n - 1
@@ -251,4 +276,66 @@ func scriptsPerPrimary(t *testing.T, c *redistest.Cluster) map[string]int64 {
 		}
 	}
 	return counts
+}
+
+// TestWaitReplicas checks that with WaitReplicas an add returns once that
+// many replicas have it, and fails with ErrNotReplicated, its effect on the
+// primary standing, when they do not within WaitTimeout.
+func TestWaitReplicas(t *testing.T) {
+	tests := []struct {
+		name     string
+		replicas int
+		wantErr  error
+	}{
+		{name: "a replica acknowledges", replicas: 1},
+		{name: "no replica", replicas: 0, wantErr: ErrNotReplicated},
+	}
+	require.PanicsWithValue(t, "workqueue: redisqueue.New: WaitReplicas needs a *redis.Client or *redis.ClusterClient, got *redis.Ring", func() {
+		New[string](redis.NewRing(&redis.RingOptions{}), "q", Options[string]{WaitReplicas: 1})
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			primary := redistest.Start(t, redistest.Options{})
+			host, port, _ := strings.Cut(primary.Addr, ":")
+			for range tt.replicas {
+				replica := redistest.Start(t, redistest.Options{Args: []string{"--replicaof", host, port}})
+				waitInSync(t, replica)
+			}
+			q := newTestQueue(t, primary.Client(), Options[string]{WaitReplicas: 1, WaitTimeout: 100 * time.Millisecond})
+			ctx := context.Background()
+			err := q.AddContext(ctx, "a")
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+				assert.True(t, isOutage(err), "ErrNotReplicated is retried as an outage")
+			} else {
+				require.NoError(t, err)
+			}
+			err = q.AddBatchContext(ctx, []string{"b", "c"})
+			if tt.wantErr != nil {
+				require.ErrorIs(t, err, tt.wantErr)
+			} else {
+				require.NoError(t, err)
+			}
+			n, err := q.LenContext(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 3, n, "keys on the primary")
+		})
+	}
+}
+
+// waitInSync waits until replica reports its link to the primary up.
+func waitInSync(t *testing.T, replica *redistest.Server) {
+	t.Helper()
+	client := replica.Client()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := client.Info(context.Background(), "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica is not in sync after 10s: %v %s", err, info)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -37,6 +37,20 @@ type Options[T comparable] struct {
 	// MaxKeyBytes is the largest encoded key accepted. Default 64 KiB.
 	MaxKeyBytes int
 
+	// WaitReplicas, when positive, makes every add wait until that many
+	// replicas of the queue's primary have its writes (Redis's WAIT, sent
+	// with the add's script on the same connection), so that an add that
+	// returned survives the primary's death when a replica is promoted
+	// (Sentinel, Redis Cluster). An add whose writes reach fewer replicas
+	// within WaitTimeout fails with ErrNotReplicated: the client-go-shaped
+	// adds retry it, as an outage. It needs a client that talks to one
+	// primary per queue: a *redis.Client or a *redis.ClusterClient (New
+	// panics on another).
+	WaitReplicas int
+
+	// WaitTimeout bounds each WAIT. Default 1s.
+	WaitTimeout time.Duration
+
 	// MetricsProvider receives the metrics of this handle under Name, with
 	// the Kubernetes workqueue names. Depth is the queue-wide ready count
 	// as Redis last reported it, when the depth metric can be Set.

@@ -43,6 +43,11 @@ var (
 	// ErrNotHeld is returned by DoneContext for an item this handle did
 	// not hand out, or already marked done.
 	ErrNotHeld = errors.New("workqueue: item not held by this handle")
+	// ErrNotReplicated is returned by an add when Options.WaitReplicas is
+	// set and fewer replicas acknowledged its writes within
+	// Options.WaitTimeout. The add happened on the primary, and may be
+	// lost if the primary dies before its replicas have it.
+	ErrNotReplicated = errors.New("workqueue: add not replicated in time")
 )
 
 // Queue is one process's handle on a queue kept in Redis. Every handle
@@ -85,10 +90,13 @@ type Queue[T comparable] struct {
 	heartbeat time.Duration
 	limit     []any
 	maxKey    int
-	logger    *slog.Logger
-	clock     clock.WithTicker
-	fakeTime  bool
-	metrics   *handleMetrics
+	// waitReplicas and waitTimeout: Options.WaitReplicas and WaitTimeout.
+	waitReplicas int
+	waitTimeout  time.Duration
+	logger       *slog.Logger
+	clock        clock.WithTicker
+	fakeTime     bool
+	metrics      *handleMetrics
 
 	// The scripts of concurrent calls, one batch at a time of each kind.
 	adds  *coalescer[addCall, int64]
@@ -122,7 +130,9 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 // New panics, with a message that starts with "workqueue:", on a nil
 // client, on a name that is empty, longer than 256 bytes or holds '{' or
 // '}' (the queue's keys share the hash tag {name}), on a nil Codec for a T
-// other than string, and on negative or too small durations and limits.
+// other than string, on negative or too small durations and limits, and on
+// WaitReplicas with a client other than a *redis.Client or
+// *redis.ClusterClient.
 func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
 	if client == nil {
 		panic("workqueue: redisqueue.New needs a client")
@@ -162,6 +172,16 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 	if maxKey == 0 {
 		maxKey = 64 << 10
 	}
+	if opts.WaitReplicas < 0 || opts.WaitTimeout < 0 {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: WaitReplicas %d and WaitTimeout %v must not be negative", opts.WaitReplicas, opts.WaitTimeout))
+	}
+	if opts.WaitReplicas > 0 {
+		switch client.(type) {
+		case *redis.Client, *redis.ClusterClient:
+		default:
+			panic(fmt.Sprintf("workqueue: redisqueue.New: WaitReplicas needs a *redis.Client or *redis.ClusterClient, got %T", client))
+		}
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -183,6 +203,8 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		heartbeat:    heartbeat,
 		limit:        limit.scriptArgs(),
 		maxKey:       maxKey,
+		waitReplicas: opts.WaitReplicas,
+		waitTimeout:  orDefault(opts.WaitTimeout, time.Second),
 		logger:       logger.With("queue", name),
 		clock:        clk,
 		fakeTime:     opts.Clock != nil,

@@ -69,7 +69,8 @@ func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
 // isOutage reports whether err may go away by itself: a network error or
 // timeout, a connection refused, reset or closed by the server, a full
 // connection pool, or a server that is loading, read-only, failing over,
-// out of memory, unable to persist or out of connections.
+// out of memory, unable to persist or out of connections, or an add that
+// too few replicas acknowledged in time.
 // Errors of a script, of the arguments or of the codec, a closed client and
 // an ended context are not.
 func isOutage(err error) bool {
@@ -77,7 +78,7 @@ func isOutage(err error) bool {
 	switch {
 	case errors.Is(err, redis.ErrClosed), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return false
-	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+	case errors.Is(err, ErrNotReplicated), errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, redis.ErrPoolTimeout):
 		return true
