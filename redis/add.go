@@ -217,7 +217,7 @@ func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
 	return nil
 }
 
-// runWrite runs an add script. With Options.WaitReplicas it sends WAIT
+// runWrite runs an add or done script. With Options.WaitReplicas it sends WAIT
 // after the script on the same connection, in one round trip, and returns
 // ErrNotReplicated if too few replicas acknowledged in time.
 func (q *Queue[T]) runWrite(ctx context.Context, script *redis.Script, args ...any) (any, error) {

@@ -37,13 +37,13 @@ type Options[T comparable] struct {
 	// MaxKeyBytes is the largest encoded key accepted. Default 64 KiB.
 	MaxKeyBytes int
 
-	// WaitReplicas, when positive, makes every add wait until that many
-	// replicas of the queue's primary have its writes (Redis's WAIT, sent
-	// with the add's script on the same connection), so that an add that
-	// returned survives the primary's death when a replica is promoted
-	// (Sentinel, Redis Cluster). An add whose writes reach fewer replicas
-	// within WaitTimeout fails with ErrNotReplicated: the client-go-shaped
-	// adds retry it, as an outage. It needs a client that talks to one
+	// WaitReplicas, when positive, makes every add and Done wait until
+	// that many replicas of the queue's primary have its writes (Redis's
+	// WAIT, sent with the script on the same connection), so that an add
+	// or Done that returned survives the primary's death when a replica is
+	// promoted (Sentinel, Redis Cluster). One whose writes reach fewer
+	// replicas within WaitTimeout fails with ErrNotReplicated: the
+	// client-go-shaped methods retry it, as an outage. It needs a client that talks to one
 	// primary per queue: a *redis.Client or a *redis.ClusterClient (New
 	// panics on another).
 	WaitReplicas int

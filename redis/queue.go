@@ -43,11 +43,12 @@ var (
 	// ErrNotHeld is returned by DoneContext for an item this handle did
 	// not hand out, or already marked done.
 	ErrNotHeld = errors.New("workqueue: item not held by this handle")
-	// ErrNotReplicated is returned by an add when Options.WaitReplicas is
-	// set and fewer replicas acknowledged its writes within
-	// Options.WaitTimeout. The add happened on the primary, and may be
-	// lost if the primary dies before its replicas have it.
-	ErrNotReplicated = errors.New("workqueue: add not replicated in time")
+	// ErrNotReplicated is returned by an add or a DoneContext when
+	// Options.WaitReplicas is set and fewer replicas acknowledged its
+	// writes within Options.WaitTimeout. The call took effect on the
+	// primary, and may be lost if the primary dies before its replicas
+	// have it; a DoneContext called again then returns ErrLeaseLost.
+	ErrNotReplicated = errors.New("workqueue: write not replicated in time")
 )
 
 // Queue is one process's handle on a queue kept in Redis. Every handle

@@ -69,8 +69,8 @@ func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
 // isOutage reports whether err may go away by itself: a network error or
 // timeout, a connection refused, reset or closed by the server, a full
 // connection pool, or a server that is loading, read-only, failing over,
-// out of memory, unable to persist or out of connections, or an add that
-// too few replicas acknowledged in time.
+// out of memory, unable to persist or out of connections, a slot moved to
+// another node, or an add that too few replicas acknowledged in time.
 // Errors of a script, of the arguments or of the codec, a closed client and
 // an ended context are not.
 func isOutage(err error) bool {
@@ -83,7 +83,10 @@ func isOutage(err error) bool {
 		errors.Is(err, redis.ErrPoolTimeout):
 		return true
 	}
-	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "OOM", "MISCONF", "ERR max number of clients"} {
+	// MOVED and ASK reach a handle only from the pipelines it sends to
+	// one node itself (WaitReplicas): the cluster client's layout was
+	// stale, and a retry reloads it (see sleepBackoff).
+	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "OOM", "MISCONF", "ERR max number of clients", "MOVED", "ASK"} {
 		if redis.HasErrorPrefix(err, prefix) {
 			return true
 		}
