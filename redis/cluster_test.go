@@ -302,8 +302,10 @@ func TestWaitReplicas(t *testing.T) {
 		{name: "a replica acknowledges", replicas: 1},
 		{name: "no replica", replicas: 0, wantErr: ErrNotReplicated},
 	}
+	ring := redis.NewRing(&redis.RingOptions{})
+	defer ring.Close()
 	require.PanicsWithValue(t, "workqueue: redisqueue.New: WaitReplicas needs a *redis.Client or *redis.ClusterClient, got *redis.Ring", func() {
-		New[string](redis.NewRing(&redis.RingOptions{}), "q", Options[string]{WaitReplicas: 1})
+		New[string](ring, "q", Options[string]{WaitReplicas: 1})
 	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
