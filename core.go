@@ -263,7 +263,11 @@ func (c *core[T]) done(item T, hash uint32) {
 	entry = c.items.At(id)
 	entry.Val.processing = false
 	c.processing--
-	since, linked := c.flight.unlink(id)
+	var since time.Time
+	linked := false
+	if c.flight.tracking { // nothing is in the list before tracking begins
+		since, linked = c.flight.unlink(id)
+	}
 	switch entry.Val.pending {
 	case pendingNone:
 		c.release(id)
