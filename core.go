@@ -586,17 +586,14 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events 
 	entry.Val.pending = pendingParked
 }
 
-// unpark takes the item with id out of the parking and returns when the
-// backoff of its park ends; the caller sets its pending. The caller holds
-// mu.
-func (c *core[T]) unpark(id int32) (backoffUntil int64) {
+// unpark takes the item with id out of the parking; the caller sets its
+// pending. The caller holds mu.
+func (c *core[T]) unpark(id int32) {
 	r := c.parking.remove(id)
 	if r.settledIn {
 		c.countParked()
 	}
-	backoffUntil = r.backoffUntil
 	c.parking.recycle(r)
-	return backoffUntil
 }
 
 // countParked publishes the number of parked items.
