@@ -73,8 +73,9 @@ type handOutOrder interface {
 	// first returns at most n queued ids in the order next would return
 	// them, without changing anything; nil if the order cannot tell.
 	first(n int) []int32
-	// empty tells the order that the table holds no item any more, so that
-	// it can let go of memory a burst made it grow.
+	// empty tells the order that the table holds no item any more and let
+	// go of the memory a burst made it grow, so that the order can let go
+	// of its arrays indexed by id.
 	empty()
 }
 
@@ -189,13 +190,15 @@ func (c *core[T]) countAdd(item T) {
 // release forgets the record with id, neither queued nor processing, and
 // releases a drain if the queue is idle. The caller holds mu.
 func (c *core[T]) release(id int32) {
-	c.items.Remove(id)
-	if c.items.Len() == 0 {
+	if c.items.Remove(id) {
+		// Only a table that let go of a burst's memory can have ids whose
+		// links outgrew a chunk; checking here rather than at every idle
+		// moment saves the cycle an interface call.
 		c.order.empty()
 		c.flight.shrink()
-		if c.drainWaiters > 0 {
-			c.drained.Broadcast()
-		}
+	}
+	if c.drainWaiters > 0 && c.items.Len() == 0 {
+		c.drained.Broadcast()
 	}
 }
 

@@ -40,12 +40,17 @@ func (l *IDs) Len() int { return l.n }
 // Size returns the number of ids links holds links for, in lists or not.
 func (l *Links) Size() int { return l.links.Len() }
 
-// get returns the links of id, growing the array to hold it.
-func (l *Links) get(id int32) *place {
+// at returns the links of id, which the array holds: an id in a list, or
+// one PushBack has seen.
+func (l *Links) at(id int32) *place { return l.links.At(int(id)) }
+
+// grow extends the array to hold the links of id. Only PushBack can meet an
+// id the array does not hold yet; it checks before it calls, so that the
+// check inlines.
+func (l *Links) grow(id int32) {
 	for l.links.Len() <= int(id) {
 		l.links.Push(place{prev: -1, next: -1})
 	}
-	return l.links.At(int(id))
 }
 
 // Next returns the id after id in its list, -1 if id is last.
@@ -62,9 +67,12 @@ func (l *Links) Shrink() {
 
 // PushBack appends id, which is in no list of links.
 func (l *IDs) PushBack(links *Links, id int32) {
-	*links.get(id) = place{prev: l.tail, next: -1}
+	if int(id) >= links.links.Len() {
+		links.grow(id)
+	}
+	*links.at(id) = place{prev: l.tail, next: -1}
 	if l.tail >= 0 {
-		links.get(l.tail).next = id
+		links.at(l.tail).next = id
 	} else {
 		l.head = id
 	}
@@ -74,14 +82,14 @@ func (l *IDs) PushBack(links *Links, id int32) {
 
 // Remove takes id, which is in l, out of it.
 func (l *IDs) Remove(links *Links, id int32) {
-	p := links.get(id)
+	p := links.at(id)
 	if p.prev >= 0 {
-		links.get(p.prev).next = p.next
+		links.at(p.prev).next = p.next
 	} else {
 		l.head = p.next
 	}
 	if p.next >= 0 {
-		links.get(p.next).prev = p.prev
+		links.at(p.next).prev = p.prev
 	} else {
 		l.tail = p.prev
 	}
@@ -89,10 +97,19 @@ func (l *IDs) Remove(links *Links, id int32) {
 	l.n--
 }
 
-// PopFront removes and returns the first id; l must not be empty.
+// PopFront removes and returns the first id; l must not be empty. It is
+// Remove of the head, without the branches a head does not need.
 func (l *IDs) PopFront(links *Links) int32 {
 	id := l.head
-	l.Remove(links, id)
+	p := links.at(id)
+	l.head = p.next
+	if p.next >= 0 {
+		links.at(p.next).prev = -1
+	} else {
+		l.tail = -1
+	}
+	*p = place{prev: -1, next: -1}
+	l.n--
 	return id
 }
 

@@ -91,27 +91,31 @@ func (t *Table[T, V]) Insert(item T, hash uint32, val V) (*Entry[T, V], int32) {
 	return t.entries.At(int(id)), id
 }
 
-// Remove forgets the item with id.
-func (t *Table[T, V]) Remove(id int32) {
+// Remove forgets the item with id. It reports whether the table emptied
+// after a burst and let go of its memory: only then can an array indexed
+// by id, which is never longer than the table once was, have grown beyond
+// a chunk, so only then need its owner shrink it.
+func (t *Table[T, V]) Remove(id int32) (shrunk bool) {
 	t.index.Remove(t.entries.At(int(id)).Hash, id)
-	t.free(id)
+	return t.free(id)
 }
 
 // free clears the entry with id, which is in no index, and puts it on the
 // free list. Once the table is empty it lets go of memory beyond the first
 // chunk, so that a burst does not pin its memory, while a table that holds
-// a few items at a time allocates nothing.
-func (t *Table[T, V]) free(id int32) {
+// a few items at a time allocates nothing; it reports whether it let go.
+func (t *Table[T, V]) free(id int32) (shrunk bool) {
 	*t.entries.At(int(id)) = Entry[T, V]{Hash: t.freePlus1} // cleared for the garbage collector
 	t.freePlus1 = uint32(id) + 1
 	if t.index.count == 0 {
 		t.freePlus1 = 0
 		if t.entries.Len() > chunked.Size {
 			t.Clear()
-		} else {
-			t.entries.Empty()
+			return true
 		}
+		t.entries.Empty()
 	}
+	return false
 }
 
 // Clear empties the table and lets go of its memory.

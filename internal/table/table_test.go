@@ -4,8 +4,18 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/go-workqueue/workqueue/internal/chunked"
 	"github.com/stretchr/testify/require"
 )
+
+// removeAndCheck removes id and checks Remove's report: the table let go
+// of its memory exactly when it emptied after holding ids beyond a chunk.
+func removeAndCheck(t *testing.T, tab *Table[int, int32], id int32) {
+	t.Helper()
+	limit := tab.IDLimit()
+	shrunk := tab.Remove(id)
+	require.Equal(t, tab.Len() == 0 && limit > chunked.Size, shrunk, "Remove's report with %d ids issued and %d items left", limit, tab.Len())
+}
 
 // TestItemTable checks the table against a map through random inserts and
 // removals, including the release of memory once it empties.
@@ -29,7 +39,7 @@ func TestItemTable(t *testing.T) {
 				require.Equal(t, held, e != nil, "step %d: item %d held", step, item)
 				if held {
 					require.Equal(t, want, e.Val)
-					tab.Remove(id)
+					removeAndCheck(t, &tab, id)
 					delete(model, item)
 				} else {
 					tab.Insert(item, tab.Hash(item), int32(step))
@@ -42,7 +52,7 @@ func TestItemTable(t *testing.T) {
 			require.NoError(t, Verify(&tab))
 			for item := range model {
 				_, id := tab.Lookup(item, tab.Hash(item))
-				tab.Remove(id)
+				removeAndCheck(t, &tab, id)
 			}
 			require.Zero(t, tab.Len())
 			require.LessOrEqual(t, tab.entries.Chunks(), 1, "memory kept after the table emptied")
