@@ -213,23 +213,23 @@ func (c *core[T]) wakeOne() {
 }
 
 // get hands out the next item, sleeping until there is one, and returns
-// its id; the caller holds mu, and holds it again when get returns. It
+// it with its id; the caller holds mu, and holds it again when get returns. It
 // returns ErrShutDown once a shutdown has begun and none is left, and ctx's
 // error when ctx ends first. zero names the queue's type for the panic of
 // a Get on its zero value.
-func (c *core[T]) get(ctx context.Context, zero string) (int32, error) {
+func (c *core[T]) get(ctx context.Context, zero string) (item T, id int32, err error) {
 	for c.queued == 0 {
 		if c.shuttingDown.Load() {
-			return -1, ErrShutDown
+			return item, -1, ErrShutDown
 		}
 		if c.drained.L == nil {
 			panic("workqueue: Get on a zero " + zero)
 		}
 		if err := lock.Sleep(ctx, &c.mu, &c.sleepers, &c.wakeupsPending, c.wakeOne); err != nil {
-			return -1, err
+			return item, -1, err
 		}
 	}
-	id := c.order.next()
+	id = c.order.next()
 	c.queued--
 	c.processing++
 	entry := c.items.At(id)
@@ -245,7 +245,7 @@ func (c *core[T]) get(ctx context.Context, zero string) (int32, error) {
 			c.metrics.get(entry.Item, now)
 		}
 	}
-	return id, nil
+	return entry.Item, id, nil
 }
 
 // done ends the processing of item, if it is being processed: the item is
@@ -263,8 +263,7 @@ func (c *core[T]) done(item T, hash uint32) {
 		c.queued++
 		c.wakeOne()
 	}
-	entry = c.items.At(id)
-	entry.Val.processing = false
+	entry.Val.processing = false // entry is still valid: queueing inserts nothing in the table
 	c.processing--
 	var since time.Time
 	linked := false

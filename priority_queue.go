@@ -356,11 +356,11 @@ func (q *TypedPriorityQueue[T]) GetContext(ctx context.Context) (item T, err err
 func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	id, err := q.core.get(ctx, "TypedPriorityQueue; make one with NewTypedPriorityQueue")
+	item, id, err := q.core.get(ctx, "TypedPriorityQueue; make one with NewTypedPriorityQueue")
 	if err != nil {
 		return item, 0, err
 	}
-	item, priority = q.items.At(id).Item, q.order.priority(id)
+	priority = q.order.priority(id)
 	if q.depthByPriority != nil {
 		q.depthByPriority.Dec(priority)
 	}

@@ -217,11 +217,8 @@ func (q *Typed[T]) GetContext(ctx context.Context) (item T, err error) {
 func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	id, err := q.core.get(ctx, "Typed; make one with NewTyped or NewTypedWithConfig")
-	if err != nil {
-		return item, err
-	}
-	return q.items.At(id).Item, nil
+	item, _, err = q.core.get(ctx, "Typed; make one with NewTyped or NewTypedWithConfig")
+	return item, err
 }
 
 // Done marks item as done processing. If it was added while being processed,
