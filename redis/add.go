@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"time"
 
@@ -88,8 +89,10 @@ func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, 
 }
 
 // AddBatch adds every item as Add does, with one script for each
-// maxBatch (256) items instead of one each: the items of one script are
-// added at one instant, in order, and the scripts run one after the other.
+// maxBatch (256) items of a partition instead of one each: the items of
+// one script are added at one instant, in order, and the scripts run one
+// after the other, partition after partition. On a partitioned queue the
+// items of different partitions are not added at one instant.
 // After ShutDown it does nothing. It retries each script while Redis is
 // unreachable; an item that cannot be encoded or is too large is logged
 // and dropped, and the others are added.
@@ -106,10 +109,29 @@ func (q *Queue[T]) AddBatch(items []T) {
 		}
 		keys = append(keys, key)
 	}
-	for part := range slices.Chunk(keys, maxBatch) {
-		err := q.retry("AddBatch", q.stopCh, func(ctx context.Context) error { return q.addKeys(ctx, part) })
+	for p, part := range q.batches(keys) {
+		err := q.retry("AddBatch", q.stopCh, func(ctx context.Context) error { return q.addKeys(ctx, p, part) })
 		if err != nil {
 			q.logger.Error("workqueue: items dropped", "op", "AddBatch", "count", len(part), "first", part[0], "err", err)
+		}
+	}
+}
+
+// batches yields keys split by partition, in order within each, in
+// chunks of at most maxBatch.
+func (q *Queue[T]) batches(keys []string) iter.Seq2[*partition, []string] {
+	return func(yield func(*partition, []string) bool) {
+		byPart := make([][]string, len(q.parts))
+		for _, key := range keys {
+			i := partitionOf(key, len(q.parts))
+			byPart[i] = append(byPart[i], key)
+		}
+		for i, keys := range byPart {
+			for chunk := range slices.Chunk(keys, maxBatch) {
+				if !yield(q.parts[i], chunk) {
+					return
+				}
+			}
 		}
 	}
 }
@@ -131,8 +153,8 @@ func (q *Queue[T]) AddBatchContext(ctx context.Context, items []T) error {
 		}
 		keys[i] = key
 	}
-	for part := range slices.Chunk(keys, maxBatch) {
-		if err := q.addKeys(ctx, part); err != nil {
+	for p, part := range q.batches(keys) {
+		if err := q.addKeys(ctx, p, part); err != nil {
 			return err
 		}
 	}
@@ -154,40 +176,42 @@ func (q *Queue[T]) addKey(ctx context.Context, key string, delay time.Duration) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := q.adds.do(addCall{key, delay.Milliseconds()})
+	_, err := q.part(key).adds.do(addCall{key, delay.Milliseconds()})
 	return err
 }
 
-// addKeys adds keys, at most maxBatch, in one script.
-func (q *Queue[T]) addKeys(ctx context.Context, keys []string) error {
+// addKeys adds keys of partition p, at most maxBatch, in one script.
+func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string) error {
 	calls := make([]addCall, len(keys))
 	for i, key := range keys {
 		calls[i] = addCall{key: key}
 	}
-	_, err := q.runAdds(ctx, calls)
+	_, err := q.runAdds(ctx, p, calls)
 	return err
 }
 
-// runAdds runs one add script with calls and returns each one's outcome.
-func (q *Queue[T]) runAdds(ctx context.Context, calls []addCall) ([]int64, error) {
-	outcomes, err := runPairs(ctx, q, addScript, "add", calls, func(c addCall) (any, any) { return c.key, c.delay })
+// runAdds runs one add script in partition p with calls and returns each
+// one's outcome.
+func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
+	outcomes, err := runPairs(ctx, q, p, addScript, "add", calls, func(c addCall) (any, any) { return c.key, c.delay })
 	for _, outcome := range outcomes {
 		q.metrics.added(outcome)
 	}
 	return outcomes, err
 }
 
-// runPairs runs script, whose ARGV is the time and then two values for
-// each call (pair gives them), and whose reply is the queue's depth and
-// then one integer for each call. It returns those integers.
-func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], script *redis.Script, name string, calls []C, pair func(C) (any, any)) ([]int64, error) {
+// runPairs runs script in partition p, whose ARGV is the time and then two
+// values for each call (pair gives them), and whose reply is the
+// partition's depth and then one integer for each call. It returns those
+// integers.
+func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], p *partition, script *redis.Script, name string, calls []C, pair func(C) (any, any)) ([]int64, error) {
 	args := make([]any, 0, 1+2*len(calls))
 	args = append(args, q.now())
 	for _, c := range calls {
 		a, b := pair(c)
 		args = append(args, a, b)
 	}
-	res, err := q.runWrite(ctx, script, args...)
+	res, err := q.runWrite(ctx, p, script, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -196,13 +220,14 @@ func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], script *red
 	if r.err != nil {
 		return nil, r.err
 	}
-	q.metrics.setDepth(reply[0])
+	q.setDepth(p, reply[0])
 	return reply[1:], nil
 }
 
 func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
-	args := append([]any{q.now(), key}, q.limit...)
-	res, err := q.runWrite(ctx, rateLimitedScript, args...)
+	p := q.part(key)
+	args := append([]any{q.now(), key}, p.limit...)
+	res, err := q.runWrite(ctx, p, rateLimitedScript, args...)
 	if err != nil {
 		return err
 	}
@@ -213,16 +238,20 @@ func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
 	}
 	q.metrics.retries.Inc()
 	q.metrics.added(reply[0])
-	q.metrics.setDepth(reply[1])
+	q.setDepth(p, reply[1])
 	return nil
 }
 
-// runWrite runs an add or done script. With Options.WaitReplicas it sends WAIT
-// after the script on the same connection, in one round trip, and returns
-// ErrNotReplicated if too few replicas acknowledged in time.
-func (q *Queue[T]) runWrite(ctx context.Context, script *redis.Script, args ...any) (any, error) {
+// runWrite runs an add or done script in partition p. With
+// Options.WaitReplicas it sends WAIT after the script on the same
+// connection, in one round trip, and returns ErrNotReplicated if too few
+// replicas acknowledged in time.
+func (q *Queue[T]) runWrite(ctx context.Context, p *partition, script *redis.Script, args ...any) (any, error) {
+	if err := q.checkPartitions(ctx); err != nil {
+		return nil, err
+	}
 	if q.waitReplicas == 0 {
-		return script.Run(ctx, q.client, q.keys.all, args...).Result()
+		return script.Run(ctx, q.client, p.keys.all, args...).Result()
 	}
 	// WAIT counts the writes of its own connection, and a cluster client
 	// would send a command without keys to any node: the pipeline goes to
@@ -230,16 +259,16 @@ func (q *Queue[T]) runWrite(ctx context.Context, script *redis.Script, args ...a
 	node, ok := q.client.(*redis.Client)
 	if !ok {
 		var err error
-		if node, err = q.client.(*redis.ClusterClient).MasterForKey(ctx, q.keys.ready); err != nil {
+		if node, err = q.client.(*redis.ClusterClient).MasterForKey(ctx, p.keys.ready); err != nil {
 			return nil, err
 		}
 	}
 	for loaded := false; ; loaded = true {
 		var run *redis.Cmd
 		var wait *redis.Cmd
-		_, err := node.Pipelined(ctx, func(p redis.Pipeliner) error {
-			run = script.EvalSha(ctx, p, q.keys.all, args...)
-			wait = p.Do(ctx, "WAIT", q.waitReplicas, q.waitTimeout.Milliseconds())
+		_, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			run = script.EvalSha(ctx, pipe, p.keys.all, args...)
+			wait = pipe.Do(ctx, "WAIT", q.waitReplicas, q.waitTimeout.Milliseconds())
 			return nil
 		})
 		if !loaded && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {

@@ -95,14 +95,14 @@ func runFailover(t *testing.T, waitReplicas int) {
 	}
 	waitFor("500 keys processed", 30*time.Second, func() bool { _, p := count(); return p >= 500 })
 
-	primary := c.PrimaryFor(newQueueKeys(name).ready)
+	primary := c.PrimaryFor(queueKeysOf(name).ready)
 	require.NotNil(t, primary, "no primary serves the queue's slot")
 	before := perNodeScripts(t, c)
 	primary.Kill()
 	killedAt := time.Now()
 	c.Ready(30 * time.Second)
 	failedOver := time.Since(killedAt)
-	promoted := c.PrimaryFor(newQueueKeys(name).ready)
+	promoted := c.PrimaryFor(queueKeysOf(name).ready)
 	require.NotNil(t, promoted, "no primary serves the queue's slot after the failover")
 	require.NotEqual(t, primary.Addr, promoted.Addr)
 	if waitReplicas > 0 {
@@ -123,7 +123,7 @@ func runFailover(t *testing.T, waitReplicas int) {
 		if a != keys {
 			return false
 		}
-		p := c.PrimaryFor(newQueueKeys(name).ready)
+		p := c.PrimaryFor(queueKeysOf(name).ready)
 		if p == nil {
 			return false
 		}
@@ -212,7 +212,7 @@ func TestClusterSpread(t *testing.T) {
 	primaries := map[string][]string{} // primary address -> names it serves
 	for i := range names {
 		names[i] = fmt.Sprintf("spread-%d", i)
-		p := c.PrimaryFor(newQueueKeys(names[i]).ready)
+		p := c.PrimaryFor(queueKeysOf(names[i]).ready)
 		require.NotNil(t, p, "no primary serves %s", names[i])
 		primaries[p.Addr] = append(primaries[p.Addr], names[i])
 	}

@@ -1,9 +1,11 @@
 package redisqueue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,10 +14,14 @@ import (
 )
 
 // Get blocks until it can hand out an item, leased to this handle, and
-// returns it; the caller must call Done with it. It returns shutdown true
-// once ShutDown was called on this handle, even if items are still
-// queued: they stay for the other handles. It retries while Redis is
-// unreachable; a closed client ends it as a shutdown.
+// returns it; the caller must call Done with it. On a partitioned queue
+// it looks at the partitions in turn, starting at the next one for each
+// Get (or at one a wakeup came from), and hands out the first item it
+// finds. It returns shutdown true once ShutDown was called on this
+// handle, even if items are still queued: they stay for the other
+// handles. It retries while Redis is unreachable (looking at the other
+// partitions meanwhile); a closed client or ErrPartitionsChanged ends it
+// as a shutdown, logged.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
 	item, err := q.get(context.Background(), true)
 	if err != nil {
@@ -47,27 +53,33 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	}
 	q.waiting++
 	q.mu.Unlock()
-	// woken is set while this Get holds a wakeup it has not used: a token
-	// Redis handed this handle for some waiting Get. knowsDue is set while
-	// it knows when the next delayed key is due, as the only Get that may:
-	// the add that delayed it woke one Get. A Get that leaves with either
-	// passes it on, or that key waits for a heartbeat. The last Get to
-	// leave also takes a wakeup the listener left in q.wake.
-	var woken, knowsDue bool
+	// owed[i] is set while this Get holds a wakeup of partition i that it
+	// has not used (woken: a token Redis handed this handle for some
+	// waiting Get), or knows when the partition's next delayed key is due,
+	// as the only Get that may (knowsDue: the add that delayed it woke one
+	// Get). A Get that leaves passes each on, or that partition's key waits
+	// for a heartbeat. The last Get to leave also takes the wakeups the
+	// listeners left for Gets.
+	owed := make([]bool, len(q.parts))
 	defer func() {
 		q.mu.Lock()
 		q.waiting--
 		if q.waiting == 0 {
 			select {
 			case <-q.wake:
-				woken = true
 			default:
+			}
+			for i, woke := range q.woke {
+				owed[i] = owed[i] || woke
+				q.woke[i] = false
 			}
 		}
 		q.checkIdleLocked()
 		q.mu.Unlock()
-		if woken || knowsDue {
-			q.passOn()
+		for i, owes := range owed {
+			if owes {
+				q.passOn(q.parts[i])
+			}
 		}
 	}()
 
@@ -75,21 +87,28 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 		return item, err
 	}
 	// A script that failed may have run, its reply lost: it is sent again
-	// with the same nonce, so that it returns the lease it took, if any,
-	// instead of leaving it to expire. Once a reply arrived, a new nonce.
-	nonce := newNonce()
+	// with the same nonce when this Get looks at its partition again, so
+	// that it returns the lease it took, if any, instead of leaving it to
+	// expire. Once a reply arrived, a new nonce. (A Get that finds an item
+	// in another partition first leaves such a lease to expire.)
+	nonces := make([]string, len(q.parts))
+	for i := range nonces {
+		nonces[i] = newNonce()
+	}
+	from := -1 // the partition the last wakeup came from
 	for attempt := 0; ; {
 		if q.ShuttingDown() {
 			return item, workqueue.ErrShutDown
 		}
-		got, wait, err := q.takeContext(ctx, nonce)
+		got, wait, err := q.takeRound(ctx, nonces, owed, from)
 		if got != nil {
 			return *got, nil
 		}
 		if err != nil {
-			// A closed client cannot recover; any other error may pass (a
-			// script error would show in every attempt's log).
-			if !retry || errors.Is(err, redis.ErrClosed) {
+			// A closed client cannot recover, nor a handle with the wrong
+			// number of partitions; any other error may pass (a script
+			// error would show in every attempt's log).
+			if !retry || errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrPartitionsChanged) || ctx.Err() != nil {
 				return item, err
 			}
 			if attempt%20 == 0 {
@@ -103,18 +122,54 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 				return item, workqueue.ErrShutDown
 			}
 			attempt++
+			from = -1
 			continue
 		}
-		woken, knowsDue = false, wait > 0
 		attempt = 0
-		nonce = newNonce()
+		from = -1
 		if wait == 0 {
 			continue
 		}
-		if woken, err = q.sleep(ctx, wait); err != nil {
+		if from, err = q.sleep(ctx, wait); err != nil {
 			return item, err
 		}
+		if from >= 0 {
+			owed[from] = true
+		}
 	}
+}
+
+// takeRound looks at every partition once for this Get, starting at
+// first if it is a partition, else at the next in turn, and returns the
+// first item handed out. Without one, it returns how long to wait (as
+// take's, the shortest over the partitions), and the first error of a
+// partition, after which the others were looked at all the same; it
+// returns at once when ctx ends. It renews the nonce of each partition
+// that answered, and updates owed (see get) for each.
+func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, first int) (*T, time.Duration, error) {
+	if first < 0 {
+		first = q.nextPartition()
+	}
+	waits := make([]time.Duration, 0, len(q.parts))
+	var firstErr error
+	for k := range q.parts {
+		i := (first + k) % len(q.parts)
+		got, wait, err := q.takeContext(ctx, q.parts[i], nonces[i])
+		if got != nil {
+			return got, 0, nil
+		}
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, ErrPartitionsChanged) {
+				return nil, 0, err
+			}
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		nonces[i] = newNonce()
+		owed[i] = wait > 0
+		waits = append(waits, wait)
+	}
+	return nil, untilDue(waits), firstErr
 }
 
 // takeGrace is how long a Get whose context ended waits for a script
@@ -126,9 +181,9 @@ const takeGrace = 100 * time.Millisecond
 // takeContext is take, returning soon after ctx ends even while Redis
 // does not answer. A key that such an abandoned take leases is given back
 // to the front of the queue.
-func (q *Queue[T]) takeContext(ctx context.Context, nonce string) (*T, time.Duration, error) {
+func (q *Queue[T]) takeContext(ctx context.Context, p *partition, nonce string) (*T, time.Duration, error) {
 	if ctx.Done() == nil {
-		return q.take(nonce)
+		return q.take(p, nonce)
 	}
 	type taken struct {
 		item *T
@@ -137,7 +192,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, nonce string) (*T, time.Dura
 	}
 	result := make(chan taken, 1)
 	go func() {
-		item, wait, err := q.take(nonce)
+		item, wait, err := q.take(p, nonce)
 		result <- taken{item, wait, err}
 	}()
 	var r taken
@@ -174,18 +229,18 @@ func (q *Queue[T]) giveBack(item T) {
 	if h == nil {
 		return
 	}
-	if err := releaseScript.Run(context.Background(), q.client, q.keys.all, q.now(), key, h.token).Err(); err != nil {
+	if err := releaseScript.Run(context.Background(), q.client, q.part(key).keys.all, q.now(), key, h.token).Err(); err != nil {
 		q.logger.Warn("workqueue: could not give back a key a cancelled Get took; it is handed out again when its lease expires", "key", key, "err", err)
 	}
 	q.release(key, h)
 }
 
-// passOn puts back a wakeup this handle took but did not use, for the
-// other handles.
-func (q *Queue[T]) passOn() {
+// passOn puts back a wakeup of partition p that this handle took but did
+// not use, for the other handles.
+func (q *Queue[T]) passOn(p *partition) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := signalScript.Run(ctx, q.client, q.keys.all).Err(); err != nil {
+	if err := signalScript.Run(ctx, q.client, p.keys.all).Err(); err != nil {
 		q.logger.Warn("workqueue: could not pass a wakeup on; other handles see the key within a heartbeat", "err", err)
 	}
 }
@@ -199,15 +254,18 @@ type grant struct {
 	wait       time.Duration // without a key: -1 none waits, else the time until one is due
 }
 
-// runTakes runs one get script for the Gets whose nonces are given, and
-// returns each one's grant.
-func (q *Queue[T]) runTakes(nonces []string) ([]grant, error) {
+// runTakes runs one get script in partition p for the Gets whose nonces
+// are given, and returns each one's grant.
+func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
+	if err := q.checkPartitions(context.Background()); err != nil {
+		return nil, err
+	}
 	args := make([]any, 0, 2+len(nonces))
 	args = append(args, q.now(), q.lease.Milliseconds())
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}
-	res, err := getScript.Run(context.Background(), q.client, q.keys.all, args...).Result()
+	res, err := getScript.Run(context.Background(), q.client, p.keys.all, args...).Result()
 	if err != nil {
 		return nil, err
 	}
@@ -236,18 +294,18 @@ func (q *Queue[T]) runTakes(nonces []string) ([]grant, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	q.metrics.setDepth(depth)
+	q.setDepth(p, depth)
 	q.logReclaimed(reclaimed)
 	return grants, nil
 }
 
-// take runs the get script once for this Get, with the next batch of this
-// handle's Gets. It returns the item handed out, or else how long to wait
-// for the next delayed item to be due (-1: none, wait for a signal; 0:
-// look again at once).
-func (q *Queue[T]) take(nonce string) (*T, time.Duration, error) {
+// take runs the get script of partition p once for this Get, with the
+// next batch of this handle's Gets there. It returns the item handed out,
+// or else how long to wait for the partition's next delayed item to be due
+// (-1: none, wait for a signal; 0: look again at once).
+func (q *Queue[T]) take(p *partition, nonce string) (*T, time.Duration, error) {
 	ctx := context.Background()
-	g, err := q.takes.do(nonce)
+	g, err := p.takes.do(nonce)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -261,7 +319,7 @@ func (q *Queue[T]) take(nonce string) (*T, time.Duration, error) {
 		// Another handle stored a key this codec cannot read: give it back
 		// rather than hold it for ever or hand out garbage.
 		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
-		_ = doneScript.Run(ctx, q.client, q.keys.all, q.now(), key, token).Err()
+		_ = doneScript.Run(ctx, q.client, p.keys.all, q.now(), key, token).Err()
 		return nil, 0, nil
 	}
 	now := q.clock.Now()
@@ -273,7 +331,7 @@ func (q *Queue[T]) take(nonce string) (*T, time.Duration, error) {
 		// under the new lease, marked to be queued again at its Done.
 		h.token, h.lost, h.renewed = token, false, now
 		q.mu.Unlock()
-		if err := addScript.Run(ctx, q.client, q.keys.all, q.now(), key, 0).Err(); err != nil {
+		if err := addScript.Run(ctx, q.client, p.keys.all, q.now(), key, 0).Err(); err != nil {
 			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}
 		return nil, 0, nil
@@ -294,10 +352,11 @@ func (q *Queue[T]) logReclaimed(n int64) {
 	}
 }
 
-// sleep waits for the listener's wakeup (and reports it), for wait if
-// it is positive, for ctx, or for ShutDown. A wakeup that comes with ctx
-// or ShutDown is left for another Get.
-func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (woken bool, err error) {
+// sleep waits for a listener's wakeup, for wait if it is positive, for
+// ctx, or for ShutDown. It returns the partition whose wakeup token it
+// took over, or -1 (a heartbeat, or a wait that ended). A wakeup that
+// comes with ctx or ShutDown is left for another Get.
+func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (from int, err error) {
 	// Only a sleeping Get sets the listener blocking on Redis: a Get that
 	// finds a key ready needs no wakeup, and a BLPOP sent beside its script
 	// would take the token that the get script leaves while keys remain,
@@ -305,9 +364,11 @@ func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (woken bool, e
 	q.mu.Lock()
 	q.sleeping++
 	if q.sleeping == 1 {
-		select {
-		case q.hasWaiter <- struct{}{}:
-		default:
+		for _, p := range q.parts {
+			select {
+			case p.hasWaiter <- struct{}{}:
+			default:
+			}
 		}
 	}
 	q.mu.Unlock()
@@ -324,19 +385,36 @@ func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (woken bool, e
 	}
 	select {
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return -1, ctx.Err()
 	case <-q.stopCh:
-		return false, workqueue.ErrShutDown
+		return -1, workqueue.ErrShutDown
 	default:
 	}
 	select {
 	case <-q.wake:
-		return true, nil
+		return q.takeWakeup(), nil
 	case <-timeout:
-		return false, nil
+		return -1, nil
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return -1, ctx.Err()
 	case <-q.stopCh:
-		return false, workqueue.ErrShutDown
+		return -1, workqueue.ErrShutDown
 	}
+}
+
+// takeWakeup takes over one partition's wakeup token left for a Get, if
+// any, and returns that partition, or -1. If more are left, it wakes
+// another Get for them.
+func (q *Queue[T]) takeWakeup() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	from := slices.Index(q.woke, true)
+	if from < 0 {
+		return -1
+	}
+	q.woke[from] = false
+	if slices.Contains(q.woke, true) {
+		q.wakeOne()
+	}
+	return from
 }

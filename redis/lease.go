@@ -75,7 +75,7 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 			return err
 		}
 		var err error
-		outcome, err = q.dones.do(doneCall{key, h.token})
+		outcome, err = q.part(key).dones.do(doneCall{key, h.token})
 		return err
 	}
 	err = run(ctx)
@@ -111,10 +111,10 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 // doneCall is one Done for the done script: a key and its lease's token.
 type doneCall struct{ key, token string }
 
-// runDones runs one done script with calls and returns each one's
-// outcome.
-func (q *Queue[T]) runDones(calls []doneCall) ([]int64, error) {
-	return runPairs(context.Background(), q, doneScript, "done", calls, func(c doneCall) (any, any) { return c.key, c.token })
+// runDones runs one done script in partition p with calls and returns
+// each one's outcome.
+func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
+	return runPairs(context.Background(), q, p, doneScript, "done", calls, func(c doneCall) (any, any) { return c.key, c.token })
 }
 
 // release forgets the lease h on key, if it is still the one held.
@@ -154,21 +154,32 @@ func (q *Queue[T]) keep() {
 	}
 }
 
-// extendLeases extends every lease held, in batches of one script each,
-// and marks those found reclaimed as lost.
+// heldLease is one entry of Queue.held.
+type heldLease struct {
+	key string
+	h   *holding
+}
+
+// extendLeases extends every lease held, in batches of one script each
+// per partition, and marks those found reclaimed as lost.
 func (q *Queue[T]) extendLeases() {
 	q.mu.Lock()
-	type lease struct {
-		key string
-		h   *holding
-	}
-	leases := make([]lease, 0, len(q.held))
+	byPart := make([][]heldLease, len(q.parts))
 	for key, h := range q.held {
 		if !h.lost {
-			leases = append(leases, lease{key, h})
+			i := partitionOf(key, len(q.parts))
+			byPart[i] = append(byPart[i], heldLease{key, h})
 		}
 	}
 	q.mu.Unlock()
+	for i, leases := range byPart {
+		q.extendPartition(q.parts[i], leases)
+	}
+}
+
+// extendPartition extends leases, all of partition p. If Redis does not
+// answer, the rest wait for the next tick.
+func (q *Queue[T]) extendPartition(p *partition, leases []heldLease) {
 	const batch = 256
 	for start := 0; start < len(leases); start += batch {
 		part := leases[start:min(start+batch, len(leases))]
@@ -177,9 +188,9 @@ func (q *Queue[T]) extendLeases() {
 			args = append(args, l.key, l.h.token)
 		}
 		sent := q.clock.Now()
-		lost, err := extendScript.Run(context.Background(), q.client, q.keys.all, args...).StringSlice()
+		lost, err := extendScript.Run(context.Background(), q.client, p.keys.all, args...).StringSlice()
 		if err != nil {
-			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "err", err)
+			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "partition", p.index, "err", err)
 			return
 		}
 		lostKeys := make(map[string]bool, len(lost))

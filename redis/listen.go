@@ -7,15 +7,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// listen blocks on Redis's signal list while a Get of this handle waits,
-// and wakes one of them for each token: the scripts leave one when a key
-// becomes ready and none waits, and the woken Get passes it on if more are
-// ready. A token taken when no Get waits any more is put back for the
-// other handles. Each Heartbeat without a token wakes a Get to look for
-// expired leases. It stops at ShutDown.
-func (q *Queue[T]) listen() {
-	defer close(q.listenerDone)
-	wakeKey := q.keys.wakeKey(q.handle)
+// listen blocks on partition p's signal list while a Get of this handle
+// waits, and wakes one of them for each token: the scripts leave one when
+// a key becomes ready and none waits, and the woken Get passes it on if
+// more are ready. A token taken when no Get waits any more is put back for
+// the other handles. Each Heartbeat without a token wakes a Get to look
+// for expired leases. It stops at ShutDown. (A cluster cannot block on
+// keys of several slots at once: each partition has its listener.)
+func (q *Queue[T]) listen(p *partition) {
+	wakeKey := p.keys.wakeKey(q.handle)
 	ctx := context.Background()
 	for attempt := 0; ; {
 		q.mu.Lock()
@@ -26,13 +26,13 @@ func (q *Queue[T]) listen() {
 		}
 		if sleeping == 0 {
 			select {
-			case <-q.hasWaiter:
+			case <-p.hasWaiter:
 			case <-q.stopCh:
 				return
 			}
 			continue
 		}
-		popped, err := q.client.BLPop(ctx, q.heartbeat, q.keys.signal, wakeKey).Result()
+		popped, err := q.client.BLPop(ctx, q.heartbeat, p.keys.signal, wakeKey).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
 			q.wakeOne()
@@ -55,11 +55,12 @@ func (q *Queue[T]) listen() {
 			q.mu.Lock()
 			handed := q.sleeping > 0 && !q.shuttingDown
 			if handed {
+				q.woke[p.index] = true
 				q.wakeOne()
 			}
 			q.mu.Unlock()
 			if !handed {
-				q.passOn()
+				q.passOn(p)
 			}
 		}
 		attempt = 0

@@ -181,7 +181,7 @@ func (w *watcher) waitFor(t *testing.T, what string, timeout time.Duration, cond
 // queued, delayed, or held under a lease. With every adder finished, no
 // key can come back after that. An error (Redis restarting) is not idle.
 func queueIdle(client redis.UniversalClient, name string) bool {
-	keys := newQueueKeys(name)
+	keys := queueKeysOf(name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var state, delayed, ready *redis.IntCmd
@@ -415,7 +415,7 @@ func TestRedisCrashAOF(t *testing.T) {
 		live = append(live, startProc(t, bin, dir, append(args, "-shard", strconv.Itoa(i), "-shards", strconv.Itoa(procs))...))
 	}
 	client := s.Client()
-	fence := newQueueKeys(name).all[5]
+	fence := queueKeysOf(name).all[5]
 	// Crash while the adds are going on, once early and once late, so
 	// that some keys are added before, some during and some after. Redis
 	// stays down until a worker has seen it gone (go-redis's own retries

@@ -51,6 +51,19 @@ type Options[T comparable] struct {
 	// WaitTimeout bounds each WAIT. Default 1s.
 	WaitTimeout time.Duration
 
+	// Partitions splits the queue into that many partitions, each a
+	// complete queue under its own hash tag, so that on a Redis Cluster
+	// the queue spreads over several shards (one per partition, when the
+	// primaries serve equal ranges of slots). A key always belongs to the
+	// same partition (CRC-32 of its encoded key modulo Partitions), so
+	// every per-key guarantee holds as with one; order holds within a
+	// partition only; Gets take from the partitions in turn. Every handle
+	// of a queue must use the same number: the first handle records it in
+	// Redis and a handle with another gets ErrPartitionsChanged. 0 and 1
+	// are the unpartitioned queue, whose keys are those of a queue made
+	// before this option existed; at most 256.
+	Partitions int
+
 	// MetricsProvider receives the metrics of this handle under Name, with
 	// the Kubernetes workqueue names. Depth is the queue-wide ready count
 	// as Redis last reported it, when the depth metric can be Set.

@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -83,13 +84,15 @@ var (
 // ShutDownWithDrain also waits for that. All methods are safe for
 // concurrent use.
 type Queue[T comparable] struct {
-	client    redis.UniversalClient
-	keys      queueKeys
+	client redis.UniversalClient
+	name   string
+	// parts are the queue's partitions, indexed by partitionOf; one
+	// unless Options.Partitions says otherwise.
+	parts     []*partition
 	handle    string
 	codec     Codec[T]
 	lease     time.Duration
 	heartbeat time.Duration
-	limit     []any
 	maxKey    int
 	// waitReplicas and waitTimeout: Options.WaitReplicas and WaitTimeout.
 	waitReplicas int
@@ -99,10 +102,12 @@ type Queue[T comparable] struct {
 	fakeTime     bool
 	metrics      *handleMetrics
 
-	// The scripts of concurrent calls, one batch at a time of each kind.
-	adds  *coalescer[addCall, int64]
-	takes *coalescer[string, grant]
-	dones *coalescer[doneCall, int64]
+	// cursor counts the Gets that looked at the partitions in turn.
+	cursor atomic.Uint64
+	// partitionsChecked is set once checkPartitions found the queue's
+	// number of partitions to be this handle's; checkMu serializes the look.
+	partitionsChecked atomic.Bool
+	checkMu           sync.Mutex
 
 	mu           sync.Mutex
 	held         map[string]*holding
@@ -112,9 +117,11 @@ type Queue[T comparable] struct {
 	idleClosed   bool
 	stopCh       chan struct{} // closed at ShutDown
 	idleCh       chan struct{} // closed once shut down, with nothing held and no Get in progress
-	wake         chan struct{} // the listener's wakeup for one waiting Get
-	hasWaiter    chan struct{} // a Get went to sleep: the listener may block on Redis
-	listenerDone chan struct{}
+	wake         chan struct{} // a listener's wakeup for one waiting Get
+	// woke marks the partitions whose listener took a wakeup token for a
+	// waiting Get that no Get has taken over yet.
+	woke         []bool
+	listeners    sync.WaitGroup
 	keeperDone   chan struct{}
 	stopListener sync.Once
 }
@@ -124,14 +131,16 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 
 // New returns a handle on the queue called name in the Redis that client
 // talks to. It starts two goroutines: one that waits on Redis for a
-// wakeup while a Get is waiting, and one that extends the leases of the
-// items being processed. It does not contact Redis: a client that cannot
-// reach it shows in the first calls.
+// wakeup while a Get is waiting (one per partition), and one that extends
+// the leases of the items being processed. It does not contact Redis: a
+// client that cannot reach it, or a queue with another number of
+// partitions (ErrPartitionsChanged), shows in the first calls.
 //
 // New panics, with a message that starts with "workqueue:", on a nil
 // client, on a name that is empty, longer than 256 bytes or holds '{' or
 // '}' (the queue's keys share the hash tag {name}), on a nil Codec for a T
-// other than string, on negative or too small durations and limits, and on
+// other than string, on negative or too small durations and limits, on
+// Partitions outside 0 to 256, and on
 // WaitReplicas with a client other than a *redis.Client or
 // *redis.ClusterClient.
 func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
@@ -183,6 +192,11 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 			panic(fmt.Sprintf("workqueue: redisqueue.New: WaitReplicas needs a *redis.Client or *redis.ClusterClient, got %T", client))
 		}
 	}
+	partitions := opts.Partitions
+	if partitions < 0 || partitions > maxPartitions {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: Partitions %d is outside 0 to %d", partitions, maxPartitions))
+	}
+	partitions = max(partitions, 1)
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -197,12 +211,11 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 	}
 	q := &Queue[T]{
 		client:       client,
-		keys:         newQueueKeys(name),
+		name:         name,
 		handle:       newHandleID(),
 		codec:        codec,
 		lease:        lease,
 		heartbeat:    heartbeat,
-		limit:        limit.scriptArgs(),
 		maxKey:       maxKey,
 		waitReplicas: opts.WaitReplicas,
 		waitTimeout:  orDefault(opts.WaitTimeout, time.Second),
@@ -214,16 +227,26 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		stopCh:       make(chan struct{}),
 		idleCh:       make(chan struct{}),
 		wake:         make(chan struct{}, 1),
-		hasWaiter:    make(chan struct{}, 1),
-		listenerDone: make(chan struct{}),
+		woke:         make([]bool, partitions),
 		keeperDone:   make(chan struct{}),
 	}
-	q.adds = newCoalescer(maxBatch, func(calls []addCall) ([]int64, error) {
-		return q.runAdds(context.Background(), calls)
-	})
-	q.takes = newCoalescer(maxBatch, q.runTakes)
-	q.dones = newCoalescer(maxBatch, q.runDones)
-	go q.listen()
+	for i, prefix := range partitionPrefixes(name, partitions) {
+		p := &partition{
+			index:     i,
+			keys:      newQueueKeys(prefix),
+			limit:     limit.rateLimitArgs(partitions),
+			hasWaiter: make(chan struct{}, 1),
+		}
+		p.adds = newCoalescer(maxBatch, func(calls []addCall) ([]int64, error) {
+			return q.runAdds(context.Background(), p, calls)
+		})
+		p.takes = newCoalescer(maxBatch, func(nonces []string) ([]grant, error) { return q.runTakes(p, nonces) })
+		p.dones = newCoalescer(maxBatch, func(calls []doneCall) ([]int64, error) { return q.runDones(p, calls) })
+		q.parts = append(q.parts, p)
+	}
+	for _, p := range q.parts {
+		q.listeners.Go(func() { q.listen(p) })
+	}
 	go q.keep()
 	return q
 }
@@ -274,7 +297,7 @@ func (q *Queue[T]) Forget(item T) {
 		return // it was never counted
 	}
 	if err := q.retry("Forget", nil, func(ctx context.Context) error {
-		return q.client.HDel(ctx, q.keys.fails, key).Err()
+		return q.forget(ctx, key)
 	}); err != nil {
 		q.logger.Error("workqueue: Forget failed", "key", key, "err", err)
 	}
@@ -286,7 +309,14 @@ func (q *Queue[T]) ForgetContext(ctx context.Context, item T) error {
 	if err != nil {
 		return err
 	}
-	return q.client.HDel(ctx, q.keys.fails, key).Err()
+	return q.forget(ctx, key)
+}
+
+func (q *Queue[T]) forget(ctx context.Context, key string) error {
+	if err := q.checkPartitions(ctx); err != nil {
+		return err
+	}
+	return q.client.HDel(ctx, q.part(key).keys.fails, key).Err()
 }
 
 // NumRequeues returns item's failure count in Redis, counted by every
@@ -308,7 +338,10 @@ func (q *Queue[T]) NumRequeuesContext(ctx context.Context, item T) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	n, err := q.client.HGet(ctx, q.keys.fails, key).Int()
+	if err := q.checkPartitions(ctx); err != nil {
+		return 0, err
+	}
+	n, err := q.client.HGet(ctx, q.part(key).keys.fails, key).Int()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -316,8 +349,11 @@ func (q *Queue[T]) NumRequeuesContext(ctx context.Context, item T) (int, error) 
 }
 
 // Len returns the number of items queued and ready, across every process;
-// items waiting for a delay or being processed are not counted. It retries
-// while Redis is unreachable and returns 0 once the client is closed.
+// items waiting for a delay or being processed are not counted. On a
+// partitioned queue it is the sum of each partition's count, each at its
+// own instant (one pipeline of one command per partition), not the count
+// at one instant. It retries while Redis is unreachable and returns 0 once
+// the client is closed.
 func (q *Queue[T]) Len() int {
 	n, err := retryValue(q, "Len", q.LenContext)
 	if err != nil {
@@ -328,8 +364,27 @@ func (q *Queue[T]) Len() int {
 
 // LenContext is Len without retries.
 func (q *Queue[T]) LenContext(ctx context.Context) (int, error) {
-	n, err := q.client.LLen(ctx, q.keys.ready).Result()
-	return int(n), err
+	if err := q.checkPartitions(ctx); err != nil {
+		return 0, err
+	}
+	if len(q.parts) == 1 {
+		n, err := q.client.LLen(ctx, q.parts[0].keys.ready).Result()
+		return int(n), err
+	}
+	lens := make([]*redis.IntCmd, len(q.parts))
+	if _, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, part := range q.parts {
+			lens[i] = p.LLen(ctx, part.keys.ready)
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, l := range lens {
+		n += l.Val()
+	}
+	return int(n), nil
 }
 
 // ShuttingDown reports whether ShutDown has been called on this handle.
@@ -358,14 +413,16 @@ func (q *Queue[T]) ShutDown() {
 		// wait times out within a heartbeat.
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		wakeKey := q.keys.wakeKey(q.handle)
 		_, _ = q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-			p.RPush(ctx, wakeKey, 1)
-			p.PExpire(ctx, wakeKey, time.Minute)
+			for _, part := range q.parts {
+				wakeKey := part.keys.wakeKey(q.handle)
+				p.RPush(ctx, wakeKey, 1)
+				p.PExpire(ctx, wakeKey, time.Minute)
+			}
 			return nil
 		})
 	})
-	<-q.listenerDone
+	q.listeners.Wait()
 }
 
 // ShutDownWithDrain shuts the handle down as ShutDown does, then waits

@@ -305,7 +305,7 @@ func TestLeases(t *testing.T) {
 	// live extends its leases every second of its clock: stepping one
 	// second at a time and waiting for each extension, a and b stay held
 	// well past 3s.
-	leases := live.keys.all[3]
+	leases := live.parts[0].keys.all[3]
 	for range 6 {
 		clk.Step(time.Second)
 		want := float64(clk.Now().Add(3 * time.Second).UnixMilli())
@@ -330,5 +330,5 @@ func assertNothingReady(t *testing.T, q *Queue[string]) {
 }
 
 func queueNameOf(q *Queue[string]) string {
-	return strings.TrimSuffix(strings.TrimPrefix(q.keys.prefix, "wq:{"), "}:")
+	return q.name
 }

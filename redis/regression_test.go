@@ -86,7 +86,7 @@ func TestWakeupLeftWhenTheLastGetLeaves(t *testing.T) {
 		c1 := redis.NewClient(&redis.Options{Addr: s.Addr})
 		ctx1, cancel1 := context.WithCancel(context.Background())
 		h2 := newTestQueue(t, s.Client(), opts)
-		c1.AddHook(afterPop{key: h2.keys.signal, do: cancel1})
+		c1.AddHook(afterPop{key: h2.parts[0].keys.signal, do: cancel1})
 		h1 := newHandle(t, c1, queueNameOf(h2), opts)
 		left := make(chan string)
 		go func() {
@@ -171,7 +171,7 @@ func TestRegrantToTheSameHandle(t *testing.T) {
 	q.Add("k")
 	require.Equal(t, "k", getNow(t, q)) // the first worker
 	// Its lease expires, as after an outage longer than the lease.
-	require.NoError(t, client.ZAdd(ctx, q.keys.all[3], redis.Z{Score: 0, Member: "k"}).Err())
+	require.NoError(t, client.ZAdd(ctx, q.parts[0].keys.all[3], redis.Z{Score: 0, Member: "k"}).Err())
 	assert.Equal(t, "", <-getWithin(t, q, 300*time.Millisecond), "k handed to a second worker of the same handle")
 	require.NoError(t, q.DoneContext(ctx, "k"), "the first worker's Done ends the new lease")
 	assert.Equal(t, "k", getNow(t, q), "processed again after the lost lease")
@@ -286,8 +286,8 @@ func TestGetReplyLost(t *testing.T) {
 	}
 	q.Done("k")
 	ctx := context.Background()
-	assert.Zero(t, client.ZCard(ctx, q.keys.all[3]).Val(), "a lease left behind")
-	assert.Zero(t, client.HLen(ctx, q.keys.all[9]).Val(), "a grant left behind")
+	assert.Zero(t, client.ZCard(ctx, q.parts[0].keys.all[3]).Val(), "a lease left behind")
+	assert.Zero(t, client.HLen(ctx, q.parts[0].keys.all[9]).Val(), "a grant left behind")
 }
 
 // loseFirstGrant turns the reply of the first get script that granted a

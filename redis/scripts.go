@@ -21,6 +21,7 @@ var (
 	signalScript      = loadScript("signal.lua")
 	releaseScript     = loadScript("release.lua")
 	snapshotScript    = loadScript("snapshot.lua")
+	partitionsScript  = loadScript("partitions.lua")
 )
 
 func loadScript(name string) *redis.Script {
@@ -35,8 +36,9 @@ func loadScript(name string) *redis.Script {
 	return redis.NewScript(string(prelude) + "\n" + string(body))
 }
 
-// queueKeys are the Redis keys of one queue, in the order the scripts'
-// prelude names them. They share the hash tag {name}.
+// queueKeys are the Redis keys of one queue or partition, in the order
+// the scripts' prelude names them. They share one hash tag: {name} for an
+// unpartitioned queue and a partitioned queue's partition 0.
 type queueKeys struct {
 	all    []string
 	ready  string
@@ -50,8 +52,8 @@ type queueKeys struct {
 // checks.
 var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds"}
 
-func newQueueKeys(name string) queueKeys {
-	prefix := "wq:{" + name + "}:"
+// newQueueKeys returns the keys under prefix (see partitionPrefixes).
+func newQueueKeys(prefix string) queueKeys {
 	all := make([]string, len(keyParts))
 	for i, part := range keyParts {
 		all[i] = prefix + part

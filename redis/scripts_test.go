@@ -23,7 +23,7 @@ func TestPreludeKeyOrder(t *testing.T) {
 	indexes := regexp.MustCompile(`KEYS\[(\d+)\]`).FindAllSubmatch(m[2], -1)
 	require.Len(t, indexes, len(names), "names and KEYS[i] in prelude.lua")
 	require.Len(t, names, len(keyParts), "keys in prelude.lua and keyParts")
-	keys := newQueueKeys("q")
+	keys := queueKeysOf("q")
 	for i, name := range names {
 		index, err := strconv.Atoi(string(indexes[i][1]))
 		require.NoError(t, err)

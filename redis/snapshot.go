@@ -2,6 +2,8 @@ package redisqueue
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,6 +24,12 @@ const maxSnapshotItems = 1000
 // process. If Redis does not answer within 5s it logs the error and
 // returns a view with only Taken and ShuttingDown set; SnapshotContext
 // returns the error instead. Safe for concurrent use.
+//
+// On a partitioned queue the view is each partition's at its own instant
+// (Taken is the latest), merged: the counts summed, Queued the partitions'
+// first items in turn (the order in which Gets that take from the
+// partitions in turn would find them), InFlight and Delayed the n
+// longest-running and the n due first over all partitions.
 func (q *Queue[T]) Snapshot(n int) workqueue.Snapshot[T] {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -36,8 +44,85 @@ func (q *Queue[T]) Snapshot(n int) workqueue.Snapshot[T] {
 // SnapshotContext is Snapshot, returning Redis's error.
 func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapshot[T], error) {
 	n = min(max(n, 0), maxSnapshotItems)
-	snap := workqueue.Snapshot[T]{ShuttingDown: q.ShuttingDown()}
-	res, err := snapshotScript.Run(ctx, q.client, q.keys.all, q.now(), n).Result()
+	if err := q.checkPartitions(ctx); err != nil {
+		return workqueue.Snapshot[T]{ShuttingDown: q.ShuttingDown()}, err
+	}
+	snaps := make([]workqueue.Snapshot[T], len(q.parts))
+	for i, p := range q.parts {
+		snap, err := q.snapshotPartition(ctx, p, n)
+		if err != nil {
+			return workqueue.Snapshot[T]{ShuttingDown: q.ShuttingDown()}, err
+		}
+		snaps[i] = snap
+	}
+	snap := mergeSnapshots(snaps, n)
+	snap.ShuttingDown = q.ShuttingDown()
+	return snap, nil
+}
+
+// mergeSnapshots merges the snapshots of a queue's partitions into one
+// of the whole queue, as Snapshot describes; one is returned as it is.
+func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueue.Snapshot[T] {
+	if len(snaps) == 1 {
+		return snaps[0]
+	}
+	var all workqueue.Snapshot[T]
+	failures := map[T]int{}
+	for _, s := range snaps {
+		if s.Taken.After(all.Taken) {
+			all.Taken = s.Taken
+		}
+		all.Depth += s.Depth
+		all.Processing += s.Processing
+		all.Waiting += s.Waiting
+		all.Adds += s.Adds
+		all.InFlight = append(all.InFlight, s.InFlight...)
+		all.Delayed = append(all.Delayed, s.Delayed...)
+		maps.Copy(failures, s.Failures)
+	}
+	for i := 0; len(all.Queued) < n; i++ {
+		more := false
+		for _, s := range snaps {
+			if i < len(s.Queued) {
+				all.Queued = append(all.Queued, s.Queued[i])
+				more = true
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	all.Queued = all.Queued[:min(len(all.Queued), n)]
+	slices.SortStableFunc(all.InFlight, func(a, b workqueue.InFlightItem[T]) int { return a.Since.Compare(b.Since) })
+	all.InFlight = all.InFlight[:min(len(all.InFlight), n)]
+	slices.SortStableFunc(all.Delayed, func(a, b workqueue.DelayedItem[T]) int { return a.ReadyAt.Compare(b.ReadyAt) })
+	all.Delayed = all.Delayed[:min(len(all.Delayed), n)]
+	// Failure counts only of the items still listed.
+	keep := func(item T) {
+		if count, ok := failures[item]; ok {
+			if all.Failures == nil {
+				all.Failures = make(map[T]int)
+			}
+			all.Failures[item] = count
+		}
+	}
+	for _, item := range all.Queued {
+		keep(item)
+	}
+	for _, f := range all.InFlight {
+		keep(f.Item)
+	}
+	for _, d := range all.Delayed {
+		keep(d.Item)
+	}
+	return all
+}
+
+// snapshotPartition returns the view of partition p at one instant (one
+// script), without ShuttingDown.
+func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (workqueue.Snapshot[T], error) {
+	var snap workqueue.Snapshot[T]
+	res, err := snapshotScript.Run(ctx, q.client, p.keys.all, q.now(), n).Result()
 	if err != nil {
 		return snap, err
 	}

@@ -1,0 +1,198 @@
+package redisqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// ErrPartitionsChanged is returned by every call of a handle whose
+// Options.Partitions differs from the number the queue was created with:
+// the partitions of a key would differ between handles, and the per-key
+// guarantees with them. A queue's number of partitions is fixed by its
+// first handle; to change it, drain the queue and delete its keys, or use
+// a new name. It is no outage: no method retries it.
+var ErrPartitionsChanged = errors.New("workqueue: the queue has another number of partitions")
+
+// maxPartitions bounds Options.Partitions: more partitions than a
+// cluster has primaries gain nothing, and each costs an idle handle a
+// listener and a look per wakeup.
+const maxPartitions = 256
+
+// partition is one part of a queue: a complete queue of its own, under
+// its own hash tag, holding the keys that partitionOf maps to it, with its
+// own scripts of concurrent calls and its own listener.
+type partition struct {
+	index int
+	keys  queueKeys
+	// limit is ratelimited.lua's limiter arguments: the per-key backoff
+	// whole, the bucket's rate and burst shared out between partitions.
+	limit []any
+
+	adds  *coalescer[addCall, int64]
+	takes *coalescer[string, grant]
+	dones *coalescer[doneCall, int64]
+
+	// hasWaiter tells the partition's listener that a Get went to sleep.
+	hasWaiter chan struct{}
+	// depth is the partition's ready count as Redis last reported it.
+	depth atomic.Int64
+}
+
+// partitionOf returns the partition of key among n: the CRC-32 (IEEE) of
+// key modulo n, the same in every process.
+func partitionOf(key string, n int) int {
+	if n == 1 {
+		return 0
+	}
+	return int(crc32.ChecksumIEEE([]byte(key)) % uint32(n))
+}
+
+// partitionPrefixes returns the key prefixes of the n partitions of the
+// queue called name. Partition 0 keeps the prefix of an unpartitioned
+// queue, wq:{name}:, so that a queue of one partition is the queue as it
+// always was. Partition i > 0 has the prefix wq:i:{name:s}:, where s is
+// the smallest number whose hash tag falls in the slot i/n of the way
+// round the 16,384 slots from partition 0's (or the nearest found): on a
+// cluster whose primaries serve equal ranges of consecutive slots, as
+// redis-cli --cluster create and most hosted clusters make them, n
+// partitions on n primaries land one on each. The prefixes of two queues
+// never coincide (i is before the braces, and s has no ':'), though their
+// slots may.
+func partitionPrefixes(name string, n int) []string {
+	prefixes := make([]string, n)
+	prefixes[0] = "wq:{" + name + "}:"
+	first := clusterSlot(name)
+	for i := 1; i < n; i++ {
+		target := (first + i*clusterSlots/n) % clusterSlots
+		best, bestDistance := 0, clusterSlots
+		for s := 0; s < 1<<17 && bestDistance > 0; s++ {
+			d := slotDistance(clusterSlot(name+":"+strconv.Itoa(s)), target)
+			if d < bestDistance {
+				best, bestDistance = s, d
+			}
+		}
+		prefixes[i] = "wq:" + strconv.Itoa(i) + ":{" + name + ":" + strconv.Itoa(best) + "}:"
+	}
+	return prefixes
+}
+
+const clusterSlots = 16384
+
+// clusterSlot is Redis Cluster's slot of a hash tag: CRC-16/XMODEM
+// modulo 16,384.
+func clusterSlot(tag string) int {
+	var crc uint16
+	for i := 0; i < len(tag); i++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^tag[i]]
+	}
+	return int(crc) % clusterSlots
+}
+
+func slotDistance(a, b int) int {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	return min(d, clusterSlots-d)
+}
+
+var crc16Table = func() (table [256]uint16) {
+	for i := range table {
+		crc := uint16(i) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+		table[i] = crc
+	}
+	return table
+}()
+
+// part returns the partition of key.
+func (q *Queue[T]) part(key string) *partition {
+	return q.parts[partitionOf(key, len(q.parts))]
+}
+
+// nextPartition returns the partition a Get that was not woken by one
+// looks at first: each in turn, so that no partition starves.
+func (q *Queue[T]) nextPartition() int {
+	return int(q.cursor.Add(1) % uint64(len(q.parts)))
+}
+
+// setDepth records partition p's ready count and sets the depth metric to
+// the sum of the last counts of every partition.
+func (q *Queue[T]) setDepth(p *partition, depth int64) {
+	p.depth.Store(depth)
+	var sum int64
+	for _, p := range q.parts {
+		sum += p.depth.Load()
+	}
+	q.metrics.setDepth(sum)
+}
+
+// checkPartitions makes sure, once per handle, that the queue in Redis
+// has as many partitions as this handle: the first handle of a queue
+// records its number in partition 0, and a handle with another gets
+// ErrPartitionsChanged from every call. A queue made before partitions
+// existed counts as one partition. It returns Redis's error until a look
+// succeeds.
+func (q *Queue[T]) checkPartitions(ctx context.Context) error {
+	if q.partitionsChecked.Load() {
+		return nil
+	}
+	q.checkMu.Lock()
+	defer q.checkMu.Unlock()
+	if q.partitionsChecked.Load() {
+		return nil
+	}
+	keys := append(q.parts[0].keys.all[:len(q.parts[0].keys.all):len(q.parts[0].keys.all)], q.parts[0].keys.prefix+"partitions")
+	res, err := partitionsScript.Run(ctx, q.client, keys, len(q.parts)).Result()
+	if err != nil {
+		return err
+	}
+	r := replyReader{script: "partitions"}
+	n := r.int(res, "the number of partitions")
+	if r.err != nil {
+		return r.err
+	}
+	if n != int64(len(q.parts)) {
+		return fmt.Errorf("%w: %q has %d, this handle %d (Options.Partitions)", ErrPartitionsChanged, q.name, n, len(q.parts))
+	}
+	q.partitionsChecked.Store(true)
+	return nil
+}
+
+// rateLimitArgs returns ratelimited.lua's arguments for one of n
+// partitions: the per-key backoff as configured, and a bucket of QPS/n
+// with a burst of Burst/n rounded up, so that the n buckets together
+// refill at QPS.
+func (r RateLimit) rateLimitArgs(n int) []any {
+	share := r
+	share.QPS = r.QPS / float64(n)
+	share.Burst = (r.Burst + n - 1) / n
+	return share.scriptArgs()
+}
+
+// untilDue returns the shortest of the waits of a Get's look at every
+// partition, as take returns them: 0 if any partition may have more at
+// once, else the soonest delayed key's, else -1.
+func untilDue(waits []time.Duration) time.Duration {
+	wait := time.Duration(-1)
+	for _, w := range waits {
+		switch {
+		case w == 0:
+			return 0
+		case w > 0 && (wait < 0 || w < wait):
+			wait = w
+		}
+	}
+	return wait
+}
