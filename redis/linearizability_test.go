@@ -23,6 +23,17 @@ import (
 // Shutdown is left out: it is each handle's own and changes nothing in
 // Redis. A Get that gives up after a short wait is legal only where the
 // queue was empty, so a lost wakeup that outlasts the wait is caught too.
+//
+// A partitioned queue is checked twice. With both keys in one partition
+// (the others stay empty) it must pass the same model, Len and AddBatch
+// included. With the keys in two partitions it promises less, and
+// linByPartition checks what it promises: each partition's history alone
+// is linearizable (porcupine's partitioned check), where a Get that gave
+// up belongs to every partition (it found each empty), an AddBatch is an
+// add in each, and Len, the sum of the partitions' counts each at its own
+// instant, is left out (TestPartitionedQueue checks it sequentially).
+// Order between the partitions, and AddBatch's single instant across
+// them, are not promised, so not checked.
 
 const linKeys = 2
 
@@ -114,6 +125,40 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	return false, s
 }
 
+// linByPartition splits a history of a queue whose two keys are in two
+// partitions into the histories of each, as the file's comment says.
+func linByPartition(history []porcupine.Operation) [][]porcupine.Operation {
+	parts := make([][]porcupine.Operation, linKeys)
+	for _, op := range history {
+		in, out := op.Input.(linInput), op.Output.(linOutput)
+		switch {
+		case in.op == linLen:
+		case in.op == linAddBatch:
+			for k := range parts {
+				add := op
+				add.Input = linInput{linAdd, int8(k)}
+				parts[k] = append(parts[k], add)
+			}
+		case in.op == linGet && out.key < 0:
+			for k := range parts {
+				parts[k] = append(parts[k], op)
+			}
+		case in.op == linGet:
+			parts[out.key] = append(parts[out.key], op)
+		default:
+			parts[in.key] = append(parts[in.key], op)
+		}
+	}
+	return parts
+}
+
+// linPartitionedModel is linModel checked one partition at a time.
+var linPartitionedModel = func() porcupine.Model {
+	m := linModel
+	m.Partition = linByPartition
+	return m
+}()
+
 var linModel = porcupine.Model{
 	Init: func() any { return linState{} },
 	Step: func(state, input, output any) (bool, any) {
@@ -137,15 +182,21 @@ var linModel = porcupine.Model{
 func TestLinearizability(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
+	same, apart := linKeyNames(3, true), linKeyNames(3, false)
 	tests := []struct {
-		name      string
-		handles   int
-		histories int
+		name       string
+		handles    int
+		histories  int
+		partitions int
+		keys       [linKeys]string
+		model      porcupine.Model
 	}{
 		// Two goroutines on each handle: their calls may share scripts.
-		{name: "2 handles", handles: 2, histories: 300},
+		{name: "2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
 		// All four on one handle: most calls made at once share a script.
-		{name: "1 handle", handles: 1, histories: 150},
+		{name: "1 handle", handles: 1, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
+		{name: "3 partitions, keys in one", handles: 2, histories: 150, partitions: 3, keys: same, model: linModel},
+		{name: "3 partitions, keys in two", handles: 2, histories: 300, partitions: 3, keys: apart, model: linPartitionedModel},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -158,21 +209,35 @@ func TestLinearizability(t *testing.T) {
 				name := fmt.Sprintf("lin-%d-%d", h, queueSeq.Add(1))
 				handles := make([]*Queue[string], tt.handles)
 				for i := range handles {
-					handles[i] = New(client, name, Options[string]{RateLimit: &RateLimit{}})
+					handles[i] = New(client, name, Options[string]{RateLimit: &RateLimit{}, Partitions: tt.partitions})
 				}
-				ops := runLinHistory(t, handles, seed)
+				ops := runLinHistory(t, handles, tt.keys, seed)
 				for _, q := range handles {
 					q.ShutDownWithDrain()
 				}
-				result := porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second)
+				result := porcupine.CheckOperationsTimeout(tt.model, ops, 10*time.Second)
 				require.Equal(t, porcupine.Ok, result, "history %d (seed %d) is not linearizable:\n%s", h, seed, formatLinHistory(ops))
 			}
-			t.Logf("%d histories of 4 goroutines on %d handles making 12 calls each (and the Dones they owe) are linearizable", histories, tt.handles)
+			t.Logf("%d histories of 4 goroutines on %d handles of %d partitions making 12 calls each (and the Dones they owe) are linearizable",
+				histories, tt.handles, tt.partitions)
 		})
 	}
 }
 
-func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcupine.Operation {
+// linKeyNames returns two key names that are in one partition of n, or in
+// two.
+func linKeyNames(n int, together bool) [linKeys]string {
+	for a := 'a'; a <= 'z'; a++ {
+		for b := a + 1; b <= 'z'; b++ {
+			if (partitionOf(string(a), n) == partitionOf(string(b), n)) == together {
+				return [linKeys]string{string(a), string(b)}
+			}
+		}
+	}
+	panic("no such pair of letters")
+}
+
+func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string, seed uint64) []porcupine.Operation {
 	start := time.Now()
 	var mu sync.Mutex
 	var ops []porcupine.Operation
@@ -192,7 +257,7 @@ func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcup
 			}
 			for i := 0; i < 12 || len(held) > 0; i++ {
 				key := int8(rng.IntN(linKeys))
-				name := string(rune('a' + key))
+				name := names[key]
 				op := linOp(rng.IntN(8))
 				if i >= 12 {
 					op = linDone // finish what this goroutine holds
@@ -204,7 +269,7 @@ func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcup
 						return linOutput{}
 					})
 				case linAddBatch:
-					other := string(rune('a' + linKeys - 1 - key))
+					other := names[linKeys-1-key]
 					record(linInput{linAddBatch, key}, func() linOutput {
 						require.NoError(t, q.AddBatchContext(context.Background(), []string{name, other}))
 						return linOutput{}
@@ -240,7 +305,7 @@ func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcup
 							return linOutput{key: -1}
 						}
 						require.NoError(t, err)
-						got := int8(item[0] - 'a')
+						got := int8(slices.Index(names[:], item))
 						held = append(held, got)
 						return linOutput{key: got}
 					})
@@ -252,7 +317,7 @@ func runLinHistory(t *testing.T, handles []*Queue[string], seed uint64) []porcup
 					key := held[j]
 					held = slices.Delete(held, j, j+1)
 					record(linInput{linDone, key}, func() linOutput {
-						require.NoError(t, q.DoneContext(context.Background(), string(rune('a'+key))))
+						require.NoError(t, q.DoneContext(context.Background(), names[key]))
 						return linOutput{}
 					})
 				}
@@ -310,6 +375,66 @@ func TestLinearizabilityModelRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(linModel, tt.ops, time.Second))
+		})
+	}
+}
+
+// TestLinearizabilityPartitionedModel shows what the check of a queue
+// whose keys are in two partitions rejects, broken queues as the
+// unpartitioned check does, and what it accepts that the unpartitioned
+// check would not: order between partitions, and an AddBatch seen half
+// added.
+func TestLinearizabilityPartitionedModel(t *testing.T) {
+	op := func(client int, call, ret int64, in linInput, out linOutput) porcupine.Operation {
+		return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
+	}
+	tests := []struct {
+		name string
+		ops  []porcupine.Operation
+		want porcupine.CheckResult
+	}{
+		{"handed to two workers", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
+			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
+			op(2, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
+		}, porcupine.Illegal},
+		{"dirty mark dropped", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			op(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
+			op(1, 6, 7, linInput{linDone, 0}, linOutput{}),
+			op(1, 8, 30, linInput{linGet, -1}, linOutput{key: -1}),
+		}, porcupine.Illegal},
+		{"lost wakeup in the other partition", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
+			op(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
+		}, porcupine.Illegal},
+		{"batch lost half", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
+			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			op(1, 4, 30, linInput{linGet, -1}, linOutput{key: -1}),
+		}, porcupine.Illegal},
+		{"failure counted in the wrong partition", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAddRateLimited, 0}, linOutput{}),
+			op(1, 2, 3, linInput{linNumRequeues, 1}, linOutput{n: 1}),
+		}, porcupine.Illegal},
+		{"order between partitions", []porcupine.Operation{
+			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			op(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
+			op(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
+		}, porcupine.Ok},
+		{"batch seen half added", []porcupine.Operation{
+			op(0, 0, 10, linInput{linAddBatch, 0}, linOutput{}),
+			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
+			op(1, 4, 5, linInput{linGet, -1}, linOutput{key: -1}),
+			op(1, 11, 12, linInput{linGet, -1}, linOutput{key: 0}),
+		}, porcupine.Ok},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Equal(t, tt.want, porcupine.CheckOperationsTimeout(linPartitionedModel, tt.ops, time.Second))
+			// Every history is illegal for the unpartitioned queue.
 			require.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(linModel, tt.ops, time.Second))
 		})
 	}
