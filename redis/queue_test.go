@@ -128,6 +128,11 @@ func TestSequences(t *testing.T) {
 // out, Len, NumRequeues. Gets are only made when the reference has an
 // item ready, so that none blocks; Done is called by the handle that got
 // the item.
+//
+// A queue of P partitions is compared with P in-memory queues, one per
+// partition, each fed the keys of its partition: an item Get hands out
+// must be the one the in-memory queue of its partition hands out next
+// (which partition it comes from is the queue's choice), and Len the sum.
 func TestMatchesInMemoryQueue(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
@@ -135,21 +140,31 @@ func TestMatchesInMemoryQueue(t *testing.T) {
 	if testing.Short() {
 		ops = 500
 	}
-	for handles := 1; handles <= 4; handles++ {
-		t.Run(fmt.Sprintf("handles=%d", handles), func(t *testing.T) {
+	keys := []string{"a", "b", "c", "d", "e", "f", "g"}
+	tests := []struct{ handles, partitions int }{
+		{1, 1}, {2, 1}, {3, 1}, {4, 1}, {1, 3}, {3, 3},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("handles=%d,partitions=%d", tt.handles, tt.partitions), func(t *testing.T) {
 			seed := rand.Uint64()
 			rng := rand.New(rand.NewPCG(seed, 0))
-			name := fmt.Sprintf("differential-%d-%d", handles, queueSeq.Add(1))
-			qs := make([]*Queue[string], handles)
+			name := fmt.Sprintf("differential-%d-%d", tt.handles, queueSeq.Add(1))
+			qs := make([]*Queue[string], tt.handles)
 			for i := range qs {
-				qs[i] = newHandle(t, client, name, Options[string]{RateLimit: &RateLimit{}})
+				qs[i] = newHandle(t, client, name, Options[string]{RateLimit: &RateLimit{}, Partitions: tt.partitions})
 			}
-			ref := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0))
+			ref := newPartitionedRef(tt.partitions)
 			defer ref.ShutDown()
-			keys := []string{"a", "b", "c", "d", "e"}
+			if tt.partitions > 1 {
+				used := map[int]bool{}
+				for _, key := range keys {
+					used[partitionOf(key, tt.partitions)] = true
+				}
+				require.Len(t, used, tt.partitions, "the keys are in every partition")
+			}
 			held := map[string]int{} // item -> handle that got it
 			for i := range ops {
-				q := rng.IntN(handles)
+				q := rng.IntN(tt.handles)
 				key := keys[rng.IntN(len(keys))]
 				where := fmt.Sprintf("seed %d, op %d", seed, i)
 				switch rng.IntN(10) {
@@ -175,9 +190,8 @@ func TestMatchesInMemoryQueue(t *testing.T) {
 					if ref.Len() == 0 {
 						continue
 					}
-					want, _ := ref.Get()
 					got := getNow(t, qs[q])
-					require.Equal(t, want, got, where)
+					require.Equal(t, ref.next(got), got, where)
 					held[got] = q
 				case 9:
 					batch := []string{key, keys[rng.IntN(len(keys))], keys[rng.IntN(len(keys))]}
@@ -200,13 +214,64 @@ func TestMatchesInMemoryQueue(t *testing.T) {
 			}
 			require.Equal(t, ref.Len(), qs[0].Len())
 			for ref.Len() > 0 {
-				want, _ := ref.Get()
 				got := getNow(t, qs[0])
-				require.Equal(t, want, got)
-				ref.Done(want)
+				require.Equal(t, ref.next(got), got)
+				ref.Done(got)
 				qs[0].Done(got)
 			}
 		})
+	}
+}
+
+// partitionedRef is the reference for a queue of len(parts) partitions:
+// an in-memory rate-limiting queue per partition, each holding the keys
+// partitionOf maps to it.
+type partitionedRef struct {
+	parts []workqueue.TypedRateLimitingInterface[string]
+}
+
+func newPartitionedRef(n int) *partitionedRef {
+	r := &partitionedRef{}
+	for range n {
+		r.parts = append(r.parts, workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)))
+	}
+	return r
+}
+
+func (r *partitionedRef) of(key string) workqueue.TypedRateLimitingInterface[string] {
+	return r.parts[partitionOf(key, len(r.parts))]
+}
+
+func (r *partitionedRef) Add(key string)                       { r.of(key).Add(key) }
+func (r *partitionedRef) AddAfter(key string, d time.Duration) { r.of(key).AddAfter(key, d) }
+func (r *partitionedRef) AddRateLimited(key string)            { r.of(key).AddRateLimited(key) }
+func (r *partitionedRef) Forget(key string)                    { r.of(key).Forget(key) }
+func (r *partitionedRef) NumRequeues(key string) int           { return r.of(key).NumRequeues(key) }
+func (r *partitionedRef) Done(key string)                      { r.of(key).Done(key) }
+
+// next hands out the next item of got's partition, which the queue must
+// have handed out as got; "" if that partition has none ready.
+func (r *partitionedRef) next(got string) string {
+	part := r.of(got)
+	if part.Len() == 0 {
+		return ""
+	}
+	want, _ := part.Get()
+	return want
+}
+
+// Len is the sum of the partitions' counts.
+func (r *partitionedRef) Len() int {
+	n := 0
+	for _, p := range r.parts {
+		n += p.Len()
+	}
+	return n
+}
+
+func (r *partitionedRef) ShutDown() {
+	for _, p := range r.parts {
+		p.ShutDown()
 	}
 }
 
