@@ -193,6 +193,8 @@ func TestBadInput(t *testing.T) {
 		}},
 		{"qps without burst", func() { New(client, "q", Options[string]{RateLimit: &RateLimit{QPS: 1}}) }},
 		{"negative max key", func() { New(client, "q", Options[string]{MaxKeyBytes: -1}) }},
+		{"negative partitions", func() { New(client, "q", Options[string]{Partitions: -1}) }},
+		{"too many partitions", func() { New(client, "q", Options[string]{Partitions: 257}) }},
 	}
 	for _, tt := range panics {
 		t.Run(tt.name, func(t *testing.T) {

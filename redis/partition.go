@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -62,16 +63,41 @@ func partitionOf(key string, n int) int {
 // redis-cli --cluster create and most hosted clusters make them, n
 // partitions on n primaries land one on each. The prefixes of two queues
 // never coincide (i is before the braces, and s has no ':'), though their
-// slots may.
+// slots may. The search takes about 1ms per partition, so its results are
+// kept for the process's later handles.
 func partitionPrefixes(name string, n int) []string {
+	if n == 1 {
+		return []string{"wq:{" + name + "}:"}
+	}
+	type queue struct {
+		name string
+		n    int
+	}
+	if prefixes, ok := prefixCache.Load(queue{name, n}); ok {
+		return prefixes.([]string)
+	}
+	prefixes := findPrefixes(name, n)
+	prefixCache.Store(queue{name, n}, prefixes)
+	return prefixes
+}
+
+// prefixCache maps a queue's name and number of partitions to
+// partitionPrefixes' result.
+var prefixCache sync.Map
+
+func findPrefixes(name string, n int) []string {
 	prefixes := make([]string, n)
 	prefixes[0] = "wq:{" + name + "}:"
 	first := clusterSlot(name)
+	// The CRC of name+":" once; each candidate only adds its digits.
+	base := crc16(0, name+":")
+	var digits []byte
 	for i := 1; i < n; i++ {
 		target := (first + i*clusterSlots/n) % clusterSlots
 		best, bestDistance := 0, clusterSlots
 		for s := 0; s < 1<<17 && bestDistance > 0; s++ {
-			d := slotDistance(clusterSlot(name+":"+strconv.Itoa(s)), target)
+			digits = strconv.AppendInt(digits[:0], int64(s), 10)
+			d := slotDistance(int(crc16(base, string(digits)))%clusterSlots, target)
 			if d < bestDistance {
 				best, bestDistance = s, d
 			}
@@ -86,11 +112,15 @@ const clusterSlots = 16384
 // clusterSlot is Redis Cluster's slot of a hash tag: CRC-16/XMODEM
 // modulo 16,384.
 func clusterSlot(tag string) int {
-	var crc uint16
-	for i := 0; i < len(tag); i++ {
-		crc = crc<<8 ^ crc16Table[byte(crc>>8)^tag[i]]
+	return int(crc16(0, tag)) % clusterSlots
+}
+
+// crc16 continues the CRC-16/XMODEM crc over s.
+func crc16(crc uint16, s string) uint16 {
+	for i := 0; i < len(s); i++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[i]]
 	}
-	return int(crc) % clusterSlots
+	return crc
 }
 
 func slotDistance(a, b int) int {

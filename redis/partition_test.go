@@ -1,5 +1,21 @@
 package redisqueue
 
+import (
+	"context"
+	"fmt"
+	"hash/crc32"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/go-workqueue/workqueue/redis/redistest"
+)
+
 // queueKeysOf returns the keys of the unpartitioned queue called name, or
 // of partition 0 of a partitioned one.
 func queueKeysOf(name string) queueKeys {
@@ -14,4 +30,248 @@ func partitionKeys(name string, n int) []queueKeys {
 		keys = append(keys, newQueueKeys(prefix))
 	}
 	return keys
+}
+
+// TestClusterSlot checks clusterSlot against slots Redis Cluster's
+// specification and redis-cli give.
+func TestClusterSlot(t *testing.T) {
+	tests := []struct {
+		tag  string
+		slot int
+	}{
+		{"123456789", 0x31C3 % clusterSlots}, // CRC-16/XMODEM's check value
+		{"foo", 12182},
+		{"bar", 5061},
+		{"", 0},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.slot, clusterSlot(tt.tag), "slot of %q", tt.tag)
+	}
+}
+
+// TestPartitionPrefixes checks the partitions' key prefixes: partition 0
+// keeps the unpartitioned queue's, the others have their own hash tags,
+// spread evenly round the slots, and no two queues' prefixes coincide.
+func TestPartitionPrefixes(t *testing.T) {
+	assert.Equal(t, []string{"wq:{q}:"}, partitionPrefixes("q", 1))
+	seen := map[string]string{}
+	for _, name := range []string{"q", "q:1", "q:1:2", "orders", "a", "1"} {
+		sizes := []int{1, 2, 3, 7}
+		if name == "q" {
+			sizes = append(sizes, maxPartitions) // slow under the race detector
+		}
+		for _, n := range sizes {
+			prefixes := partitionPrefixes(name, n)
+			require.Len(t, prefixes, n)
+			assert.Equal(t, "wq:{"+name+"}:", prefixes[0], "partition 0 of %q", name)
+			first := clusterSlot(name)
+			for i, prefix := range prefixes {
+				if other, ok := seen[prefix]; ok && other != fmt.Sprint(name, "/", i) {
+					t.Errorf("prefix %q of %s/%d is also %s's", prefix, name, i, other)
+				}
+				seen[prefix] = fmt.Sprint(name, "/", i)
+				tag := prefix[strings.Index(prefix, "{")+1 : strings.Index(prefix, "}")]
+				want := (first + i*clusterSlots/n) % clusterSlots
+				assert.LessOrEqual(t, slotDistance(clusterSlot(tag), want), 1, "slot of partition %d of %d of %q", i, n, name)
+			}
+		}
+	}
+}
+
+// TestPartitionOf checks that a key's partition is CRC-32 (IEEE) modulo
+// the number of partitions, and that keys spread over all of them.
+func TestPartitionOf(t *testing.T) {
+	tests := []struct {
+		key  string
+		n    int
+		want int
+	}{
+		{"anything", 1, 0},
+		{"a", 3, int(crc32.ChecksumIEEE([]byte("a")) % 3)},
+		{"default/web", 7, int(crc32.ChecksumIEEE([]byte("default/web")) % 7)},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, partitionOf(tt.key, tt.n), "partition of %q among %d", tt.key, tt.n)
+	}
+	counts := make([]int, 3)
+	for i := range 3000 {
+		counts[partitionOf(fmt.Sprint("key", i), 3)]++
+	}
+	for i, c := range counts {
+		assert.InDelta(t, 1000, c, 150, "keys in partition %d", i)
+	}
+}
+
+// TestPartitionsChanged checks that a handle whose number of partitions
+// differs from the queue's is refused with ErrPartitionsChanged by every
+// call, whichever came first, a queue made before partitions existed
+// counting as one, and that handles with the same number work together.
+func TestPartitionsChanged(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	tests := []struct {
+		name         string
+		first, later int
+		legacy       bool // the queue was used without a recorded number
+		wantErr      error
+	}{
+		{name: "1 then 3", first: 1, later: 3, wantErr: ErrPartitionsChanged},
+		{name: "3 then 1", first: 3, later: 1, wantErr: ErrPartitionsChanged},
+		{name: "3 then 2", first: 3, later: 2, wantErr: ErrPartitionsChanged},
+		{name: "0 then 1, the same", first: 0, later: 1},
+		{name: "3 then 3", first: 3, later: 3},
+		{name: "queue made before partitions, then 3", first: 1, later: 3, legacy: true, wantErr: ErrPartitionsChanged},
+		{name: "queue made before partitions, then 1", first: 1, later: 1, legacy: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			first := newTestQueue(t, client, Options[string]{Partitions: tt.first})
+			require.NoError(t, first.AddContext(ctx, "a"))
+			if tt.legacy {
+				require.NoError(t, client.Del(ctx, queueKeysOf(first.name).prefix+"partitions").Err())
+			}
+			later := newHandle(t, client, first.name, Options[string]{Partitions: tt.later})
+			calls := []struct {
+				name string
+				call func() error
+			}{
+				{"AddContext", func() error { return later.AddContext(ctx, "b") }},
+				{"AddBatchContext", func() error { return later.AddBatchContext(ctx, []string{"b"}) }},
+				{"AddRateLimitedContext", func() error { return later.AddRateLimitedContext(ctx, "b") }},
+				{"LenContext", func() error { _, err := later.LenContext(ctx); return err }},
+				{"NumRequeuesContext", func() error { _, err := later.NumRequeuesContext(ctx, "b"); return err }},
+				{"ForgetContext", func() error { return later.ForgetContext(ctx, "b") }},
+				{"SnapshotContext", func() error { _, err := later.SnapshotContext(ctx, 10); return err }},
+			}
+			for _, c := range calls {
+				if tt.wantErr == nil {
+					assert.NoError(t, c.call(), c.name)
+					continue
+				}
+				err := c.call()
+				assert.ErrorIs(t, err, tt.wantErr, c.name)
+				assert.ErrorContains(t, err, fmt.Sprintf("has %d, this handle %d", max(tt.first, 1), tt.later), c.name)
+			}
+			if tt.wantErr != nil {
+				_, err := later.GetContext(ctx)
+				assert.ErrorIs(t, err, tt.wantErr, "GetContext")
+				_, shutdown := later.Get()
+				assert.True(t, shutdown, "Get of a refused handle ends")
+				assert.Equal(t, 1, first.Len(), "only the first handle's add")
+			} else {
+				a, b := getNow(t, later), getNow(t, first)
+				later.Done(a)
+				first.Done(b)
+				assert.ElementsMatch(t, []string{"a", "b"}, []string{a, b})
+			}
+		})
+	}
+}
+
+// TestPartitionedQueue checks a queue of 3 partitions one call at a
+// time: AddBatch adds each partition's keys with one script of its own,
+// Gets take from every partition in turn, Len sums the partitions, a
+// Snapshot merges them, and the rate limiter's bucket is shared out.
+func TestPartitionedQueue(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	scripts := &scriptCounter{script: addScript}
+	client.AddHook(scripts)
+	opts := Options[string]{Partitions: 3, Clock: clk, LeaseDuration: time.Hour, RateLimit: &RateLimit{Base: 10 * time.Millisecond, Max: time.Minute, QPS: 3, Burst: 4}}
+	q := newTestQueue(t, client, opts)
+	viewer := newHandle(t, client, q.name, opts)
+	ctx := context.Background()
+
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = fmt.Sprint("k", i)
+	}
+	require.NoError(t, q.AddBatchContext(ctx, keys))
+	assert.Equal(t, int64(3), scripts.n.Load(), "add scripts of AddBatch: one per partition")
+	assert.Equal(t, 30, viewer.Len())
+	perPartition := make([]int, 3)
+	for _, p := range partitionKeys(q.name, 3) {
+		n, err := client.LLen(ctx, p.ready).Result()
+		require.NoError(t, err)
+		perPartition[slices.IndexFunc(partitionKeys(q.name, 3), func(k queueKeys) bool { return k.ready == p.ready })] = int(n)
+	}
+	for i, n := range perPartition {
+		assert.Positive(t, n, "keys in partition %d", i)
+	}
+
+	// Gets take from the partitions in turn: the first three come from
+	// three partitions, and each partition's in its order.
+	var got []string
+	for range 3 {
+		got = append(got, getNow(t, q))
+	}
+	parts := map[int]bool{}
+	for _, key := range got {
+		parts[partitionOf(key, 3)] = true
+		assert.Equal(t, firstOfPartition(keys, partitionOf(key, 3)), key, "the first of its partition")
+	}
+	assert.Len(t, parts, 3, "partitions of the first three Gets: %v", got)
+	clk.Step(time.Minute)
+	q.Add(got[0]) // marked
+
+	snap, err := viewer.SnapshotContext(ctx, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 27, snap.Depth)
+	assert.Len(t, snap.Queued, 27)
+	assert.ElementsMatch(t, slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return slices.Contains(got, k) }), snap.Queued)
+	assert.Equal(t, 3, snap.Processing)
+	require.Len(t, snap.InFlight, 3)
+	for _, f := range snap.InFlight {
+		assert.Equal(t, f.Item == got[0], f.Requeue, "%s marked", f.Item)
+	}
+	assert.Equal(t, uint64(31), snap.Adds)
+	limited, err := viewer.SnapshotContext(ctx, 2)
+	require.NoError(t, err)
+	assert.Len(t, limited.Queued, 2)
+	assert.Len(t, limited.InFlight, 2)
+	assert.Equal(t, 27, limited.Depth)
+	for _, key := range got {
+		q.Done(key)
+	}
+	assert.Equal(t, 28, viewer.Len(), "the marked key queued again")
+	for range 28 {
+		q.Done(getNow(t, q))
+	}
+
+	// Burst 4 over 3 partitions: a bucket of 2 in each (4/3 rounded up),
+	// refilled at 1 qps. Three rate-limited adds in one partition: two
+	// pass with the per-key backoff (10ms), the third waits for a token
+	// (1s), where one bucket of 4 would have let it pass.
+	var same []string
+	for i := 0; len(same) < 3; i++ {
+		if key := fmt.Sprint("r", i); partitionOf(key, 3) == 0 {
+			same = append(same, key)
+		}
+	}
+	for _, key := range same {
+		q.AddRateLimited(key)
+	}
+	snap, err = viewer.SnapshotContext(ctx, 10)
+	require.NoError(t, err)
+	require.Len(t, snap.Delayed, 3)
+	now := clk.Now()
+	assert.Equal(t, now.Add(10*time.Millisecond), snap.Delayed[0].ReadyAt)
+	assert.Equal(t, now.Add(10*time.Millisecond), snap.Delayed[1].ReadyAt)
+	assert.Equal(t, now.Add(time.Second), snap.Delayed[2].ReadyAt, "the third token comes after 1s at 1 qps")
+	assert.Equal(t, map[string]int{same[0]: 1, same[1]: 1, same[2]: 1}, snap.Failures)
+	clk.Step(time.Second)
+	for range 3 {
+		q.Done(getNow(t, q))
+	}
+}
+
+func firstOfPartition(keys []string, part int) string {
+	for _, key := range keys {
+		if partitionOf(key, 3) == part {
+			return key
+		}
+	}
+	return ""
 }
