@@ -177,11 +177,21 @@ func (w *watcher) waitFor(t *testing.T, what string, timeout time.Duration, cond
 	}
 }
 
-// queueIdle reports whether the queue in Redis holds nothing: no key
-// queued, delayed, or held under a lease. With every adder finished, no
-// key can come back after that. An error (Redis restarting) is not idle.
-func queueIdle(client redis.UniversalClient, name string) bool {
-	keys := queueKeysOf(name)
+// queueIdle reports whether the queue called name, of the given number
+// of partitions, holds nothing in Redis: no key queued, delayed, or held
+// under a lease. With every adder finished, no key can come back after
+// that. An error (Redis restarting) is not idle.
+func queueIdle(client redis.UniversalClient, name string, partitions int) bool {
+	for _, keys := range partitionKeys(name, partitions) {
+		if !partitionIdle(client, keys) {
+			return false
+		}
+	}
+	return true
+}
+
+// partitionIdle is queueIdle for one partition, whose keys are keys.
+func partitionIdle(client redis.UniversalClient, keys queueKeys) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var state, delayed, ready *redis.IntCmd
@@ -263,8 +273,9 @@ func allAdded(w *watcher, procs []*proc) bool {
 // lost by live processes", from the workers' warnings.
 func TestMultiProcess(t *testing.T) {
 	tests := []struct {
-		name  string
-		start func(t *testing.T) (client redis.UniversalClient, args []string)
+		name       string
+		partitions int
+		start      func(t *testing.T) (client redis.UniversalClient, args []string)
 	}{
 		{name: "one redis-server", start: func(t *testing.T) (redis.UniversalClient, []string) {
 			s := redistest.Start(t, redistest.Options{})
@@ -272,20 +283,28 @@ func TestMultiProcess(t *testing.T) {
 		}},
 		// The queue lives on one of the shards; the processes find it
 		// through the cluster as a controller would.
-		{name: "Redis Cluster", start: func(t *testing.T) (redis.UniversalClient, []string) {
-			c := redistest.StartCluster(t, redistest.ClusterOptions{Primaries: 3, Replicas: 1})
-			return c.Client(), []string{"-cluster", "-redis", strings.Join(c.Addrs(), ",")}
-		}},
+		{name: "Redis Cluster", start: startClusterArgs},
+		// The queue's 3 partitions live on the 3 shards.
+		{name: "Redis Cluster, 3 partitions", partitions: 3, start: startClusterArgs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client, redisArgs := tt.start(t)
-			runMultiProcess(t, client, redisArgs)
+			runMultiProcess(t, client, redisArgs, tt.partitions)
 		})
 	}
 }
 
-func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []string) {
+// startClusterArgs starts a cluster of 3 primaries and 3 replicas and
+// returns a client of it and the worker's flags to reach it.
+func startClusterArgs(t *testing.T) (redis.UniversalClient, []string) {
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Primaries: 3, Replicas: 1})
+	return c.Client(), []string{"-cluster", "-redis", strings.Join(c.Addrs(), ",")}
+}
+
+// runMultiProcess runs TestMultiProcess on a queue of the given number
+// of partitions (0: unpartitioned).
+func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []string, partitions int) {
 	const (
 		keys    = 10000
 		procs   = 4
@@ -302,6 +321,7 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 		"-queue", name, "-log", logPath, "-lease", "5s",
 		"-keys", strconv.Itoa(keys), "-workers", strconv.Itoa(workers),
 		"-adders", "2", "-work", "10ms", "-readd", "0.05", "-add-first",
+		"-partitions", strconv.Itoa(partitions),
 	)
 
 	// Two processes add every key, then process; two more join once they
@@ -325,7 +345,7 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 	live = append(live, startProc(t, bin, dir, replacementArgs...))
 
 	w.waitFor(t, "every key processed and the queue idle", 60*time.Second, func() bool {
-		return allAdded(w, live) && len(w.ended) == keys && queueIdle(client, name)
+		return allAdded(w, live) && len(w.ended) == keys && queueIdle(client, name, max(partitions, 1))
 	})
 	elapsed := time.Since(start)
 	stopProcs(t, live)
@@ -351,9 +371,9 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 	for _, p := range live {
 		lost += p.stderrCount("Done after the lease was lost")
 	}
-	t.Logf("%d keys, %d processes of %d workers (2 joining later, +1 after killing one with %d keys done), %.0fms: "+
+	t.Logf("%d partitions, %d keys, %d processes of %d workers (2 joining later, +1 after killing one with %d keys done), %.0fms: "+
 		"%d adds (%.2f per key, %d while another process held the key), %d reconciles (%.2f per key, at most %d), %d holdings reclaimed from the killed process, %d leases lost by live processes, %d log lines",
-		keys, procs, workers, killed, float64(elapsed.Milliseconds()), rep.Adds, addsPerKey, rep.AddsOnHeld,
+		max(partitions, 1), keys, procs, workers, killed, float64(elapsed.Milliseconds()), rep.Adds, addsPerKey, rep.AddsOnHeld,
 		rep.Completed, perKey, rep.MaxPerKey(), rep.Reclaimed, lost, rep.Lines)
 }
 
@@ -439,7 +459,7 @@ func TestRedisCrashAOF(t *testing.T) {
 		require.GreaterOrEqual(t, fenceValue(t, client, fence), before, "the fence counter after the restart")
 	}
 	w.waitFor(t, "every key processed and the queue idle", 60*time.Second, func() bool {
-		return allAdded(w, live) && len(w.ended) == keys && queueIdle(client, name)
+		return allAdded(w, live) && len(w.ended) == keys && queueIdle(client, name, 1)
 	})
 	elapsed := time.Since(start)
 	stopProcs(t, live)

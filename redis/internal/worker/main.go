@@ -44,6 +44,7 @@ func main() {
 	readd := flag.Float64("readd", 0, "chance that a worker adds its key again while processing it")
 	hangAfter := flag.Int("hang-after", 0, "the first worker stops for good holding its Nth key")
 	addFirst := flag.Bool("add-first", false, "start processing once this process's adds returned")
+	partitions := flag.Int("partitions", 0, "Options.Partitions")
 	flag.Parse()
 	if *addr == "" || *logPath == "" {
 		fmt.Fprintln(os.Stderr, "worker: -redis and -log are required")
@@ -68,6 +69,7 @@ func main() {
 	q := redisqueue.New[string](client, *name, redisqueue.Options[string]{
 		LeaseDuration: *lease,
 		Logger:        logger,
+		Partitions:    *partitions,
 	})
 
 	add := func(key string) {
