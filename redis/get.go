@@ -139,21 +139,16 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	}
 }
 
-// takeRound looks at every partition once for this Get, starting at
-// first if it is a partition, else at the next in turn, and returns the
-// first item handed out. Without one, it returns how long to wait (as
+// takeRound looks at every partition once for this Get, in roundOrder,
+// and returns the first item handed out. Without one, it returns how long to wait (as
 // take's, the shortest over the partitions), and the first error of a
 // partition, after which the others were looked at all the same; it
 // returns at once when ctx ends. It renews the nonce of each partition
 // that answered, and updates owed (see get) for each.
 func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, first int) (*T, time.Duration, error) {
-	if first < 0 {
-		first = q.nextPartition()
-	}
 	waits := make([]time.Duration, 0, len(q.parts))
 	var firstErr error
-	for k := range q.parts {
-		i := (first + k) % len(q.parts)
+	for _, i := range q.roundOrder(first) {
 		got, wait, err := q.takeContext(ctx, q.parts[i], nonces[i])
 		if got != nil {
 			return got, 0, nil
@@ -260,6 +255,7 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	if err := q.checkPartitions(context.Background()); err != nil {
 		return nil, err
 	}
+	q.turn(p)
 	args := make([]any, 0, 2+len(nonces))
 	args = append(args, q.now(), q.lease.Milliseconds())
 	for _, nonce := range nonces {

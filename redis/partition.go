@@ -151,10 +151,42 @@ func (q *Queue[T]) part(key string) *partition {
 	return q.parts[partitionOf(key, len(q.parts))]
 }
 
-// nextPartition returns the partition a Get that was not woken by one
-// looks at first: each in turn, so that no partition starves.
-func (q *Queue[T]) nextPartition() int {
-	return int(q.cursor.Add(1) % uint64(len(q.parts)))
+// roundOrder returns the order in which a Get looks at the partitions:
+// first the partition a wakeup came from if first is one, else the
+// cursor's; then the others whose last reported depth was positive, then
+// the rest, each group from the first onwards.
+//
+// The cursor moves on to the next partition when a get script of the
+// cursor's partition starts (see runTakes), so that the Gets that come
+// while one runs share the next script there, where a cursor moved by each
+// Get would split them over the partitions into scripts that serve fewer
+// Gets each. Each partition is first in turn, so none starves, whatever
+// the depths say: a depth that this handle has not heard of for a while
+// is refreshed when its partition is first.
+func (q *Queue[T]) roundOrder(first int) []int {
+	n := len(q.parts)
+	if first < 0 {
+		first = int(q.cursor.Load() % uint64(n))
+	}
+	order := make([]int, 0, n)
+	order = append(order, first)
+	for _, busy := range []bool{true, false} {
+		for k := 1; k < n; k++ {
+			i := (first + k) % n
+			if (q.parts[i].depth.Load() > 0) == busy {
+				order = append(order, i)
+			}
+		}
+	}
+	return order
+}
+
+// turn moves the cursor on if it is at partition p, whose get script is
+// about to run.
+func (q *Queue[T]) turn(p *partition) {
+	if c := q.cursor.Load(); int(c%uint64(len(q.parts))) == p.index {
+		q.cursor.CompareAndSwap(c, c+1)
+	}
 }
 
 // setDepth records partition p's ready count and sets the depth metric to

@@ -102,7 +102,8 @@ type Queue[T comparable] struct {
 	fakeTime     bool
 	metrics      *handleMetrics
 
-	// cursor counts the Gets that looked at the partitions in turn.
+	// cursor modulo the number of partitions is the partition a Get
+	// looks at first (see roundOrder).
 	cursor atomic.Uint64
 	// partitionsChecked is set once checkPartitions found the queue's
 	// number of partitions to be this handle's; checkMu serializes the look.
