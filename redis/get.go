@@ -140,17 +140,33 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 }
 
 // takeRound looks at every partition once for this Get, in roundOrder,
-// and returns the first item handed out. Without one, it returns how long to wait (as
-// take's, the shortest over the partitions), and the first error of a
-// partition, after which the others were looked at all the same; it
-// returns at once when ctx ends. It renews the nonce of each partition
-// that answered, and updates owed (see get) for each.
+// and returns the first item handed out. Without one, it returns how long
+// to wait (as take's, the shortest over the partitions), and, if no
+// partition answered, the first error; it returns at once when ctx ends.
+// It renews the nonce of each partition that answered, and updates owed
+// (see get) for each.
+//
+// On a partitioned queue, a partition whose script failed for an outage
+// (its shard failing over, say) is left out of the rounds of every Get of
+// the handle until its backoff has passed, and then looked at by one Get
+// at a time until it answers (a script to a dead node may take a second
+// to fail); the others' waits are cut to end with the backoff. So the
+// Gets go on taking from the other partitions meanwhile instead of
+// queueing behind the failing one.
 func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, first int) (*T, time.Duration, error) {
-	waits := make([]time.Duration, 0, len(q.parts))
+	waits := make([]time.Duration, 0, len(q.parts)+1)
 	var firstErr error
+	answered := false
 	for _, i := range q.roundOrder(first) {
-		got, wait, err := q.takeContext(ctx, q.parts[i], nonces[i])
+		p := q.parts[i]
+		if until, probe := p.retryIn(q.clock.Now()); !probe {
+			waits = append(waits, until)
+			continue
+		}
+		got, wait, err := q.takeContext(ctx, p, nonces[i])
+		p.probing.Store(false)
 		if got != nil {
+			p.answered()
 			return got, 0, nil
 		}
 		if err != nil {
@@ -158,13 +174,21 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 				return nil, 0, err
 			}
 			firstErr = cmp.Or(firstErr, err)
+			if len(q.parts) > 1 && isOutage(err) {
+				waits = append(waits, q.partitionFailed(p, err))
+			}
 			continue
 		}
+		p.answered()
+		answered = true
 		nonces[i] = newNonce()
 		owed[i] = wait > 0
 		waits = append(waits, wait)
 	}
-	return nil, untilDue(waits), firstErr
+	if !answered && firstErr != nil {
+		return nil, 0, firstErr
+	}
+	return nil, untilDue(waits), nil
 }
 
 // takeGrace is how long a Get whose context ended waits for a script

@@ -42,6 +42,51 @@ type partition struct {
 	hasWaiter chan struct{}
 	// depth is the partition's ready count as Redis last reported it.
 	depth atomic.Int64
+	// failures counts the get scripts in a row that failed for an outage,
+	// the last at failedAt (Unix ns on the handle's clock): the partition
+	// is left out of Gets' rounds for backoff(failures-1) after it.
+	failures atomic.Int64
+	failedAt atomic.Int64
+	// probing is set while a Get looks at the partition after failures.
+	probing atomic.Bool
+}
+
+// retryIn reports whether a Get is to look at p at now: yes if its last
+// get script answered, else once its backoff has passed and no other Get
+// looks at it (the Get must then clear probing). If not, it returns how
+// long to wait before asking again.
+func (p *partition) retryIn(now time.Time) (time.Duration, bool) {
+	n := p.failures.Load()
+	if n == 0 {
+		return 0, true
+	}
+	wait := backoff(int(n - 1))
+	if until := time.Unix(0, p.failedAt.Load()).Add(wait).Sub(now); until > 0 {
+		return until, false
+	}
+	if !p.probing.CompareAndSwap(false, true) {
+		return wait, false
+	}
+	return 0, true
+}
+
+// answered records that a get script of p succeeded.
+func (p *partition) answered() {
+	if p.failures.Load() != 0 {
+		p.failures.Store(0)
+	}
+}
+
+// partitionFailed records that a get script of p failed with err, an
+// outage, logging the first failure in a row and every twentieth, and
+// returns how long p is left out of the Gets' rounds.
+func (q *Queue[T]) partitionFailed(p *partition, err error) time.Duration {
+	p.failedAt.Store(q.clock.Now().UnixNano())
+	n := p.failures.Add(1)
+	if n%20 == 1 {
+		q.logger.Warn("workqueue: a partition is unreachable; Gets take from the others meanwhile", "partition", p.index, "attempt", n, "err", err)
+	}
+	return backoff(int(n - 1))
 }
 
 // partitionOf returns the partition of key among n: the CRC-32 (IEEE) of
