@@ -337,40 +337,42 @@ func formatLinHistory(ops []porcupine.Operation) string {
 	return out
 }
 
+// linCall is one call of a hand-written history.
+func linCall(client int, call, ret int64, in linInput, out linOutput) porcupine.Operation {
+	return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
+}
+
 // TestLinearizabilityModelRejects shows the check can fail: histories a
 // broken queue would produce are rejected.
 func TestLinearizabilityModelRejects(t *testing.T) {
-	op := func(client int, call, ret int64, in linInput, out linOutput) porcupine.Operation {
-		return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
-	}
 	tests := []struct {
 		name string
 		ops  []porcupine.Operation
 	}{
 		{"handed to two workers", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			op(2, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(2, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
 		}},
 		{"dirty mark dropped", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			op(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
-			op(1, 6, 7, linInput{linDone, 0}, linOutput{}),
-			op(1, 8, 9, linInput{linLen, -1}, linOutput{n: 0}),
+			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{linDone, 0}, linOutput{}),
+			linCall(1, 8, 9, linInput{linLen, -1}, linOutput{n: 0}),
 		}},
 		{"lost wakeup", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
-			op(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
+			linCall(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
 		}},
 		{"batch seen half added", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
-			op(1, 2, 3, linInput{linLen, -1}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linLen, -1}, linOutput{n: 1}),
 		}},
 		{"fifo inverted", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			op(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
-			op(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			linCall(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
+			linCall(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
 		}},
 	}
 	for _, tt := range tests {
@@ -386,49 +388,46 @@ func TestLinearizabilityModelRejects(t *testing.T) {
 // check would not: order between partitions, and an AddBatch seen half
 // added.
 func TestLinearizabilityPartitionedModel(t *testing.T) {
-	op := func(client int, call, ret int64, in linInput, out linOutput) porcupine.Operation {
-		return porcupine.Operation{ClientId: client, Call: call, Return: ret, Input: in, Output: out}
-	}
 	tests := []struct {
 		name string
 		ops  []porcupine.Operation
 		want porcupine.CheckResult
 	}{
 		{"handed to two workers", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
-			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
-			op(2, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(2, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
 		}, porcupine.Illegal},
 		{"dirty mark dropped", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			op(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
-			op(1, 6, 7, linInput{linDone, 0}, linOutput{}),
-			op(1, 8, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{linDone, 0}, linOutput{}),
+			linCall(1, 8, 30, linInput{linGet, -1}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"lost wakeup in the other partition", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
-			op(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
+			linCall(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"batch lost half", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
-			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			op(1, 4, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(1, 4, 30, linInput{linGet, -1}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"failure counted in the wrong partition", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAddRateLimited, 0}, linOutput{}),
-			op(1, 2, 3, linInput{linNumRequeues, 1}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{linAddRateLimited, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linNumRequeues, 1}, linOutput{n: 1}),
 		}, porcupine.Illegal},
 		{"order between partitions", []porcupine.Operation{
-			op(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			op(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
-			op(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
+			linCall(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
+			linCall(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
 		}, porcupine.Ok},
 		{"batch seen half added", []porcupine.Operation{
-			op(0, 0, 10, linInput{linAddBatch, 0}, linOutput{}),
-			op(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
-			op(1, 4, 5, linInput{linGet, -1}, linOutput{key: -1}),
-			op(1, 11, 12, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(0, 0, 10, linInput{linAddBatch, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(1, 4, 5, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(1, 11, 12, linInput{linGet, -1}, linOutput{key: 0}),
 		}, porcupine.Ok},
 	}
 	for _, tt := range tests {
