@@ -3,6 +3,7 @@ package redisqueue_test
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/redis/go-redis/v9"
 
@@ -28,4 +29,29 @@ func Example() {
 	// Output:
 	// reconcile default/web
 	// reconcile default/db
+}
+
+// A queue split into 3 partitions, for a Redis Cluster of 3 primaries or
+// more, where each partition lands on a shard of its own (with a
+// redis.NewClusterClient; one redis-server here). Every handle of the queue
+// must use the same number. Order holds within a partition only.
+func Example_partitions() {
+	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer client.Close()
+	queue := redisqueue.New[string](client, "example-partitioned", redisqueue.Options[string]{Partitions: 3})
+	defer queue.ShutDownWithDrain()
+
+	queue.AddBatch([]string{"default/web", "default/db", "kube-system/dns", "default/web"})
+	fmt.Println("queued:", queue.Len())
+	var reconciled []string
+	for queue.Len() > 0 {
+		key, _ := queue.Get()
+		reconciled = append(reconciled, key)
+		queue.Done(key)
+	}
+	slices.Sort(reconciled)
+	fmt.Println("reconciled:", reconciled)
+	// Output:
+	// queued: 3
+	// reconciled: [default/db default/web kube-system/dns]
 }

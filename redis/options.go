@@ -87,7 +87,11 @@ type Options[T comparable] struct {
 // process sees the same failure counts and shares one token bucket. The
 // delay is the larger of a per-key exponential backoff, Base*2^failures
 // capped at Max, and the wait for a token of a bucket refilled at QPS up
-// to Burst, as client-go's default controller rate limiter does.
+// to Burst, as client-go's default controller rate limiter does. A queue
+// of P partitions (Options.Partitions) has a bucket in each, as a script
+// touches one partition only, refilled at QPS/P up to Burst/P rounded up:
+// the rate over all keys is QPS, and the keys of one partition get its
+// share.
 type RateLimit struct {
 	// Base is the first retry's delay; 0 turns the per-key backoff off.
 	Base time.Duration

@@ -2,7 +2,8 @@
 // Redis, with the semantics of the in-memory workqueue: a key is queued
 // once however often it is added, handed to one worker at a time across
 // every process, queued again after Done when it was added while being
-// processed, handed out in the order of first adds; AddAfter's earliest
+// processed, handed out in the order of first adds (within a partition,
+// when Options.Partitions splits the queue); AddAfter's earliest
 // ready time wins; AddRateLimited backs off per key with failure counts
 // kept in Redis, so backoff goes on when another process retries the key.
 //
@@ -77,6 +78,14 @@ var (
 // once the script that carries it has run, so an add that returned is in
 // Redis, and each call takes effect at one instant within it, as alone.
 // AddBatch adds a list of items with one script per 256.
+//
+// With Options.Partitions, the queue is that many queues under one name,
+// each key in one of them for good, each its own hash tag (a shard of a
+// Redis Cluster), so every per-key guarantee above holds, and order holds
+// within a partition. Calls share scripts per partition. Len and Snapshot
+// show the whole queue, summed and merged over the partitions, each read
+// at its own instant: on a partitioned queue they are not taken at one
+// instant, and an AddBatch is one instant per partition, not one in all.
 //
 // ShutDown is the handle's: its Gets return at once (items still queued
 // stay for the other handles), its adds are ignored, and it goes on
