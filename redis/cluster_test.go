@@ -235,8 +235,8 @@ func commandCalls(stats, command string) int64 {
 	return 0
 }
 
-// TestClusterSpread runs queues on a 3-primary cluster, with a handle of
-// 16 workers each, and counts the scripts each primary ran (INFO
+// TestClusterSpread runs queues on a 3-primary cluster, with handles of
+// workers on each, and counts the scripts each primary ran (INFO
 // commandstats): a queue, or a partition of one, lives on one shard, so
 // its work goes to that shard alone, and splitting the keys, over queues
 // of different names or over the partitions of one queue, spreads the
@@ -252,25 +252,30 @@ func TestClusterSpread(t *testing.T) {
 		queues     []string
 		partitions int
 		keys       int // per queue
+		// handles of workers goroutines each work each queue.
+		handles, workers int
 		// spread: the queues' partitions are on every primary.
 		spread bool
 	}{
-		{name: "one queue", queues: []string{"spread-one"}, partitions: 1, keys: 3600},
+		{name: "one queue", queues: []string{"spread-one"}, partitions: 1, keys: 3600, handles: 1, workers: 16},
 		// One partition on each primary: partitionPrefixes spaces their
 		// slots a third of the way round from each other.
-		{name: "one queue of 3 partitions", queues: []string{"spread-one"}, partitions: 3, keys: 3600, spread: true},
+		{name: "one queue of 3 partitions", queues: []string{"spread-one"}, partitions: 3, keys: 3600, handles: 1, workers: 16, spread: true},
+		// Several handles, as several processes would have: each shares
+		// scripts only among its own calls.
+		{name: "one queue, 4 handles", queues: []string{"spread-one"}, partitions: 1, keys: 3600, handles: 4, workers: 4},
+		{name: "one queue of 3 partitions, 4 handles", queues: []string{"spread-one"}, partitions: 3, keys: 3600, handles: 4, workers: 4, spread: true},
 		// Names whose slots cover every primary.
-		{name: "six queues", queues: []string{"spread-0", "spread-1", "spread-2", "spread-3", "spread-4", "spread-5"}, partitions: 1, keys: 600, spread: true},
+		{name: "six queues", queues: []string{"spread-0", "spread-1", "spread-2", "spread-3", "spread-4", "spread-5"}, partitions: 1, keys: 600, handles: 1, workers: 16, spread: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runSpread(t, c, client, tt.queues, tt.partitions, tt.keys, tt.spread)
+			runSpread(t, c, client, tt.queues, tt.partitions, tt.keys, tt.handles, tt.workers, tt.spread)
 		})
 	}
 }
 
-func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient, names []string, partitions, keys int, spread bool) {
-	const workers = 16
+func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient, names []string, partitions, keys, handles, workers int, spread bool) {
 	// Each run has queues of its own.
 	suffix := fmt.Sprint("-", queueSeq.Add(1))
 	served := map[string][]string{} // primary address -> the queues' partitions it serves
@@ -287,24 +292,28 @@ func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient,
 	}
 	parts := len(names) * partitions
 
-	before := scriptsPerPrimary(t, c)
+	before, commandsBefore := scriptsPerPrimary(t, c), commandsPerPrimary(t, c)
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, name := range names {
-		q := newHandle(t, client, name, Options[string]{Partitions: partitions})
+		qs := make([]*Queue[string], handles)
+		for i := range qs {
+			qs[i] = newHandle(t, client, name, Options[string]{Partitions: partitions})
+		}
 		items := make([]string, keys)
 		for i := range items {
 			items[i] = fmt.Sprint(i)
 		}
 		wg.Go(func() {
-			require.NoError(t, q.AddBatchContext(context.Background(), items))
+			require.NoError(t, qs[0].AddBatchContext(context.Background(), items))
 			var done sync.WaitGroup
 			left := make(chan struct{}, keys)
 			for range keys {
 				left <- struct{}{}
 			}
 			close(left)
-			for range workers {
+			for w := range handles * workers {
+				q := qs[w%handles]
 				done.Go(func() {
 					for range left {
 						item, err := q.GetContext(context.Background())
@@ -318,7 +327,7 @@ func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient,
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	after := scriptsPerPrimary(t, c)
+	after, commandsAfter := scriptsPerPrimary(t, c), commandsPerPrimary(t, c)
 
 	var total int64
 	for addr := range served {
@@ -327,7 +336,7 @@ func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient,
 	var report []string
 	for addr, what := range served {
 		ran := after[addr] - before[addr]
-		report = append(report, fmt.Sprintf("%s: %d partitions, %d scripts", addr, len(what), ran))
+		report = append(report, fmt.Sprintf("%s: %d partitions, %d scripts, %d commands", addr, len(what), ran, commandsAfter[addr]-commandsBefore[addr]))
 		// Each partition of the primary costs it at least one script per
 		// 256 adds and a share of the batched Gets and Dones, close to its
 		// share of the keys: at least half of it.
@@ -340,12 +349,43 @@ func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient,
 		}
 	}
 	slices.Sort(report)
-	t.Logf("%d queues of %d partitions, %d keys each, %d workers each, in %v: %.0f keys/s on 2 shared cores; per primary: %s",
-		len(names), partitions, keys, workers, elapsed.Round(time.Millisecond), float64(len(names)*keys)/elapsed.Seconds(), strings.Join(report, "; "))
+	t.Logf("%d queues of %d partitions, %d keys and %d handles of %d workers each, in %v: %.0f keys/s on 2 shared cores; per primary: %s",
+		len(names), partitions, keys, handles, workers, elapsed.Round(time.Millisecond), float64(len(names)*keys)/elapsed.Seconds(), strings.Join(report, "; "))
 }
 
 // scriptsPerPrimary returns how many scripts each running primary has run.
 func scriptsPerPrimary(t *testing.T, c *redistest.Cluster) map[string]int64 {
+	t.Helper()
+	return perPrimary(t, c, func(stats string) int64 {
+		return commandCalls(stats, "evalsha") + commandCalls(stats, "eval")
+	})
+}
+
+// commandsPerPrimary returns how many commands each running primary has
+// run for clients, those of scripts included, leaving out the cluster's
+// and the tests' own (INFO, ROLE, CLUSTER, replication).
+func commandsPerPrimary(t *testing.T, c *redistest.Cluster) map[string]int64 {
+	t.Helper()
+	return perPrimary(t, c, func(stats string) int64 {
+		var n int64
+		for line := range strings.SplitSeq(stats, "\n") {
+			name, _, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":")
+			if !ok || strings.HasPrefix(line, "#") {
+				continue
+			}
+			switch strings.Split(name, "|")[0] {
+			case "info", "role", "cluster", "replconf", "ping", "client", "hello", "psync", "command":
+			default:
+				n += commandCalls(stats, name)
+			}
+		}
+		return n
+	})
+}
+
+// perPrimary returns count of the INFO commandstats of each running
+// primary.
+func perPrimary(t *testing.T, c *redistest.Cluster, count func(stats string) int64) map[string]int64 {
 	t.Helper()
 	counts := map[string]int64{}
 	for _, s := range c.Nodes {
@@ -360,7 +400,7 @@ func scriptsPerPrimary(t *testing.T, c *redistest.Cluster) map[string]int64 {
 		_ = client.Close()
 		require.NoError(t, err)
 		if len(role) > 0 && role[0] == "master" {
-			counts[s.Addr] = commandCalls(stats, "evalsha") + commandCalls(stats, "eval")
+			counts[s.Addr] = count(stats)
 		}
 	}
 	return counts
