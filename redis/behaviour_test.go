@@ -22,16 +22,25 @@ import (
 
 // TestWakeups checks that adds reach Gets that wait in other handles
 // through the signal list, not the heartbeat (set to an hour here): six
-// Gets waiting in three handles all get one of six keys added by a fourth.
+// Gets waiting in three handles all get one of six keys added by a fourth;
+// on a queue of 3 partitions too, where each partition's listener wakes
+// the Gets for its keys.
 func TestWakeups(t *testing.T) {
+	for _, partitions := range []int{1, 3} {
+		t.Run(fmt.Sprint("partitions=", partitions), func(t *testing.T) { testWakeups(t, partitions) })
+	}
+}
+
+func testWakeups(t *testing.T, partitions int) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	producer := newTestQueue(t, client, Options[string]{Heartbeat: time.Hour})
+	opts := Options[string]{Heartbeat: time.Hour, Partitions: partitions}
+	producer := newTestQueue(t, client, opts)
 	name := queueNameOf(producer)
 	var wg sync.WaitGroup
 	got := make(chan string, 6)
 	for range 3 {
-		q := newHandle(t, client, name, Options[string]{Heartbeat: time.Hour})
+		q := newHandle(t, client, name, opts)
 		for range 2 {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -49,10 +58,20 @@ func TestWakeups(t *testing.T) {
 	// its key anyway.
 	require.Eventually(t, func() bool {
 		clients, _ := client.ClientList(context.Background()).Result()
-		return strings.Count(clients, "cmd=blpop") >= 3
+		return strings.Count(clients, "cmd=blpop") >= 3*partitions
 	}, 10*time.Second, time.Millisecond)
-	for i := range 6 {
-		producer.Add(strconv.Itoa(i))
+	// Six keys, as many in each partition.
+	var keys []string
+	perPartition := map[int]int{}
+	for i := 0; len(keys) < 6; i++ {
+		key := strconv.Itoa(i)
+		if p := partitionOf(key, partitions); perPartition[p] < 6/partitions {
+			perPartition[p]++
+			keys = append(keys, key)
+		}
+	}
+	for _, key := range keys {
+		producer.Add(key)
 	}
 	wg.Wait()
 	close(got)
@@ -60,19 +79,26 @@ func TestWakeups(t *testing.T) {
 	for item := range got {
 		items = append(items, item)
 	}
-	assert.ElementsMatch(t, []string{"0", "1", "2", "3", "4", "5"}, items)
+	assert.ElementsMatch(t, keys, items)
 }
 
 // TestIdleHandleIsQuiet bounds the commands an idle handle sends: with a
-// Get waiting and a 1s heartbeat, about two per heartbeat (a BLPOP and
-// the Get's look for expired leases). A handle that polled in a loop would
-// send thousands.
+// Get waiting and a 1s heartbeat, about two per heartbeat and partition (a
+// BLPOP and the Get's look at that partition for expired leases). A
+// handle that polled in a loop would send thousands, and one whose Get
+// looked at every partition at each partition's heartbeat 2P+P².
 func TestIdleHandleIsQuiet(t *testing.T) {
+	for _, partitions := range []int{1, 3} {
+		t.Run(fmt.Sprint("partitions=", partitions), func(t *testing.T) { testIdleHandleIsQuiet(t, partitions) })
+	}
+}
+
+func testIdleHandleIsQuiet(t *testing.T, partitions int) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
 	var sent atomic.Int64
 	client.AddHook(countingHook{&sent})
-	q := newTestQueue(t, client, Options[string]{Heartbeat: time.Second})
+	q := newTestQueue(t, client, Options[string]{Heartbeat: time.Second, Partitions: partitions})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -87,10 +113,12 @@ func TestIdleHandleIsQuiet(t *testing.T) {
 	<-done
 	heartbeats := time.Since(start).Seconds()
 	t.Logf("an idle handle sent %d commands in %.1f heartbeats", sent.Load(), heartbeats)
-	// The first Get also loads its script (EVALSHA, then EVAL), the
-	// handle looks once at the queue's number of partitions (the same
-	// two), and a heartbeat may end just as the measurement does.
-	assert.LessOrEqual(t, float64(sent.Load()), 2*heartbeats+6)
+	// The first Get also loads its script (EVALSHA, then EVAL) and looks
+	// at every partition, the handle looks once at the queue's number of
+	// partitions (the same two), and each partition's heartbeat may end
+	// just as the measurement does.
+	p := float64(partitions)
+	assert.LessOrEqual(t, float64(sent.Load()), 2*p*heartbeats+2*p+4)
 }
 
 // countingHook counts the commands a client sends, a pipeline as one,

@@ -72,6 +72,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 			for i, woke := range q.woke {
 				owed[i] = owed[i] || woke
 				q.woke[i] = false
+				q.beat[i] = false
 			}
 		}
 		q.checkIdleLocked()
@@ -95,12 +96,16 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	for i := range nonces {
 		nonces[i] = newNonce()
 	}
+	// due[i] is when this Get is to look at partition i again without a
+	// wakeup from it: when its next delayed key is due, or its backoff
+	// after an outage ends; zero if never.
+	due := make([]time.Time, len(q.parts))
 	from := -1 // the partition the last wakeup came from
 	for attempt := 0; ; {
 		if q.ShuttingDown() {
 			return item, workqueue.ErrShutDown
 		}
-		got, wait, err := q.takeRound(ctx, nonces, owed, from)
+		got, wait, err := q.takeRound(ctx, nonces, owed, due, from)
 		if got != nil {
 			return *got, nil
 		}
@@ -130,21 +135,23 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 		if wait == 0 {
 			continue
 		}
-		if from, err = q.sleep(ctx, wait); err != nil {
+		var token bool
+		if from, token, err = q.sleep(ctx, wait); err != nil {
 			return item, err
 		}
-		if from >= 0 {
+		if token {
 			owed[from] = true
 		}
 	}
 }
 
-// takeRound looks at every partition once for this Get, in roundOrder,
-// and returns the first item handed out. Without one, it returns how long
-// to wait (as take's, the shortest over the partitions), and, if no
-// partition answered, the first error; it returns at once when ctx ends.
-// It renews the nonce of each partition that answered, and updates owed
-// (see get) for each.
+// takeRound looks once at partition only for this Get, if it is one (a
+// wakeup came from it: nothing changed in the others), else at every
+// partition in roundOrder, and returns the first item handed out. Without
+// one, it returns how long to wait (as take's: the time until the first
+// partition's due, see get), and, if no partition answered, the first
+// error; it returns at once when ctx ends. It renews the nonce of each
+// partition that answered, and updates owed and due (see get) for each.
 //
 // On a partitioned queue, a partition whose script failed for an outage
 // (its shard failing over, say) is left out of the rounds of every Get of
@@ -153,14 +160,17 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 // to fail); the others' waits are cut to end with the backoff. So the
 // Gets go on taking from the other partitions meanwhile instead of
 // queueing behind the failing one.
-func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, first int) (*T, time.Duration, error) {
-	waits := make([]time.Duration, 0, len(q.parts)+1)
+func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, due []time.Time, only int) (*T, time.Duration, error) {
+	order := []int{only}
+	if only < 0 {
+		order = q.roundOrder()
+	}
 	var firstErr error
 	answered := false
-	for _, i := range q.roundOrder(first) {
+	for _, i := range order {
 		p := q.parts[i]
 		if until, probe := p.retryIn(q.clock.Now()); !probe {
-			waits = append(waits, until)
+			due[i] = q.clock.Now().Add(until)
 			continue
 		}
 		got, wait, err := q.takeContext(ctx, p, nonces[i])
@@ -175,7 +185,7 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 			}
 			firstErr = cmp.Or(firstErr, err)
 			if len(q.parts) > 1 && isOutage(err) {
-				waits = append(waits, q.partitionFailed(p, err))
+				due[i] = q.clock.Now().Add(q.partitionFailed(p, err))
 			}
 			continue
 		}
@@ -183,12 +193,15 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 		answered = true
 		nonces[i] = newNonce()
 		owed[i] = wait > 0
-		waits = append(waits, wait)
+		due[i] = time.Time{}
+		if wait >= 0 {
+			due[i] = q.clock.Now().Add(wait)
+		}
 	}
 	if !answered && firstErr != nil {
 		return nil, 0, firstErr
 	}
-	return nil, untilDue(waits), nil
+	return nil, untilDue(due, q.clock.Now()), nil
 }
 
 // takeGrace is how long a Get whose context ended waits for a script
@@ -373,10 +386,11 @@ func (q *Queue[T]) logReclaimed(n int64) {
 }
 
 // sleep waits for a listener's wakeup, for wait if it is positive, for
-// ctx, or for ShutDown. It returns the partition whose wakeup token it
-// took over, or -1 (a heartbeat, or a wait that ended). A wakeup that
+// ctx, or for ShutDown. It returns the partition the wakeup came from,
+// and whether it took over that partition's wakeup token (else it was the
+// partition's heartbeat), or -1 after a wait that ended. A wakeup that
 // comes with ctx or ShutDown is left for another Get.
-func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (from int, err error) {
+func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (from int, token bool, err error) {
 	// Only a sleeping Get sets the listener blocking on Redis: a Get that
 	// finds a key ready needs no wakeup, and a BLPOP sent beside its script
 	// would take the token that the get script leaves while keys remain,
@@ -405,36 +419,38 @@ func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (from int, err
 	}
 	select {
 	case <-ctx.Done():
-		return -1, ctx.Err()
+		return -1, false, ctx.Err()
 	case <-q.stopCh:
-		return -1, workqueue.ErrShutDown
+		return -1, false, workqueue.ErrShutDown
 	default:
 	}
 	select {
 	case <-q.wake:
-		return q.takeWakeup(), nil
+		from, token = q.takeWakeup()
+		return from, token, nil
 	case <-timeout:
-		return -1, nil
+		return -1, false, nil
 	case <-ctx.Done():
-		return -1, ctx.Err()
+		return -1, false, ctx.Err()
 	case <-q.stopCh:
-		return -1, workqueue.ErrShutDown
+		return -1, false, workqueue.ErrShutDown
 	}
 }
 
-// takeWakeup takes over one partition's wakeup token left for a Get, if
-// any, and returns that partition, or -1. If more are left, it wakes
-// another Get for them.
-func (q *Queue[T]) takeWakeup() int {
+// takeWakeup takes over one partition's wakeup left for a Get, a token
+// before a heartbeat, and returns that partition and whether it was a
+// token, or -1 if none is left. If more are left, it wakes another Get
+// for them.
+func (q *Queue[T]) takeWakeup() (from int, token bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	from := slices.Index(q.woke, true)
-	if from < 0 {
-		return -1
+	if from = slices.Index(q.woke, true); from >= 0 {
+		q.woke[from], token = false, true
+	} else if from = slices.Index(q.beat, true); from >= 0 {
+		q.beat[from] = false
 	}
-	q.woke[from] = false
-	if slices.Contains(q.woke, true) {
+	if slices.Contains(q.woke, true) || slices.Contains(q.beat, true) {
 		q.wakeOne()
 	}
-	return from
+	return from, token
 }

@@ -35,7 +35,12 @@ func (q *Queue[T]) listen(p *partition) {
 		popped, err := q.client.BLPop(ctx, q.heartbeat, p.keys.signal, wakeKey).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
+			// A heartbeat: a Get looks at this partition for expired
+			// leases and due keys.
+			q.mu.Lock()
+			q.beat[p.index] = true
 			q.wakeOne()
+			q.mu.Unlock()
 		case err != nil:
 			if errors.Is(err, redis.ErrClosed) {
 				q.logger.Error("workqueue: the Redis client was closed; Gets can only time out or shut down", "err", err)

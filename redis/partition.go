@@ -196,10 +196,9 @@ func (q *Queue[T]) part(key string) *partition {
 	return q.parts[partitionOf(key, len(q.parts))]
 }
 
-// roundOrder returns the order in which a Get looks at the partitions:
-// first the partition a wakeup came from if first is one, else the
-// cursor's; then the others whose last reported depth was positive, then
-// the rest, each group from the first onwards.
+// roundOrder returns the order in which a Get looks at every partition:
+// first the cursor's, then the others whose last reported depth was
+// positive, then the rest, each group from the first onwards.
 //
 // The cursor moves on to the next partition when a get script of the
 // cursor's partition starts (see runTakes), so that the Gets that come
@@ -208,11 +207,9 @@ func (q *Queue[T]) part(key string) *partition {
 // Gets each. Each partition is first in turn, so none starves, whatever
 // the depths say: a depth that this handle has not heard of for a while
 // is refreshed when its partition is first.
-func (q *Queue[T]) roundOrder(first int) []int {
+func (q *Queue[T]) roundOrder() []int {
 	n := len(q.parts)
-	if first < 0 {
-		first = int(q.cursor.Load() % uint64(n))
-	}
+	first := int(q.cursor.Load() % uint64(n))
 	order := make([]int, 0, n)
 	order = append(order, first)
 	for _, busy := range []bool{true, false} {
@@ -288,17 +285,21 @@ func (r RateLimit) rateLimitArgs(n int) []any {
 	return share.scriptArgs()
 }
 
-// untilDue returns the shortest of the waits of a Get's look at every
-// partition, as take returns them: 0 if any partition may have more at
-// once, else the soonest delayed key's, else -1.
-func untilDue(waits []time.Duration) time.Duration {
+// untilDue returns how long a Get waits at now for the first of the
+// times due (zero: none) at which it is to look again: 0 if one has come,
+// -1 if none is set.
+func untilDue(due []time.Time, now time.Time) time.Duration {
 	wait := time.Duration(-1)
-	for _, w := range waits {
-		switch {
-		case w == 0:
+	for _, d := range due {
+		if d.IsZero() {
+			continue
+		}
+		left := d.Sub(now)
+		if left <= 0 {
 			return 0
-		case w > 0 && (wait < 0 || w < wait):
-			wait = w
+		}
+		if wait < 0 || left < wait {
+			wait = left
 		}
 	}
 	return wait

@@ -129,8 +129,11 @@ type Queue[T comparable] struct {
 	idleCh       chan struct{} // closed once shut down, with nothing held and no Get in progress
 	wake         chan struct{} // a listener's wakeup for one waiting Get
 	// woke marks the partitions whose listener took a wakeup token for a
-	// waiting Get that no Get has taken over yet.
+	// waiting Get that no Get has taken over yet; beat those whose
+	// listener's heartbeat passed without a token since a Get last woke
+	// for it.
 	woke         []bool
+	beat         []bool
 	listeners    sync.WaitGroup
 	keeperDone   chan struct{}
 	stopListener sync.Once
@@ -238,6 +241,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		idleCh:       make(chan struct{}),
 		wake:         make(chan struct{}, 1),
 		woke:         make([]bool, partitions),
+		beat:         make([]bool, partitions),
 		keeperDone:   make(chan struct{}),
 	}
 	for i, prefix := range partitionPrefixes(name, partitions) {
