@@ -15,9 +15,10 @@ import (
 
 // Get blocks until it can hand out an item, leased to this handle, and
 // returns it; the caller must call Done with it. On a partitioned queue
-// it looks at the partitions in turn, starting at the next one for each
-// Get (or at one a wakeup came from), and hands out the first item it
-// finds. It returns shutdown true once ShutDown was called on this
+// it looks at the partitions in turn, starting at the one whose turn it
+// is (the turn moves on with each of the handle's scripts there), and
+// hands out the first item it finds; a Get that waits looks again at the
+// partition that woke it. It returns shutdown true once ShutDown was called on this
 // handle, even if items are still queued: they stay for the other
 // handles. It retries while Redis is unreachable (looking at the other
 // partitions meanwhile); a closed client or ErrPartitionsChanged ends it
