@@ -257,15 +257,16 @@ func TestClusterSpread(t *testing.T) {
 		// spread: the queues' partitions are on every primary.
 		spread bool
 	}{
-		{name: "one queue", queues: []string{"spread-one"}, partitions: 1, keys: 3600, handles: 1, workers: 16},
+		{name: "one queue", queues: []string{"spread-a"}, partitions: 1, keys: 3600, handles: 1, workers: 16},
 		// One partition on each primary: partitionPrefixes spaces their
 		// slots a third of the way round from each other.
-		{name: "one queue of 3 partitions", queues: []string{"spread-one"}, partitions: 3, keys: 3600, handles: 1, workers: 16, spread: true},
+		{name: "one queue of 3 partitions", queues: []string{"spread-b"}, partitions: 3, keys: 3600, handles: 1, workers: 16, spread: true},
 		// Several handles, as several processes would have: each shares
 		// scripts only among its own calls.
-		{name: "one queue, 4 handles", queues: []string{"spread-one"}, partitions: 1, keys: 3600, handles: 4, workers: 4},
-		{name: "one queue of 3 partitions, 4 handles", queues: []string{"spread-one"}, partitions: 3, keys: 3600, handles: 4, workers: 4, spread: true},
-		// Names whose slots cover every primary.
+		{name: "one queue, 4 handles", queues: []string{"spread-c"}, partitions: 1, keys: 3600, handles: 4, workers: 4},
+		{name: "one queue of 3 partitions, 4 handles", queues: []string{"spread-d"}, partitions: 3, keys: 3600, handles: 4, workers: 4, spread: true},
+		// Names whose slots cover every primary (redis-cli gives the
+		// primaries the same slots in every run).
 		{name: "six queues", queues: []string{"spread-0", "spread-1", "spread-2", "spread-3", "spread-4", "spread-5"}, partitions: 1, keys: 600, handles: 1, workers: 16, spread: true},
 	}
 	for _, tt := range tests {
@@ -276,11 +277,8 @@ func TestClusterSpread(t *testing.T) {
 }
 
 func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient, names []string, partitions, keys, handles, workers int, spread bool) {
-	// Each run has queues of its own.
-	suffix := fmt.Sprint("-", queueSeq.Add(1))
 	served := map[string][]string{} // primary address -> the queues' partitions it serves
 	for i := range names {
-		names[i] += suffix
 		for p, keys := range partitionKeys(names[i], partitions) {
 			primary := c.PrimaryFor(keys.ready)
 			require.NotNil(t, primary, "no primary serves partition %d of %s", p, names[i])
