@@ -275,3 +275,89 @@ func firstOfPartition(keys []string, part int) string {
 	}
 	return ""
 }
+
+// TestPartitionRetry checks when Gets look at a partition whose get
+// scripts failed: not before its backoff has passed, then one Get at a
+// time, and every Get again once one answered.
+func TestPartitionRetry(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	p := &partition{}
+	until, look := p.retryIn(start)
+	assert.True(t, look, "a partition that answered")
+	assert.Zero(t, until)
+
+	p.failedAt.Store(start.UnixNano())
+	p.failures.Store(2) // backoff(1): 20ms
+	tests := []struct {
+		name      string
+		at        time.Duration // after the failure
+		wantLook  bool
+		wantUntil time.Duration
+	}{
+		{"during the backoff", 5 * time.Millisecond, false, 15 * time.Millisecond},
+		{"after it: this Get looks", 20 * time.Millisecond, true, 0},
+		{"while another Get looks", 25 * time.Millisecond, false, 20 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		until, look := p.retryIn(start.Add(tt.at))
+		assert.Equal(t, tt.wantLook, look, tt.name)
+		assert.Equal(t, tt.wantUntil, until, tt.name)
+	}
+	p.probing.Store(false)
+	p.answered()
+	until, look = p.retryIn(start.Add(30 * time.Millisecond))
+	assert.True(t, look, "once a Get's script answered")
+	assert.Zero(t, until)
+}
+
+// TestUntilDue checks how long a Get waits for the times it is due to
+// look at partitions again.
+func TestUntilDue(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	var none time.Time
+	tests := []struct {
+		name string
+		due  []time.Time
+		want time.Duration
+	}{
+		{"none", []time.Time{none, none}, -1},
+		{"the soonest", []time.Time{now.Add(time.Second), none, now.Add(time.Millisecond)}, time.Millisecond},
+		{"one has come", []time.Time{now.Add(time.Second), now}, 0},
+		{"one is past", []time.Time{now.Add(-time.Second), now.Add(time.Second)}, 0},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, untilDue(tt.due, now), tt.name)
+	}
+}
+
+// TestRoundOrder checks the order in which a Get looks at the
+// partitions: the cursor's first, then those last seen holding keys, then
+// the rest; and that the cursor moves on only with a script of its own
+// partition.
+func TestRoundOrder(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	q := newTestQueue(t, s.Client(), Options[string]{Partitions: 4})
+	tests := []struct {
+		name   string
+		cursor uint64
+		depths []int64
+		want   []int
+	}{
+		{"all empty", 0, []int64{0, 0, 0, 0}, []int{0, 1, 2, 3}},
+		{"from the cursor", 2, []int64{0, 0, 0, 0}, []int{2, 3, 0, 1}},
+		{"those holding keys first", 1, []int64{5, 0, 0, 3}, []int{1, 3, 0, 2}},
+		{"the cursor's first even if empty", 0, []int64{0, 1, 0, 0}, []int{0, 1, 2, 3}},
+	}
+	for _, tt := range tests {
+		q.cursor.Store(tt.cursor)
+		for i, d := range tt.depths {
+			q.parts[i].depth.Store(d)
+		}
+		assert.Equal(t, tt.want, q.roundOrder(), tt.name)
+	}
+	q.cursor.Store(1)
+	q.turn(q.parts[2])
+	assert.Equal(t, uint64(1), q.cursor.Load(), "a script of another partition")
+	q.turn(q.parts[1])
+	assert.Equal(t, uint64(2), q.cursor.Load(), "a script of the cursor's partition")
+}
