@@ -170,12 +170,15 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 	answered := false
 	for _, i := range order {
 		p := q.parts[i]
-		if until, probe := p.retryIn(q.clock.Now()); !probe {
+		until, look, probe := p.retryIn(q.clock.Now())
+		if !look {
 			due[i] = q.clock.Now().Add(until)
 			continue
 		}
 		got, wait, err := q.takeContext(ctx, p, nonces[i])
-		p.probing.Store(false)
+		if probe {
+			p.probing.Store(false)
+		}
 		if got != nil {
 			p.answered()
 			return got, 0, nil

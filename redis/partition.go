@@ -53,21 +53,22 @@ type partition struct {
 
 // retryIn reports whether a Get is to look at p at now: yes if its last
 // get script answered, else once its backoff has passed and no other Get
-// looks at it (the Get must then clear probing). If not, it returns how
-// long to wait before asking again.
-func (p *partition) retryIn(now time.Time) (time.Duration, bool) {
+// looks at it, and then probe is set: the Get must clear p.probing once
+// its look is over. If not, it returns how long to wait before asking
+// again.
+func (p *partition) retryIn(now time.Time) (until time.Duration, look, probe bool) {
 	n := p.failures.Load()
 	if n == 0 {
-		return 0, true
+		return 0, true, false
 	}
 	wait := backoff(int(n - 1))
 	if until := time.Unix(0, p.failedAt.Load()).Add(wait).Sub(now); until > 0 {
-		return until, false
+		return until, false, false
 	}
 	if !p.probing.CompareAndSwap(false, true) {
-		return wait, false
+		return wait, false, false
 	}
-	return 0, true
+	return 0, true, true
 }
 
 // answered records that a get script of p succeeded.

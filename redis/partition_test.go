@@ -282,8 +282,9 @@ func firstOfPartition(keys []string, part int) string {
 func TestPartitionRetry(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
 	p := &partition{}
-	until, look := p.retryIn(start)
+	until, look, probe := p.retryIn(start)
 	assert.True(t, look, "a partition that answered")
+	assert.False(t, probe, "a partition that answered")
 	assert.Zero(t, until)
 
 	p.failedAt.Store(start.UnixNano())
@@ -299,13 +300,14 @@ func TestPartitionRetry(t *testing.T) {
 		{"while another Get looks", 25 * time.Millisecond, false, 20 * time.Millisecond},
 	}
 	for _, tt := range tests {
-		until, look := p.retryIn(start.Add(tt.at))
+		until, look, probe := p.retryIn(start.Add(tt.at))
 		assert.Equal(t, tt.wantLook, look, tt.name)
+		assert.Equal(t, tt.wantLook, probe, tt.name)
 		assert.Equal(t, tt.wantUntil, until, tt.name)
 	}
 	p.probing.Store(false)
 	p.answered()
-	until, look = p.retryIn(start.Add(30 * time.Millisecond))
+	until, look, _ = p.retryIn(start.Add(30 * time.Millisecond))
 	assert.True(t, look, "once a Get's script answered")
 	assert.Zero(t, until)
 }
