@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
@@ -77,7 +79,7 @@ func TestExtendAfterDone(t *testing.T) {
 	hook.script, hook.after = extendScript, false
 	hook.fn = func() { require.NoError(t, q.DoneContext(context.Background(), a)) }
 	hook.mu.Unlock()
-	q.extendLeases()
+	q.extendLeases().Wait()
 	// The lease still held was extended and is not marked lost.
 	require.NoError(t, q.DoneContext(context.Background(), b))
 	require.NotContains(t, logs.String(), "leases lost", "Done before the extension")
@@ -88,8 +90,123 @@ func TestExtendAfterDone(t *testing.T) {
 	c, _ := q.Get()
 	hook.mu.Lock()
 	hook.script, hook.after = doneScript, true
-	hook.fn = q.extendLeases
+	hook.fn = func() { q.extendLeases().Wait() }
 	hook.mu.Unlock()
 	require.NoError(t, q.DoneContext(context.Background(), c))
 	require.NotContains(t, logs.String(), "leases lost", "extension during Done")
+}
+
+// extendHook holds the extend script of one partition (its first key
+// stalled) until release is closed, as a blackholed shard holds it for
+// go-redis's ReadTimeout, and reports the extend scripts of another
+// (first key extended) on ran.
+type extendHook struct {
+	stalled, extended string
+	held, ran         chan struct{}
+	release           chan struct{}
+}
+
+func (h *extendHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *extendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *extendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) < 4 || args[0] != "evalsha" || args[1] != extendScript.Hash() {
+			return next(ctx, cmd)
+		}
+		switch args[3] {
+		case h.stalled:
+			h.held <- struct{}{}
+			<-h.release
+		case h.extended:
+			defer func() { h.ran <- struct{}{} }()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// keysOfPartitions returns a key of each of n partitions.
+func keysOfPartitions(n int) []string {
+	keys := make([]string, n)
+	for i, found := 0, 0; found < n; i++ {
+		k := fmt.Sprint("k", i)
+		if p := partitionOf(k, n); keys[p] == "" {
+			keys[p] = k
+			found++
+		}
+	}
+	return keys
+}
+
+// TestExtendPartitionsIndependently is the regression test for a stalled
+// partition delaying the extensions of the others: while partition 0's
+// shard holds its extend script, partition 1's leases must go on being
+// extended at every tick, so that the other handle reclaims partition 0's
+// key once its lease runs out, but never partition 1's, which a worker
+// still holds. The keeper used to extend the partitions one after another,
+// so partition 1 waited for partition 0's script and its key was handed to
+// a second worker.
+func TestExtendPartitionsIndependently(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	const lease = 3 * time.Second
+	opts := Options[string]{Partitions: 2, Clock: clk, LeaseDuration: lease}
+	clientA := s.Client()
+	a := newTestQueue(t, clientA, opts)
+	b := newHandle(t, s.Client(), queueNameOf(a), opts)
+	hook := &extendHook{
+		stalled:  a.parts[0].keys.all[0],
+		extended: a.parts[1].keys.all[0],
+		held:     make(chan struct{}, 1),
+		ran:      make(chan struct{}, 1),
+		release:  make(chan struct{}),
+	}
+	clientA.AddHook(hook)
+	released := false
+	releaseHook := func() {
+		if !released {
+			released = true
+			close(hook.release)
+		}
+	}
+	t.Cleanup(releaseHook)
+	keys := keysOfPartitions(2)
+	for _, k := range keys {
+		a.Add(k)
+	}
+	require.ElementsMatch(t, keys, []string{getNow(t, a), getNow(t, a)})
+
+	receive := func(ch chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			require.FailNow(t, "timed out waiting: "+what)
+		}
+	}
+	require.Eventually(t, clk.HasWaiters, 5*time.Second, time.Millisecond, "the keeper's ticker")
+	for tick := 1; tick <= 3; tick++ {
+		clk.Step(lease / 3)
+		if tick == 1 {
+			receive(hook.held, "partition 0's extension stalls")
+		}
+		receive(hook.ran, fmt.Sprintf("partition 1's extension at tick %d while partition 0's stalls", tick))
+		// Its reply read, the extension ends: the next tick starts another.
+		require.Eventually(t, func() bool { return !a.parts[1].extending.Load() }, 5*time.Second, time.Millisecond)
+	}
+	clk.Step(time.Millisecond) // partition 0's lease ran out, partition 1's to 6s
+
+	require.Equal(t, keys[0], getNow(t, b), "partition 0's key, whose lease ran out")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	item, err := b.GetContext(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "b got %q, which a still holds", item)
+
+	releaseHook()
+	b.Done(keys[0])
+	a.Done(keys[0])
+	a.Done(keys[1])
 }

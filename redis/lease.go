@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -134,6 +135,8 @@ func (q *Queue[T]) release(key string, h *holding) {
 // handle is shut down and holds nothing.
 func (q *Queue[T]) keep() {
 	defer close(q.keeperDone)
+	// An extension still running at shutdown ends within its deadline.
+	defer q.extenders.Wait()
 	extend := q.clock.NewTicker(q.lease / 3)
 	defer extend.Stop()
 	var refresh <-chan time.Time
@@ -160,9 +163,15 @@ type heldLease struct {
 	h   *holding
 }
 
-// extendLeases extends every lease held, in batches of one script each
-// per partition, and marks those found reclaimed as lost.
-func (q *Queue[T]) extendLeases() {
+// extendLeases starts extending every lease held, one goroutine per
+// partition, in batches of one script each, marking those found reclaimed
+// as lost, and returns what to wait on for them to end. Each partition's
+// extension runs on its own, so that a partition whose shard does not
+// answer (a blackholed node holds a script for go-redis's ReadTimeout, and
+// more with its retries) cannot delay another's past its leases, which
+// would then be handed to a second worker while the first still holds
+// them. A partition whose last extension is still running is left to it.
+func (q *Queue[T]) extendLeases() *sync.WaitGroup {
 	q.mu.Lock()
 	byPart := make([][]heldLease, len(q.parts))
 	for key, h := range q.held {
@@ -172,9 +181,35 @@ func (q *Queue[T]) extendLeases() {
 		}
 	}
 	q.mu.Unlock()
+	var started sync.WaitGroup
 	for i, leases := range byPart {
-		q.extendPartition(q.parts[i], leases)
+		p := q.parts[i]
+		if len(leases) == 0 || !p.extending.CompareAndSwap(false, true) {
+			continue
+		}
+		q.extenders.Add(1)
+		started.Go(func() {
+			defer q.extenders.Done()
+			defer p.extending.Store(false)
+			q.extendPartition(p, leases)
+		})
 	}
+	return &started
+}
+
+// extendTimeout bounds an extension of leases: until the first of them
+// runs out, as one that answers later is no use to it, but at least a
+// third of the lease, the time to the next tick, for leases that ran out
+// on this handle's clock and may not have on Redis's.
+func (q *Queue[T]) extendTimeout(leases []heldLease) time.Duration {
+	now := q.clock.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	left := q.lease
+	for _, l := range leases {
+		left = min(left, l.h.renewed.Add(q.lease).Sub(now))
+	}
+	return max(left, q.lease/3)
 }
 
 // extendPartition extends leases, all of partition p. If Redis does not
@@ -187,8 +222,13 @@ func (q *Queue[T]) extendPartition(p *partition, leases []heldLease) {
 		for _, l := range part {
 			args = append(args, l.key, l.h.token)
 		}
+		// The deadline ends go-redis's waits for a connection and its
+		// retries; a read already sent ends with them only on a client with
+		// ContextTimeoutEnabled, else at its ReadTimeout.
+		ctx, cancel := context.WithTimeout(context.Background(), q.extendTimeout(part))
 		sent := q.clock.Now()
-		lost, err := extendScript.Run(context.Background(), q.client, p.keys.all, args...).StringSlice()
+		lost, err := extendScript.Run(ctx, q.client, p.keys.all, args...).StringSlice()
+		cancel()
 		if err != nil {
 			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "partition", p.index, "err", err)
 			return

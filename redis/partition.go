@@ -49,6 +49,9 @@ type partition struct {
 	failedAt atomic.Int64
 	// probing is set while a Get looks at the partition after failures.
 	probing atomic.Bool
+	// extending is set while the keeper's extension of the partition's
+	// leases runs (see extendLeases).
+	extending atomic.Bool
 }
 
 // retryIn reports whether a Get is to look at p at now: yes if its last

@@ -137,6 +137,9 @@ type Queue[T comparable] struct {
 	listeners    sync.WaitGroup
 	keeperDone   chan struct{}
 	stopListener sync.Once
+	// extenders are the keeper's extensions of leases still running, one
+	// per partition at most.
+	extenders sync.WaitGroup
 }
 
 // A Queue runs wherever a client-go rate-limiting queue does.
