@@ -96,35 +96,26 @@ func TestExtendAfterDone(t *testing.T) {
 	require.NotContains(t, logs.String(), "leases lost", "extension during Done")
 }
 
-// extendHook holds the extend script of one partition (its first key
-// stalled) until release is closed, as a blackholed shard holds it for
-// go-redis's ReadTimeout, and reports the extend scripts of another
-// (first key extended) on ran.
-type extendHook struct {
-	stalled, extended string
-	held, ran         chan struct{}
-	release           chan struct{}
+// scriptKeyHook calls fn for each run of a script by EVALSHA, with the
+// script's first key, in place of sending it; fn sends it with next.
+type scriptKeyHook struct {
+	script *redis.Script
+	fn     func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error
 }
 
-func (h *extendHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *extendHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h scriptKeyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h scriptKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
 
-func (h *extendHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h scriptKeyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) < 4 || args[0] != "evalsha" || args[1] != extendScript.Hash() {
+		if len(args) < 4 || args[0] != "evalsha" || args[1] != h.script.Hash() {
 			return next(ctx, cmd)
 		}
-		switch args[3] {
-		case h.stalled:
-			h.held <- struct{}{}
-			<-h.release
-		case h.extended:
-			defer func() { h.ran <- struct{}{} }()
-		}
-		return next(ctx, cmd)
+		key, _ := args[3].(string)
+		return h.fn(ctx, cmd, key, next)
 	}
 }
 
@@ -157,19 +148,25 @@ func TestExtendPartitionsIndependently(t *testing.T) {
 	clientA := s.Client()
 	a := newTestQueue(t, clientA, opts)
 	b := newHandle(t, s.Client(), queueNameOf(a), opts)
-	hook := &extendHook{
-		stalled:  a.parts[0].keys.all[0],
-		extended: a.parts[1].keys.all[0],
-		held:     make(chan struct{}, 1),
-		ran:      make(chan struct{}, 1),
-		release:  make(chan struct{}),
-	}
-	clientA.AddHook(hook)
+	// Partition 0's extend script is held until release is closed, as a
+	// blackholed shard holds it for go-redis's ReadTimeout; partition 1's
+	// report on ran.
+	held, ran, release := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
+	clientA.AddHook(scriptKeyHook{extendScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
+		switch key {
+		case a.parts[0].keys.all[0]:
+			held <- struct{}{}
+			<-release
+		case a.parts[1].keys.all[0]:
+			defer func() { ran <- struct{}{} }()
+		}
+		return next(ctx, cmd)
+	}})
 	released := false
 	releaseHook := func() {
 		if !released {
 			released = true
-			close(hook.release)
+			close(release)
 		}
 	}
 	t.Cleanup(releaseHook)
@@ -191,9 +188,9 @@ func TestExtendPartitionsIndependently(t *testing.T) {
 	for tick := 1; tick <= 3; tick++ {
 		clk.Step(lease / 3)
 		if tick == 1 {
-			receive(hook.held, "partition 0's extension stalls")
+			receive(held, "partition 0's extension stalls")
 		}
-		receive(hook.ran, fmt.Sprintf("partition 1's extension at tick %d while partition 0's stalls", tick))
+		receive(ran, fmt.Sprintf("partition 1's extension at tick %d while partition 0's stalls", tick))
 		// Its reply read, the extension ends: the next tick starts another.
 		require.Eventually(t, func() bool { return !a.parts[1].extending.Load() }, 5*time.Second, time.Millisecond)
 	}

@@ -22,7 +22,11 @@ import (
 // handle, even if items are still queued: they stay for the other
 // handles. It retries while Redis is unreachable (looking at the other
 // partitions meanwhile); a closed client or ErrPartitionsChanged ends it
-// as a shutdown, logged.
+// as a shutdown, logged. A key leased by a get script whose reply was lost
+// goes to the handle's next Get in that partition, not only to the Get
+// that sent it, which may have left with another partition's item; if
+// the handle shuts down first, the key is handed out again when its lease
+// expires.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
 	item, err := q.get(context.Background(), true)
 	if err != nil {
@@ -62,7 +66,20 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	// for a heartbeat. The last Get to leave also takes the wakeups the
 	// listeners left for Gets.
 	owed := make([]bool, len(q.parts))
+	// nonces[i] is the nonce of this Get's get scripts in partition i, set
+	// when one is sent and cleared when one answers: a script that failed
+	// may have run, its reply lost, and is sent again with the same nonce,
+	// so that it returns the lease it took, if any, instead of leaving it
+	// to expire. One still set when the Get leaves (it found an item
+	// elsewhere, or gave up) is left to a later Get there (see
+	// partition.orphans).
+	nonces := make([]string, len(q.parts))
 	defer func() {
+		for i, nonce := range nonces {
+			if nonce != "" {
+				q.parts[i].orphan(nonce)
+			}
+		}
 		q.mu.Lock()
 		q.waiting--
 		if q.waiting == 0 {
@@ -87,15 +104,6 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 
 	if err := ctx.Err(); err != nil {
 		return item, err
-	}
-	// A script that failed may have run, its reply lost: it is sent again
-	// with the same nonce when this Get looks at its partition again, so
-	// that it returns the lease it took, if any, instead of leaving it to
-	// expire. Once a reply arrived, a new nonce. (A Get that finds an item
-	// in another partition first leaves such a lease to expire.)
-	nonces := make([]string, len(q.parts))
-	for i := range nonces {
-		nonces[i] = newNonce()
 	}
 	// due[i] is when this Get is to look at partition i again without a
 	// wakeup from it: when its next delayed key is due, or its backoff
@@ -151,8 +159,9 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 // partition in roundOrder, and returns the first item handed out. Without
 // one, it returns how long to wait (as take's: the time until the first
 // partition's due, see get), and, if no partition answered, the first
-// error; it returns at once when ctx ends. It renews the nonce of each
-// partition that answered, and updates owed and due (see get) for each.
+// error; it returns at once when ctx ends. It clears the nonce of each
+// partition that answered, and updates nonces, owed and due (see get)
+// for each.
 //
 // On a partitioned queue, a partition whose script failed for an outage
 // (its shard failing over, say) is left out of the rounds of every Get of
@@ -175,12 +184,16 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 			due[i] = q.clock.Now().Add(until)
 			continue
 		}
-		got, wait, err := q.takeContext(ctx, p, nonces[i])
+		if nonces[i] == "" {
+			nonces[i] = p.nonce()
+		}
+		got, wait, err := q.takeContext(ctx, p, &nonces[i])
 		if probe {
 			p.probing.Store(false)
 		}
 		if got != nil {
 			p.answered()
+			nonces[i] = ""
 			return got, 0, nil
 		}
 		if err != nil {
@@ -195,7 +208,7 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 		}
 		p.answered()
 		answered = true
-		nonces[i] = newNonce()
+		nonces[i] = ""
 		owed[i] = wait > 0
 		due[i] = time.Time{}
 		if wait >= 0 {
@@ -214,10 +227,13 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 // not (Redis unreachable, go-redis redialling) is left to finish alone.
 const takeGrace = 100 * time.Millisecond
 
-// takeContext is take, returning soon after ctx ends even while Redis
-// does not answer. A key that such an abandoned take leases is given back
-// to the front of the queue.
-func (q *Queue[T]) takeContext(ctx context.Context, p *partition, nonce string) (*T, time.Duration, error) {
+// takeContext is take with the Get's nonce, returning soon after ctx
+// ends even while Redis does not answer. A key that such an abandoned take
+// leases is given back to the front of the queue; if it fails, its nonce
+// is left to a later Get (see partition.orphans). Either way the nonce is
+// no longer the Get's, and *nonce is cleared.
+func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string) (*T, time.Duration, error) {
+	nonce := *noncep
 	if ctx.Done() == nil {
 		return q.take(p, nonce)
 	}
@@ -244,9 +260,13 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, nonce string) 
 		return r.item, r.wait, r.err
 	case <-grace.C:
 	}
+	*noncep = ""
 	go func() {
-		if r := <-result; r.item != nil {
+		switch r := <-result; {
+		case r.item != nil:
 			q.giveBack(*r.item)
+		case r.err != nil:
+			p.orphan(nonce)
 		}
 	}()
 	return nil, 0, ctx.Err()

@@ -49,6 +49,14 @@ type partition struct {
 	failedAt atomic.Int64
 	// probing is set while a Get looks at the partition after failures.
 	probing atomic.Bool
+	// orphans are nonces of get scripts of this partition whose reply was
+	// lost and whose Get left without sending them again: each may have
+	// leased a key that no one holds. A later Get here sends one instead
+	// of a new nonce, and so gets that grant, if there was one and its
+	// lease still runs, instead of leaving the key stuck until its lease
+	// expires. Guarded by orphansMu.
+	orphansMu sync.Mutex
+	orphans   []string
 	// extending is set while the keeper's extension of the partition's
 	// leases runs (see extendLeases).
 	extending atomic.Bool
@@ -72,6 +80,33 @@ func (p *partition) retryIn(now time.Time) (until time.Duration, look, probe boo
 		return wait, false, false
 	}
 	return 0, true, true
+}
+
+// maxOrphans bounds partition.orphans: past it, during a long outage, a
+// lost grant's key waits for its lease to expire, as it always did.
+const maxOrphans = 1024
+
+// orphan records nonce, sent in a get script of p whose reply was lost,
+// for a later Get to send again.
+func (p *partition) orphan(nonce string) {
+	p.orphansMu.Lock()
+	defer p.orphansMu.Unlock()
+	if len(p.orphans) < maxOrphans {
+		p.orphans = append(p.orphans, nonce)
+	}
+}
+
+// nonce returns the nonce for a Get's next get script in p: an orphan,
+// if any is left, else a new one.
+func (p *partition) nonce() string {
+	p.orphansMu.Lock()
+	defer p.orphansMu.Unlock()
+	if n := len(p.orphans); n > 0 {
+		nonce := p.orphans[n-1]
+		p.orphans = p.orphans[:n-1]
+		return nonce
+	}
+	return newNonce()
 }
 
 // answered records that a get script of p succeeded.

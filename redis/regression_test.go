@@ -320,3 +320,59 @@ func (h loseFirstGrant) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h loseFirstGrant) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// TestLostGetReplyRecovered: a get script that leased a key and lost its
+// reply leaves its nonce to the next Get there, which gets that grant,
+// instead of the key staying leased to no one until the lease (an hour
+// here) expires. The Get that lost it left without sending it again: on
+// a partitioned queue it found an item in another partition, and a
+// GetContext returns the error.
+func TestLostGetReplyRecovered(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	tests := []struct {
+		name       string
+		partitions int
+		// first is what the Get whose reply was lost returns: another
+		// partition's key, or "" for the error.
+		first int
+	}{
+		{name: "item from another partition", partitions: 2, first: 1},
+		{name: "GetContext returns the error", partitions: 1, first: -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := s.Client()
+			// Loaded, so that the hook sees the EVALSHA that runs, not
+			// one that fails with NOSCRIPT before go-redis sends EVAL.
+			require.NoError(t, getScript.Load(context.Background(), client).Err())
+			q := newTestQueue(t, client, Options[string]{Partitions: tt.partitions, LeaseDuration: time.Hour, Heartbeat: time.Hour})
+			// The first get script of partition 0 runs and loses its
+			// reply, as one whose connection is cut after it ran does.
+			var lost atomic.Bool
+			client.AddHook(scriptKeyHook{getScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
+				if key != q.parts[0].keys.all[0] || !lost.CompareAndSwap(false, true) {
+					return next(ctx, cmd)
+				}
+				_ = next(ctx, cmd)
+				cmd.SetErr(io.ErrUnexpectedEOF)
+				return io.ErrUnexpectedEOF
+			}})
+			keys := keysOfPartitions(tt.partitions)
+			for _, k := range keys {
+				q.Add(k)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			item, err := q.GetContext(ctx)
+			if tt.first < 0 {
+				require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, keys[tt.first], item)
+				q.Done(item)
+			}
+			require.Equal(t, keys[0], getNow(t, q), "the key whose grant was lost")
+			q.Done(keys[0])
+		})
+	}
+}
