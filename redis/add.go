@@ -242,16 +242,22 @@ func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
 	return nil
 }
 
-// runWrite runs an add or done script in partition p. With
-// Options.WaitReplicas it sends WAIT after the script on the same
-// connection, in one round trip, and returns ErrNotReplicated if too few
-// replicas acknowledged in time.
+// runWrite runs an add or done script in partition p, replicated as
+// runReplicated does.
 func (q *Queue[T]) runWrite(ctx context.Context, p *partition, script *redis.Script, args ...any) (any, error) {
 	if err := q.checkPartitions(ctx); err != nil {
 		return nil, err
 	}
+	return q.runReplicated(ctx, p.keys.all, script, args...)
+}
+
+// runReplicated runs script on keys, all of one slot. With
+// Options.WaitReplicas it sends WAIT after the script on the same
+// connection, in one round trip, and returns ErrNotReplicated, with the
+// script's reply, if too few replicas acknowledged in time.
+func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, script *redis.Script, args ...any) (any, error) {
 	if q.waitReplicas == 0 {
-		return script.Run(ctx, q.client, p.keys.all, args...).Result()
+		return script.Run(ctx, q.client, keys, args...).Result()
 	}
 	// WAIT counts the writes of its own connection, and a cluster client
 	// would send a command without keys to any node: the pipeline goes to
@@ -259,7 +265,7 @@ func (q *Queue[T]) runWrite(ctx context.Context, p *partition, script *redis.Scr
 	node, ok := q.client.(*redis.Client)
 	if !ok {
 		var err error
-		if node, err = q.client.(*redis.ClusterClient).MasterForKey(ctx, p.keys.ready); err != nil {
+		if node, err = q.client.(*redis.ClusterClient).MasterForKey(ctx, keys[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -267,7 +273,7 @@ func (q *Queue[T]) runWrite(ctx context.Context, p *partition, script *redis.Scr
 		var run *redis.Cmd
 		var wait *redis.Cmd
 		_, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			run = script.EvalSha(ctx, pipe, p.keys.all, args...)
+			run = script.EvalSha(ctx, pipe, keys, args...)
 			wait = pipe.Do(ctx, "WAIT", q.waitReplicas, q.waitTimeout.Milliseconds())
 			return nil
 		})
@@ -285,7 +291,9 @@ func (q *Queue[T]) runWrite(ctx context.Context, p *partition, script *redis.Scr
 			return nil, err
 		}
 		if acked < int64(q.waitReplicas) {
-			return nil, fmt.Errorf("%w: %d of %d replicas in %v", ErrNotReplicated, acked, q.waitReplicas, q.waitTimeout)
+			// The script's reply too: it ran on the primary.
+			res, _ := run.Result()
+			return res, fmt.Errorf("%w: %d of %d replicas in %v", ErrNotReplicated, acked, q.waitReplicas, q.waitTimeout)
 		}
 		return run.Result()
 	}

@@ -281,7 +281,8 @@ func (q *Queue[T]) setDepth(p *partition, depth int64) {
 	q.metrics.setDepth(sum)
 }
 
-// checkPartitions makes sure, once per handle, that the queue in Redis
+// checkPartitions makes sure, once per handle (with WaitReplicas, until
+// the replicas have the number), that the queue in Redis
 // has as many partitions as this handle: the first handle of a queue
 // records its number in partition 0, and a handle with another gets
 // ErrPartitionsChanged from every call. A queue made before partitions
@@ -297,8 +298,14 @@ func (q *Queue[T]) checkPartitions(ctx context.Context) error {
 		return nil
 	}
 	keys := append(q.parts[0].keys.all[:len(q.parts[0].keys.all):len(q.parts[0].keys.all)], q.parts[0].keys.prefix+"partitions")
-	res, err := partitionsScript.Run(ctx, q.client, keys, len(q.parts)).Result()
-	if err != nil {
+	// Replicated as the adds are, so that a failover cannot lose the
+	// recorded number while handles go on using the queue it describes.
+	res, err := q.runReplicated(ctx, keys, partitionsScript, len(q.parts))
+	// Not replicated yet, the number stands on the primary: the call goes
+	// on (an add's own WAIT covers the number too, written before it), and
+	// the next call checks again until the replicas have it.
+	replicated := !errors.Is(err, ErrNotReplicated)
+	if err != nil && replicated {
 		return err
 	}
 	r := replyReader{script: "partitions"}
@@ -309,7 +316,7 @@ func (q *Queue[T]) checkPartitions(ctx context.Context) error {
 	if n != int64(len(q.parts)) {
 		return fmt.Errorf("%w: %q has %d, this handle %d (Options.Partitions)", ErrPartitionsChanged, q.name, n, len(q.parts))
 	}
-	q.partitionsChecked.Store(true)
+	q.partitionsChecked.Store(replicated)
 	return nil
 }
 

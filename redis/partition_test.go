@@ -6,9 +6,11 @@ import (
 	"hash/crc32"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -166,6 +168,57 @@ func TestPartitionsChanged(t *testing.T) {
 				assert.ElementsMatch(t, []string{"a", "b"}, []string{a, b})
 			}
 		})
+	}
+}
+
+// TestPartitionsCheckReplicated: with WaitReplicas, the script that
+// records the queue's number of partitions is followed by a WAIT, as the
+// adds are, so that a failover cannot lose the number while handles use
+// the queue. Until the replicas have it, calls go on (the number stands
+// on the primary) and each checks again.
+func TestPartitionsCheckReplicated(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	ctx := context.Background()
+	for _, partitions := range []int{1, 3} {
+		t.Run(fmt.Sprint(partitions), func(t *testing.T) {
+			client := s.Client()
+			// Loaded, so that no pipeline is sent again after NOSCRIPT.
+			require.NoError(t, partitionsScript.Load(ctx, client).Err())
+			var mu sync.Mutex
+			waited := 0 // partitions scripts followed by a WAIT
+			client.AddHook(pipelineHook(func(cmds []redis.Cmder) {
+				for i := 1; i < len(cmds); i++ {
+					prev, cur := cmds[i-1].Args(), cmds[i].Args()
+					if len(prev) > 1 && prev[1] == partitionsScript.Hash() && cur[0] == "WAIT" {
+						mu.Lock()
+						waited++
+						mu.Unlock()
+					}
+				}
+			}))
+			q := newTestQueue(t, client, Options[string]{Partitions: partitions, WaitReplicas: 1, WaitTimeout: 10 * time.Millisecond})
+			for range 2 {
+				n, err := q.LenContext(ctx)
+				require.NoError(t, err, "the number stands on the primary")
+				require.Zero(t, n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, 2, waited, "a WAIT after each check, none replicated")
+		})
+	}
+}
+
+// pipelineHook calls fn with the commands of each pipeline before sending
+// it.
+type pipelineHook func(cmds []redis.Cmder)
+
+func (h pipelineHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h pipelineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h pipelineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h(cmds)
+		return next(ctx, cmds)
 	}
 }
 
