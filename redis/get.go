@@ -202,7 +202,7 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 			}
 			firstErr = cmp.Or(firstErr, err)
 			if len(q.parts) > 1 && isOutage(err) {
-				due[i] = q.clock.Now().Add(q.partitionFailed(p, err))
+				due[i] = q.clock.Now().Add(p.backoffFor())
 			}
 			continue
 		}
@@ -324,6 +324,9 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	}
 	res, err := getScript.Run(context.Background(), q.client, p.keys.all, args...).Result()
 	if err != nil {
+		if len(q.parts) > 1 && isOutage(err) {
+			q.partitionFailed(p, err)
+		}
 		return nil, err
 	}
 	r := replyReader{script: "get"}

@@ -117,15 +117,21 @@ func (p *partition) answered() {
 }
 
 // partitionFailed records that a get script of p failed with err, an
-// outage, logging the first failure in a row and every twentieth, and
-// returns how long p is left out of the Gets' rounds.
-func (q *Queue[T]) partitionFailed(p *partition, err error) time.Duration {
+// outage, logging the first failure in a row and every twentieth. It is
+// called once per script, not per Get the script served, so that one
+// failure of a script shared by many Gets backs off as one.
+func (q *Queue[T]) partitionFailed(p *partition, err error) {
 	p.failedAt.Store(q.clock.Now().UnixNano())
 	n := p.failures.Add(1)
 	if n%20 == 1 {
 		q.logger.Warn("workqueue: a partition is unreachable; Gets take from the others meanwhile", "partition", p.index, "attempt", n, "err", err)
 	}
-	return backoff(int(n - 1))
+}
+
+// backoffFor returns how long p is left out of the Gets' rounds after its
+// last failed get script: the backoff of its failures in a row.
+func (p *partition) backoffFor() time.Duration {
+	return backoff(int(max(p.failures.Load()-1, 0)))
 }
 
 // partitionOf returns the partition of key among n: the CRC-32 (IEEE) of

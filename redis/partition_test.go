@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -363,6 +364,68 @@ func TestPartitionRetry(t *testing.T) {
 	until, look, _ = p.retryIn(start.Add(30 * time.Millisecond))
 	assert.True(t, look, "once a Get's script answered")
 	assert.Zero(t, until)
+}
+
+// TestPartitionFailedOncePerScript: Gets that share a get script that
+// fails count one failure of their partition, not one each, so that one
+// blip with many Gets waiting does not jump the partition's backoff. The
+// first script is held until the others wait for the next, which then
+// serves them all.
+func TestPartitionFailedOncePerScript(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	tests := []struct {
+		name         string
+		behind       int // Gets waiting for the next script while the first runs
+		wantFailures int64
+		wantBackoff  time.Duration
+	}{
+		{name: "one Get, one script", behind: 0, wantFailures: 1, wantBackoff: backoff(0)},
+		{name: "one Get behind, two scripts", behind: 1, wantFailures: 2, wantBackoff: backoff(1)},
+		{name: "five Gets behind, two scripts", behind: 5, wantFailures: 2, wantBackoff: backoff(1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := s.Client()
+			release := make(chan struct{})
+			var q *Queue[string]
+			client.AddHook(scriptKeyHook{getScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
+				if key != q.parts[0].keys.all[0] {
+					return next(ctx, cmd)
+				}
+				<-release
+				cmd.SetErr(io.ErrUnexpectedEOF)
+				return io.ErrUnexpectedEOF
+			}})
+			q = newTestQueue(t, client, Options[string]{Partitions: 2, LeaseDuration: time.Hour, Heartbeat: time.Hour})
+			p := q.parts[0]
+			// Each a Get's look at partition 0 alone.
+			look := func() error {
+				_, _, err := q.takeRound(context.Background(), make([]string, 2), make([]bool, 2), make([]time.Time, 2), 0)
+				return err
+			}
+			errs := make(chan error, 1+tt.behind)
+			go func() { errs <- look() }()
+			require.Eventually(t, func() bool {
+				p.takes.mu.Lock()
+				defer p.takes.mu.Unlock()
+				return p.takes.running
+			}, 5*time.Second, time.Millisecond, "the first script runs")
+			for range tt.behind {
+				go func() { errs <- look() }()
+			}
+			require.Eventually(t, func() bool {
+				p.takes.mu.Lock()
+				defer p.takes.mu.Unlock()
+				return len(p.takes.waiting) == tt.behind
+			}, 5*time.Second, time.Millisecond, "the Gets behind wait for the next script")
+			close(release)
+			for range 1 + tt.behind {
+				require.ErrorIs(t, <-errs, io.ErrUnexpectedEOF)
+			}
+			require.Equal(t, tt.wantFailures, p.failures.Load(), "failures counted")
+			require.Equal(t, tt.wantBackoff, p.backoffFor())
+		})
+	}
 }
 
 // TestUntilDue checks how long a Get waits for the times it is due to
