@@ -27,8 +27,10 @@ type Options[T comparable] struct {
 
 	// Heartbeat bounds how long an idle Get waits on Redis before it looks
 	// again for due delayed keys and expired leases that no add signalled.
-	// An idle handle sends about two commands per heartbeat. Default 2s;
-	// at least 1s, in whole seconds (BLPOP's unit).
+	// An idle handle sends about two commands per partition per heartbeat
+	// (each partition's listener's BLPOP, and a get script there): 2P for
+	// Partitions P. Default 2s; at least 1s, in whole seconds (BLPOP's
+	// unit).
 	Heartbeat time.Duration
 
 	// RateLimit configures AddRateLimited. Nil means DefaultRateLimit().
@@ -59,9 +61,19 @@ type Options[T comparable] struct {
 	// every per-key guarantee holds as with one; order holds within a
 	// partition only; Gets take from the partitions in turn. Every handle
 	// of a queue must use the same number: the first handle records it in
-	// Redis and a handle with another gets ErrPartitionsChanged. 0 and 1
-	// are the unpartitioned queue, whose keys are those of a queue made
+	// Redis and a handle with another gets ErrPartitionsChanged. The check
+	// is made once per handle, and a handle of a version without this
+	// option makes none: to change the number, stop every handle of the
+	// queue first, old versions included (see ErrPartitionsChanged). 0 and
+	// 1 are the unpartitioned queue, whose keys are those of a queue made
 	// before this option existed; at most 256.
+	//
+	// While a Get waits, each partition's listener holds one of the
+	// client's pooled connections in BLPOP: the client's pool (per node,
+	// on a cluster) must be larger than the partitions on a node plus the
+	// handle's concurrent calls there, or adds, Dones and extensions wait
+	// for a connection up to a Heartbeat. go-redis's default PoolSize, 10
+	// per CPU, leaves room on most machines for a few partitions per node.
 	Partitions int
 
 	// MetricsProvider receives the metrics of this handle under Name, with
@@ -91,7 +103,8 @@ type Options[T comparable] struct {
 // of P partitions (Options.Partitions) has a bucket in each, as a script
 // touches one partition only, refilled at QPS/P up to Burst/P rounded up:
 // the rate over all keys is QPS, and the keys of one partition get its
-// share.
+// share; the burst over all keys is P×ceil(Burst/P), up to Burst+P-1, and
+// the keys of one partition get only ceil(Burst/P) of it.
 type RateLimit struct {
 	// Base is the first retry's delay; 0 turns the per-key backoff off.
 	Base time.Duration

@@ -15,8 +15,17 @@ import (
 // Options.Partitions differs from the number the queue was created with:
 // the partitions of a key would differ between handles, and the per-key
 // guarantees with them. A queue's number of partitions is fixed by its
-// first handle; to change it, drain the queue and delete its keys, or use
-// a new name. It is no outage: no method retries it.
+// first handle. Each handle checks it once, at its first call, and a
+// handle of a version without Options.Partitions never does, so to change
+// the number, stop every handle of the queue (old versions included),
+// drain it, delete its keys, and start the handles with the new number;
+// or use a new name. The keys of a queue called NAME are those under
+// wq:{NAME}: (partition 0's, and the recorded number,
+// wq:{NAME}:partitions), and, for each partition I above 0, those under
+// wq:I:{NAME:S}:, S the number that places its hash tag; SCAN MATCH
+// 'wq:[1-9]*:{NAME:[0-9]*}:*' finds them, and also those of queues whose
+// names are NAME, ':' and a digit, then more. It is no outage: no method
+// retries it.
 var ErrPartitionsChanged = errors.New("workqueue: the queue has another number of partitions")
 
 // maxPartitions bounds Options.Partitions: more partitions than a

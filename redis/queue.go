@@ -86,6 +86,11 @@ var (
 // show the whole queue, summed and merged over the partitions, each read
 // at its own instant: on a partitioned queue they are not taken at one
 // instant, and an AddBatch is one instant per partition, not one in all.
+// Likewise a GetContext that times out found each partition empty at an
+// instant of its own, so the whole queue may never have been empty at one
+// instant: a key added to a partition after the Get's last look there,
+// while another handle took the last key of the partition it looked at
+// next, say.
 //
 // ShutDown is the handle's: its Gets return at once (items still queued
 // stay for the other handles), its adds are ignored, and it goes on
