@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -206,4 +207,32 @@ func TestExtendPartitionsIndependently(t *testing.T) {
 	b.Done(keys[0])
 	a.Done(keys[0])
 	a.Done(keys[1])
+}
+
+// TestExtendTimeout checks the deadline of an extension: until the first
+// of its leases runs out, as a later reply is no use to it, but at least
+// a tick, for leases that ran out on the handle's clock only.
+func TestExtendTimeout(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	q := &Queue[string]{lease: 3 * time.Second, clock: clocktesting.NewFakeClock(now)}
+	renewedAgo := func(ago ...time.Duration) []heldLease {
+		leases := make([]heldLease, len(ago))
+		for i, d := range ago {
+			leases[i] = heldLease{fmt.Sprint(i), &holding{renewed: now.Add(-d)}}
+		}
+		return leases
+	}
+	tests := []struct {
+		name   string
+		leases []heldLease
+		want   time.Duration
+	}{
+		{"just renewed", renewedAgo(0), 3 * time.Second},
+		{"the first to run out", renewedAgo(0, 1500*time.Millisecond, time.Second), 1500 * time.Millisecond},
+		{"nearly out: a tick", renewedAgo(2900 * time.Millisecond), time.Second},
+		{"out on this clock: a tick", renewedAgo(time.Hour), time.Second},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, q.extendTimeout(tt.leases), tt.name)
+	}
 }
