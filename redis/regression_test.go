@@ -332,12 +332,16 @@ func TestLostGetReplyRecovered(t *testing.T) {
 	tests := []struct {
 		name       string
 		partitions int
-		// first is what the Get whose reply was lost returns: another
-		// partition's key, or "" for the error.
+		// first is what the Get whose reply was lost returns: the index of
+		// another partition's key, or -1 for the error.
 		first int
+		// abandoned: the script is held past the GetContext's deadline and
+		// its grace, which returns without it.
+		abandoned bool
 	}{
 		{name: "item from another partition", partitions: 2, first: 1},
 		{name: "GetContext returns the error", partitions: 1, first: -1},
+		{name: "GetContext abandoned the script", partitions: 1, first: -1, abandoned: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -349,10 +353,15 @@ func TestLostGetReplyRecovered(t *testing.T) {
 			// The first get script of partition 0 runs and loses its
 			// reply, as one whose connection is cut after it ran does.
 			var lost atomic.Bool
+			release := make(chan struct{})
+			if !tt.abandoned {
+				close(release)
+			}
 			client.AddHook(scriptKeyHook{getScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
 				if key != q.parts[0].keys.all[0] || !lost.CompareAndSwap(false, true) {
 					return next(ctx, cmd)
 				}
+				<-release
 				_ = next(ctx, cmd)
 				cmd.SetErr(io.ErrUnexpectedEOF)
 				return io.ErrUnexpectedEOF
@@ -364,9 +373,20 @@ func TestLostGetReplyRecovered(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			item, err := q.GetContext(ctx)
-			if tt.first < 0 {
+			switch {
+			case tt.abandoned:
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				close(release)
+				// The abandoned script fails after the Get left: its nonce
+				// is left to the next Get once it does.
+				require.Eventually(t, func() bool {
+					q.parts[0].orphansMu.Lock()
+					defer q.parts[0].orphansMu.Unlock()
+					return len(q.parts[0].orphans) == 1
+				}, 5*time.Second, time.Millisecond)
+			case tt.first < 0:
 				require.ErrorIs(t, err, io.ErrUnexpectedEOF)
-			} else {
+			default:
 				require.NoError(t, err)
 				require.Equal(t, keys[tt.first], item)
 				q.Done(item)
