@@ -479,3 +479,36 @@ func TestRoundOrder(t *testing.T) {
 	q.turn(q.parts[1])
 	assert.Equal(t, uint64(2), q.cursor.Load(), "a script of the cursor's partition")
 }
+
+// TestListenersLeaveRoomInThePool: while a Get waits, each partition's
+// listener holds a pooled connection in BLPOP, so a pool larger than the
+// partitions (as Options.Partitions asks) leaves the handle's Add a
+// connection of its own, and the waiting Get gets the key at once. With
+// a pool of the partitions' size the Add would wait for a connection
+// until a heartbeat, an hour here.
+func TestListenersLeaveRoomInThePool(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	for _, partitions := range []int{1, 8} {
+		t.Run(fmt.Sprint(partitions), func(t *testing.T) {
+			client := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: partitions + 2})
+			t.Cleanup(func() { _ = client.Close() })
+			q := newTestQueue(t, client, Options[string]{Partitions: partitions, Heartbeat: time.Hour})
+			got := make(chan string, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				item, _ := q.GetContext(ctx)
+				got <- item
+			}()
+			require.Eventually(t, func() bool {
+				stats := client.PoolStats()
+				return int(stats.TotalConns-stats.IdleConns) == partitions
+			}, 5*time.Second, time.Millisecond, "every listener blocks in BLPOP")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			require.NoError(t, q.AddContext(ctx, "a"))
+			require.Equal(t, "a", <-got)
+			q.Done("a")
+		})
+	}
+}
