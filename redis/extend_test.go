@@ -192,8 +192,6 @@ func TestExtendPartitionsIndependently(t *testing.T) {
 			receive(held, "partition 0's extension stalls")
 		}
 		receive(ran, fmt.Sprintf("partition 1's extension at tick %d while partition 0's stalls", tick))
-		// Its reply read, the extension ends: the next tick starts another.
-		require.Eventually(t, func() bool { return !a.parts[1].extending.Load() }, 5*time.Second, time.Millisecond)
 	}
 	clk.Step(time.Millisecond) // partition 0's lease ran out, partition 1's to 6s
 

@@ -170,9 +170,48 @@ type heldLease struct {
 // answer (a blackholed node holds a script for go-redis's ReadTimeout, and
 // more with its retries) cannot delay another's past its leases, which
 // would then be handed to a second worker while the first still holds
-// them. A partition whose last extension is still running is left to it.
+// them. A partition whose last extension still runs is extended again as
+// soon as that one ends, as the keeper did when it ran them in turn.
 func (q *Queue[T]) extendLeases() *sync.WaitGroup {
 	q.mu.Lock()
+	defer q.mu.Unlock()
+	var started sync.WaitGroup
+	for i, leases := range q.heldByPartitionLocked() {
+		p := q.parts[i]
+		if len(leases) == 0 {
+			continue
+		}
+		if p.extending {
+			p.extendAgain = true
+			continue
+		}
+		p.extending = true
+		q.extenders.Add(1)
+		started.Go(func() {
+			defer q.extenders.Done()
+			for {
+				q.extendPartition(p, leases)
+				q.mu.Lock()
+				again := p.extendAgain
+				p.extendAgain = false
+				if again {
+					leases = q.heldByPartitionLocked()[p.index]
+				}
+				more := again && len(leases) > 0
+				p.extending = more
+				q.mu.Unlock()
+				if !more {
+					return
+				}
+			}
+		})
+	}
+	return &started
+}
+
+// heldByPartitionLocked returns the leases held and not lost, by
+// partition. q.mu must be held.
+func (q *Queue[T]) heldByPartitionLocked() [][]heldLease {
 	byPart := make([][]heldLease, len(q.parts))
 	for key, h := range q.held {
 		if !h.lost {
@@ -180,21 +219,7 @@ func (q *Queue[T]) extendLeases() *sync.WaitGroup {
 			byPart[i] = append(byPart[i], heldLease{key, h})
 		}
 	}
-	q.mu.Unlock()
-	var started sync.WaitGroup
-	for i, leases := range byPart {
-		p := q.parts[i]
-		if len(leases) == 0 || !p.extending.CompareAndSwap(false, true) {
-			continue
-		}
-		q.extenders.Add(1)
-		started.Go(func() {
-			defer q.extenders.Done()
-			defer p.extending.Store(false)
-			q.extendPartition(p, leases)
-		})
-	}
-	return &started
+	return byPart
 }
 
 // extendTimeout bounds an extension of leases: until the first of them

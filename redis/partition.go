@@ -67,8 +67,9 @@ type partition struct {
 	orphansMu sync.Mutex
 	orphans   []string
 	// extending is set while the keeper's extension of the partition's
-	// leases runs (see extendLeases).
-	extending atomic.Bool
+	// leases runs, and extendAgain when a tick came meanwhile (see
+	// extendLeases). Guarded by the Queue's mu.
+	extending, extendAgain bool
 }
 
 // retryIn reports whether a Get is to look at p at now: yes if its last
