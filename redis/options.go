@@ -72,7 +72,8 @@ type Options[T comparable] struct {
 	// client's pooled connections in BLPOP: the client's pool (per node,
 	// on a cluster) must be larger than the partitions on a node plus the
 	// handle's concurrent calls there, or adds, Dones and extensions wait
-	// for a connection up to a Heartbeat. go-redis's default PoolSize, 10
+	// for a connection until a BLPOP ends, up to a Heartbeat, or fail at
+	// go-redis's PoolTimeout. go-redis's default PoolSize, 10
 	// per CPU, leaves room on most machines for a few partitions per node.
 	Partitions int
 
