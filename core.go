@@ -73,9 +73,9 @@ type handOutOrder interface {
 	// first returns at most n queued ids in the order next would return
 	// them, without changing anything; nil if the order cannot tell.
 	first(n int) []int32
-	// empty tells the order that the table holds no item any more and let
-	// go of the memory a burst made it grow, so that the order can let go
-	// of its arrays indexed by id.
+	// empty tells the order that the table holds no item any more and has
+	// let go of the memory a burst made it grow, so that the order can let
+	// go of its arrays indexed by id.
 	empty()
 }
 
