@@ -23,7 +23,7 @@ import (
 // and checks that its replica takes over and the queue goes on: every key
 // added after the failover is processed, and every key whose Add returned
 // is processed unless it was acknowledged in the last second before the
-// kill, the README's bound for a promoted replica (replication is
+// kill, the main README's bound for a promoted replica (replication is
 // asynchronous) without WaitReplicas, and none with WaitReplicas 1. The
 // number actually lost is logged.
 //
