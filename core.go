@@ -145,7 +145,8 @@ type core[T comparable] struct {
 	flight flightList
 }
 
-// init sets up a core that hands out items in order. The core must not be
+// init sets up a core that hands out items in order; start starts its
+// goroutines once the queue around it is set up. The core must not be
 // copied afterwards.
 func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string, clk clock.WithTicker, logger *slog.Logger, maxPark time.Duration) {
 	c.items = table.New[T, record]()
@@ -158,6 +159,19 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 	c.metrics = newQueueMetrics[T](provider, name, clk, c.refreshUnfinishedWork)
 	c.parkingMetrics = newParkingMetrics(provider, name)
 	c.flight.tracking = c.metrics != nil
+}
+
+// start starts the goroutines of a core set up by init and, for a queue
+// that ends delays from the start, by makeDelays. A goroutine started
+// before its queue is set up would read fields the constructor is still
+// writing.
+func (c *core[T]) start() {
+	if c.delays != nil {
+		c.delays.start(&c.mu, c.delayEnded, func() bool { return false }, c.logger)
+	}
+	if c.metrics != nil {
+		c.metrics.start()
+	}
 }
 
 // insertQueued files item, which the core does not hold, as queued. The
@@ -467,14 +481,19 @@ func (f *flightList) shrink() {
 	}
 }
 
+// makeDelays makes the core's delays; start starts their goroutine.
+func (c *core[T]) makeDelays(provider MetricsProvider, name string) {
+	c.delays = newDelayer[T](c.clock, provider, name)
+	c.delays.expire = c.expireParks
+}
+
 // startDelays makes the core's delays, and starts their goroutine, if it
 // has none yet. The caller holds mu.
-func (c *core[T]) startDelays(provider MetricsProvider, name string) {
+func (c *core[T]) startDelays() {
 	if c.delays != nil {
 		return
 	}
-	c.delays = newDelayer[T](c.clock, provider, name)
-	c.delays.expire = c.expireParks
+	c.makeDelays(nil, "")
 	c.delays.start(&c.mu, c.delayEnded, func() bool { return false }, c.logger)
 }
 
@@ -582,7 +601,7 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events 
 		c.unpark(id) // replaced by this park
 		entry.Val.pending = pendingNone
 	}
-	c.startDelays(nil, "")
+	c.startDelays()
 	if c.parking == nil {
 		c.parking = newParking()
 	}

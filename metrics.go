@@ -181,8 +181,8 @@ type queueMetrics[T comparable] struct {
 }
 
 // newQueueMetrics returns nil, meaning no metrics at all, unless both a
-// provider and a name are given. Otherwise it starts the goroutine that
-// calls refresh periodically.
+// provider and a name are given. Its start runs the goroutine that calls
+// refresh periodically.
 func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk clock.WithTicker, refresh func()) *queueMetrics[T] {
 	if provider == nil || name == "" {
 		return nil
@@ -204,9 +204,12 @@ func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk cl
 	if p, ok := provider.(UnfinishedWorkUpdatePeriodProvider); ok && p.UnfinishedWorkUpdatePeriod() > 0 {
 		m.updatePeriod = p.UnfinishedWorkUpdatePeriod()
 	}
-	go m.refreshLoop()
 	return m
 }
+
+// start runs the refresh goroutine. The queue calls it last in its
+// constructor, once refresh can read everything it reads.
+func (m *queueMetrics[T]) start() { go m.refreshLoop() }
 
 func (m *queueMetrics[T]) add(item T) {
 	m.adds.Inc()

@@ -160,8 +160,9 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	}
 	q.init(q.order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
 	q.onReady = func(item T, id int32) { q.countReady(item, q.order.priority(id)) }
-	q.startDelays(config.MetricsProvider, config.Name)
+	q.makeDelays(config.MetricsProvider, config.Name)
 	q.order.now = q.delays.now
+	q.start()
 	return q
 }
 

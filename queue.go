@@ -136,6 +136,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	for _, item := range prefilled {
 		q.Add(item)
 	}
+	q.start()
 	return q
 }
 
