@@ -20,16 +20,22 @@ import (
 type key struct{ namespace, name string }
 
 var (
-	// Constructors as values, so that their exact signatures are checked
-	// without starting any queue.
-	_ func() *workqueue.Typed[key]                                                                                                 = workqueue.NewTyped[key]
-	_ func(workqueue.TypedQueueConfig[key]) *workqueue.Typed[key]                                                                  = workqueue.NewTypedWithConfig[key]
-	_ func() workqueue.TypedDelayingInterface[key]                                                                                 = workqueue.NewTypedDelayingQueue[key]
-	_ func(workqueue.TypedDelayingQueueConfig[key]) workqueue.TypedDelayingInterface[key]                                          = workqueue.NewTypedDelayingQueueWithConfig[key]
-	_ func(workqueue.TypedRateLimiter[key]) workqueue.TypedRateLimitingInterface[key]                                              = workqueue.NewTypedRateLimitingQueue[key]
-	_ func(workqueue.TypedRateLimiter[key], workqueue.TypedRateLimitingQueueConfig[key]) workqueue.TypedRateLimitingInterface[key] = workqueue.NewTypedRateLimitingQueueWithConfig[key]
-	_ func(time.Duration, time.Duration) workqueue.TypedRateLimiter[key]                                                           = workqueue.NewTypedItemExponentialFailureRateLimiter[key]
-	_ func(context.Context, int, int, workqueue.DoWorkPieceFunc, ...workqueue.Options)                                             = workqueue.ParallelizeUntil
+	// Constructors in the places client-go code puts them, so that their
+	// signatures are checked without starting any queue.
+	_ func() *workqueue.Typed[key]                                = workqueue.NewTyped[key]
+	_ func(workqueue.TypedQueueConfig[key]) *workqueue.Typed[key] = workqueue.NewTypedWithConfig[key]
+	_                                                             = func() workqueue.TypedDelayingInterface[key] { return workqueue.NewTypedDelayingQueue[key]() }
+	_                                                             = func(c workqueue.TypedDelayingQueueConfig[key]) workqueue.TypedDelayingInterface[key] {
+		return workqueue.NewTypedDelayingQueueWithConfig(c)
+	}
+	_ = func(l workqueue.TypedRateLimiter[key]) workqueue.TypedRateLimitingInterface[key] {
+		return workqueue.NewTypedRateLimitingQueue(l)
+	}
+	_ = func(l workqueue.TypedRateLimiter[key], c workqueue.TypedRateLimitingQueueConfig[key]) workqueue.TypedRateLimitingInterface[key] {
+		return workqueue.NewTypedRateLimitingQueueWithConfig(l, c)
+	}
+	_ func(time.Duration, time.Duration) workqueue.TypedRateLimiter[key]               = workqueue.NewTypedItemExponentialFailureRateLimiter[key]
+	_ func(context.Context, int, int, workqueue.DoWorkPieceFunc, ...workqueue.Options) = workqueue.ParallelizeUntil
 
 	_ workqueue.TypedInterface[key] = (*workqueue.Typed[key])(nil)
 	_ workqueue.Queue[key]          = workqueue.DefaultQueue[key]()

@@ -586,7 +586,7 @@ func (c *core[T]) stopDelays() {
 // A later park of the same item replaces an earlier one that no wake has
 // ended. If one of events woke since the item's Get, the park does not
 // wait: the item is queued again after its backoff. The caller holds mu.
-func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events []string) {
+func (c *core[T]) parkLocked(item T, hash uint32, backoff func() time.Duration, events []string) {
 	if c.shuttingDown.Load() {
 		return
 	}
@@ -605,7 +605,10 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff time.Duration, events 
 	if c.parking == nil {
 		c.parking = newParking()
 	}
-	until := readyAfter(c.delays.now(), backoff)
+	until := c.delays.now()
+	if backoff != nil {
+		until = readyAfter(until, backoff())
+	}
 	if c.parking.firedSinceGet(id, events) {
 		c.endPark(id, until)
 		return

@@ -19,40 +19,10 @@ type TypedDelayingInterface[T comparable] interface {
 	AddAfter(item T, duration time.Duration)
 }
 
-// TypedDelayingQueue is the delaying queue this package makes: a
-// [TypedDelayingInterface] with this package's additions: GetContext,
-// Remove and Snapshot. Its methods are safe for concurrent use. The constructors keep
-// client-go's signatures, so every queue they return holds this interface
-// behind the client-go one:
-//
-//	q := workqueue.NewTypedDelayingQueue[string]().(workqueue.TypedDelayingQueue[string])
-type TypedDelayingQueue[T comparable] interface {
-	TypedDelayingInterface[T]
-	// GetContext is Get that also returns when ctx ends; see
-	// [Typed.GetContext].
-	GetContext(ctx context.Context) (item T, err error)
-	// Remove takes item back from the items waiting for their delay and
-	// from the queue; see [Typed.Remove].
-	Remove(item T) bool
-	// Snapshot returns a view of the queue at one instant, listing at
-	// most n items of each kind; see [Typed.Snapshot].
-	Snapshot(n int) Snapshot[T]
-	// Park parks item, being processed, until one of events; see
-	// [Typed.Park].
-	Park(item T, events ...string)
-	// Wake ends the parks that wait for event; see [Typed.Wake].
-	Wake(event string) int
-	// WakeFunc ends the parks that wait for event and that accept
-	// accepts; see [Typed.WakeFunc].
-	WakeFunc(event string, accept func(item T) bool) int
-	// WakeItem ends item's park; see [Typed.WakeItem].
-	WakeItem(item T) bool
-}
-
 // parkingQueue is what the layers look for in the queue below them to
 // park items there: this package's queues.
 type parkingQueue[T comparable] interface {
-	park(item T, backoff time.Duration, events []string)
+	park(item T, backoff func() time.Duration, events []string)
 	WakeFunc(event string, accept func(item T) bool) int
 	WakeItem(item T) bool
 }
@@ -94,7 +64,7 @@ type TypedDelayingQueueConfig[T comparable] struct {
 // NewTypedDelayingQueue returns a new delaying queue with no name and no
 // metrics. It is shorthand for
 // NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{}).
-func NewTypedDelayingQueue[T comparable]() TypedDelayingInterface[T] {
+func NewTypedDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 	return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{})
 }
 
@@ -102,7 +72,7 @@ func NewTypedDelayingQueue[T comparable]() TypedDelayingInterface[T] {
 // also exports, so that code using it compiles after switching.
 //
 // Deprecated: use NewTypedDelayingQueue, as in client-go.
-func TypedNewDelayingQueue[T comparable]() TypedDelayingInterface[T] {
+func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 	return NewTypedDelayingQueue[T]()
 }
 
@@ -112,7 +82,7 @@ func TypedNewDelayingQueue[T comparable]() TypedDelayingInterface[T] {
 // it to exit. Items still waiting for their delay at shutdown are dropped.
 // All methods of the result are safe for concurrent use. It panics if
 // MaxParkTime is negative.
-func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) TypedDelayingInterface[T] {
+func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
@@ -129,7 +99,7 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 			MaxParkTime:     maxPark,
 		})
 	}
-	q := &delayingQueue[T]{
+	q := &TypedDelayingQueue[T]{
 		queue:   config.Queue,
 		logger:  config.Logger,
 		maxPark: maxPark,
@@ -139,10 +109,13 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// delayingQueue adds the items waiting for their delay, and the goroutine
-// that moves them to the underlying queue when they are ready, to a
-// TypedInterface.
-type delayingQueue[T comparable] struct {
+// TypedDelayingQueue is the delaying queue this package makes: a
+// [TypedDelayingInterface] that also has GetContext, Remove, Snapshot and
+// parking. Items wait for their delay in this layer and are then added to
+// the queue below it. Its methods are safe for concurrent use. The zero
+// value is not usable: make one with [NewTypedDelayingQueue] or
+// [NewTypedDelayingQueueWithConfig].
+type TypedDelayingQueue[T comparable] struct {
 	queue   TypedInterface[T]
 	logger  *slog.Logger
 	maxPark time.Duration // for Park over a queue that cannot park
@@ -158,26 +131,26 @@ type delayingQueue[T comparable] struct {
 }
 
 // Add adds item at once; see [Typed.Add].
-func (q *delayingQueue[T]) Add(item T) { q.queue.Add(item) }
+func (q *TypedDelayingQueue[T]) Add(item T) { q.queue.Add(item) }
 
 // Len returns the number of items ready to be handed out; items waiting for
 // their delay are not counted.
-func (q *delayingQueue[T]) Len() int { return q.queue.Len() }
+func (q *TypedDelayingQueue[T]) Len() int { return q.queue.Len() }
 
 // Get hands out the next ready item; see [Typed.Get].
-func (q *delayingQueue[T]) Get() (T, bool) { return q.queue.Get() }
+func (q *TypedDelayingQueue[T]) Get() (T, bool) { return q.queue.Get() }
 
 // Done marks item as done processing; see [Typed.Done].
-func (q *delayingQueue[T]) Done(item T) { q.queue.Done(item) }
+func (q *TypedDelayingQueue[T]) Done(item T) { q.queue.Done(item) }
 
 // ShuttingDown reports whether a shutdown has begun.
-func (q *delayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
+func (q *TypedDelayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
 
 // GetContext hands out the next ready item or returns when ctx ends; see
 // [Typed.GetContext]. An underlying queue from outside this package needs a
 // GetContext method of the same shape; without one, GetContext returns an
 // error that wraps [errors.ErrUnsupported].
-func (q *delayingQueue[T]) GetContext(ctx context.Context) (T, error) {
+func (q *TypedDelayingQueue[T]) GetContext(ctx context.Context) (T, error) {
 	return getContext(ctx, q.queue)
 }
 
@@ -185,7 +158,7 @@ func (q *delayingQueue[T]) GetContext(ctx context.Context) (T, error) {
 // underlying queue's Remove, out of the queue, in O(log n), and reports
 // whether it took anything back; see [Typed.Remove]. An underlying queue
 // from outside this package without a Remove method keeps the item.
-func (q *delayingQueue[T]) Remove(item T) bool {
+func (q *TypedDelayingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	removed := q.delays.remove(item)
@@ -219,7 +192,7 @@ func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T,
 // the waiting goroutine and inserts in O(log n). After a shutdown has begun
 // it does nothing: the underlying queue's flag decides, for AddAfter as for
 // Add.
-func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
+func (q *TypedDelayingQueue[T]) AddAfter(item T, duration time.Duration) {
 	if duration <= 0 {
 		q.addNow(item)
 		return
@@ -232,7 +205,7 @@ func (q *delayingQueue[T]) AddAfter(item T, duration time.Duration) {
 // addNow adds item to the underlying queue and counts the retry if the add
 // was accepted. An underlying queue from outside this package does not
 // report that, so its flag is read before the add.
-func (q *delayingQueue[T]) addNow(item T) {
+func (q *TypedDelayingQueue[T]) addNow(item T) {
 	if adder, ok := q.queue.(tryAdder[T]); ok {
 		if adder.tryAdd(item) {
 			q.delays.countRetry()
@@ -249,7 +222,7 @@ func (q *delayingQueue[T]) addNow(item T) {
 // whether it is now the first to be ready. An item put in the heap before
 // the shutdown began is dropped by it: the same outcome as an AddAfter that
 // came after.
-func (q *delayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bool) {
+func (q *TypedDelayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock() // a panic (an item that cannot be hashed) leaves it unlocked
 	if q.stopped || q.queue.ShuttingDown() {
@@ -262,25 +235,29 @@ func (q *delayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bool) {
 // Park parks item until one of events in the underlying queue; see
 // [Typed.Park]. Over a queue from outside this package, which cannot park,
 // it adds the item after MaxParkTime instead, as if no event came.
-func (q *delayingQueue[T]) Park(item T, events ...string) { q.park(item, 0, events) }
+func (q *TypedDelayingQueue[T]) Park(item T, events ...string) { q.park(item, nil, events) }
 
 // park is Park with a backoff, for the rate-limiting layer.
-func (q *delayingQueue[T]) park(item T, backoff time.Duration, events []string) {
+func (q *TypedDelayingQueue[T]) park(item T, backoff func() time.Duration, events []string) {
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		p.park(item, backoff, events)
 		return
 	}
-	q.AddAfter(item, max(backoff, q.maxPark))
+	wait := q.maxPark
+	if backoff != nil {
+		wait = max(backoff(), wait)
+	}
+	q.AddAfter(item, wait)
 }
 
 // Wake ends the parks that wait for event in the underlying queue; see
 // [Typed.Wake]. Over a queue from outside this package it does nothing.
-func (q *delayingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
+func (q *TypedDelayingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
 // WakeFunc ends the parks that wait for event and that accept accepts in
 // the underlying queue; see [Typed.WakeFunc]. Over a queue from outside
 // this package it does nothing.
-func (q *delayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
+func (q *TypedDelayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
 	}
@@ -289,7 +266,7 @@ func (q *delayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int 
 
 // WakeItem ends item's park in the underlying queue; see [Typed.WakeItem].
 // Over a queue from outside this package it does nothing.
-func (q *delayingQueue[T]) WakeItem(item T) bool {
+func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		return p.WakeItem(item)
 	}
@@ -299,7 +276,7 @@ func (q *delayingQueue[T]) WakeItem(item T) bool {
 // ShutDown shuts the underlying queue down, which ignores adds from then
 // on, then drops the items waiting for their delay and stops the waiting
 // goroutine, waiting for it to exit.
-func (q *delayingQueue[T]) ShutDown() {
+func (q *TypedDelayingQueue[T]) ShutDown() {
 	q.queue.ShutDown()
 	q.stopWaiting()
 }
@@ -307,7 +284,7 @@ func (q *delayingQueue[T]) ShutDown() {
 // ShutDownWithDrain makes the underlying queue ignore adds, drops the items
 // waiting for their delay, stops the waiting goroutine and waits for it to
 // exit, then drains the underlying queue with its ShutDownWithDrain.
-func (q *delayingQueue[T]) ShutDownWithDrain() {
+func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
 	q.stopAdds()
 	q.stopWaiting()
 	q.queue.ShutDownWithDrain()
@@ -317,13 +294,13 @@ func (q *delayingQueue[T]) ShutDownWithDrain() {
 // package's, without waiting for a drain. Another queue begins its shutdown
 // only in its ShutDownWithDrain; until then Add and AddAfter(item, 0) go on
 // adding.
-func (q *delayingQueue[T]) stopAdds() {
+func (q *TypedDelayingQueue[T]) stopAdds() {
 	if s, ok := q.queue.(addStopper); ok {
 		s.stopAdds()
 	}
 }
 
-func (q *delayingQueue[T]) stopWaiting() {
+func (q *TypedDelayingQueue[T]) stopWaiting() {
 	dropped := q.dropWaiting()
 	q.delays.stop()
 	if dropped > 0 {
@@ -333,7 +310,7 @@ func (q *delayingQueue[T]) stopWaiting() {
 
 // finished ends the delay goroutine when the underlying queue was shut
 // down on its own: nothing it would add would be accepted any more.
-func (q *delayingQueue[T]) finished() bool {
+func (q *TypedDelayingQueue[T]) finished() bool {
 	if q.queue.ShuttingDown() {
 		q.dropWaiting()
 		return true
@@ -343,7 +320,7 @@ func (q *delayingQueue[T]) finished() bool {
 
 // dropWaiting stops the delays, so later AddAfter calls with a delay do
 // nothing, and drops the waiting items; it returns how many there were.
-func (q *delayingQueue[T]) dropWaiting() int {
+func (q *TypedDelayingQueue[T]) dropWaiting() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.stopped = true
@@ -355,7 +332,7 @@ func (q *delayingQueue[T]) dropWaiting() int {
 // first, which takes O(n log n) steps under the delays' lock. Over a queue
 // from outside this package without a Snapshot method, only the waiting
 // items are listed.
-func (q *delayingQueue[T]) Snapshot(n int) Snapshot[T] {
+func (q *TypedDelayingQueue[T]) Snapshot(n int) Snapshot[T] {
 	q.mu.Lock() // held while the queue below takes its part: one instant
 	defer q.mu.Unlock()
 	var s Snapshot[T]

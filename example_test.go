@@ -203,7 +203,7 @@ func ExampleRunner() {
 // item that no longer needs work, and a snapshot of what the queue holds.
 func ExampleTypedRateLimitingQueue() {
 	limiter := workqueue.DefaultTypedControllerRateLimiter[string]()
-	q := workqueue.NewTypedRateLimitingQueue(limiter).(workqueue.TypedRateLimitingQueue[string])
+	q := workqueue.NewTypedRateLimitingQueue(limiter)
 	defer q.ShutDown()
 
 	q.Add("default/web")
@@ -258,7 +258,7 @@ func ExampleTyped_Park() {
 // finished task wakes its successor, with no polling in between.
 func ExampleWaitFor() {
 	queue := workqueue.NewTypedRateLimitingQueue(
-		workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)).(workqueue.TypedRateLimitingQueue[string])
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0))
 	ctx, cancel := context.WithCancel(context.Background())
 	after := map[string]string{"b": "a", "c": "b"}
 

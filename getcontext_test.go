@@ -27,9 +27,9 @@ var contextLayers = []struct {
 	new  func() contextQueue
 }{
 	{"queue", func() contextQueue { return NewTyped[string]() }},
-	{"delaying", func() contextQueue { return NewTypedDelayingQueue[string]().(TypedDelayingQueue[string]) }},
+	{"delaying", func() contextQueue { return NewTypedDelayingQueue[string]() }},
 	{"rate-limiting", func() contextQueue {
-		return NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]()).(TypedRateLimitingQueue[string])
+		return NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
 	}},
 }
 
@@ -230,7 +230,7 @@ func TestGetContextStress(t *testing.T) {
 // TestGetContextUnsupported checks the outcome on a layer over a queue from
 // outside this package that has no GetContext: an error, not a hang.
 func TestGetContextUnsupported(t *testing.T) {
-	q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Queue: foreignQueue{NewTyped[string]()}}).(TypedDelayingQueue[string])
+	q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Queue: foreignQueue{NewTyped[string]()}})
 	defer q.ShutDown()
 	q.Add("a")
 	_, err := q.GetContext(context.Background())

@@ -88,11 +88,9 @@ const (
 	// linAddPriority is a priority queue's AddWithOpts with the input's
 	// priority.
 	linAddPriority
-	// linPark is Park of a queue without a rate limiter, linParkLimited of
-	// one with a rate limiter, which records a failure; linWake is Wake of
-	// the one event in the input's events.
+	// linPark is Park, which records no failure, even on a queue with a
+	// rate limiter; linWake is Wake of the one event in the input's events.
 	linPark
-	linParkLimited
 	linWake
 	linWakeItem
 )
@@ -103,7 +101,7 @@ var linKindNames = [...]string{
 	linGet: "Get", linDone: "Done", linShutDown: "ShutDown", linDrain: "ShutDownWithDrain",
 	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
 	linGetContext: "GetContext", linRemove: "Remove", linAddPriority: "AddWithOpts",
-	linPark: "Park", linParkLimited: "Park", linWake: "Wake", linWakeItem: "WakeItem",
+	linPark: "Park", linWake: "Wake", linWakeItem: "WakeItem",
 }
 
 // linEventNames name the events of the parking histories, by bit.
@@ -173,7 +171,7 @@ func linDescribe(in linInput, out linOutput) string {
 		return fmt.Sprintf("AddWithOpts(Priority %d, %s)", in.prio, linKeyName(in.key))
 	case linRemove, linWakeItem:
 		return fmt.Sprintf("%s(%s) -> %v", name, linKeyName(in.key), out.n == 1)
-	case linPark, linParkLimited:
+	case linPark:
 		return fmt.Sprintf("Park(%s, %s)", linKeyName(in.key), strings.Join(linEvents(in.events), ", "))
 	case linWake:
 		return fmt.Sprintf("Wake(%s) -> %d", strings.Join(linEvents(in.events), ", "), out.n)
@@ -336,11 +334,6 @@ func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled,
 		c.dropParks()
 	case linPark:
 		c.park(in.key, in.events)
-	case linParkLimited:
-		if !c.shutdown {
-			c.failures[in.key]++
-		}
-		c.park(in.key, in.events)
 	case linDrainEnd:
 		return true, c.released || c.shutdown && queued == 0 && c.processing == 0
 	case linGet, linGetContext:
@@ -361,7 +354,7 @@ func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled,
 func validKey(in linInput) bool {
 	switch in.kind {
 	case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone, linRemove, linAddPriority,
-		linPark, linParkLimited, linWakeItem:
+		linPark, linWakeItem:
 		return in.key >= 0 && in.key < linMaxKeys
 	}
 	return true
@@ -716,7 +709,7 @@ func (c linSetup) build() linSubject {
 		config.Queue = DefaultQueue[string]() // custom storage, with FIFO order
 	}
 	if c.priority {
-		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour}
+		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour, ParkBackoff: &linLimiter{}}
 		if c.fairness {
 			pqConfig.Fairness = []func(string) string{func(item string) string { return fmt.Sprint(linTenant(linKeyIndex(item))) }}
 		}
@@ -734,9 +727,9 @@ func (c linSetup) build() linSubject {
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
 	})
 	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
-		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying,
+		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying, ParkBackoff: &linLimiter{},
 	})
-	return linSubject{q: rl, rl: rl, ext: rl.(TypedRateLimitingQueue[string]), typed: typed, park: rl.(TypedRateLimitingQueue[string])}
+	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl}
 }
 
 // linPlan is what the goroutines of one history do.
@@ -781,12 +774,8 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPl
 	if priorities {
 		kinds = append(kinds, weighted{linAddPriority, 40})
 	}
-	parkKind := linPark
-	if rateLimiting {
-		parkKind = linParkLimited
-	}
 	if parking {
-		kinds = append(kinds, []weighted{{parkKind, 14}, {linWake, 10}, {linWakeItem, 4}}...)
+		kinds = append(kinds, []weighted{{linPark, 14}, {linWake, 10}, {linWakeItem, 4}}...)
 	}
 	total := 0
 	for _, k := range kinds {
@@ -800,7 +789,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPl
 			r := rng.IntN(total)
 			for _, k := range kinds {
 				if r < k.weight {
-					if (k.kind == linGet || k.kind == linGetContext) && (held < 0 || held >= 2) || k.kind == parkKind && held <= 0 {
+					if (k.kind == linGet || k.kind == linGetContext) && (held < 0 || held >= 2) || k.kind == linPark && held <= 0 {
 						break
 					}
 					return k.kind
@@ -815,7 +804,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPl
 			return linInput{kind: kind, key: -1}
 		case linAddPriority:
 			return linInput{kind: kind, key: key(), prio: int8(rng.IntN(linLevels))}
-		case linPark, linParkLimited:
+		case linPark:
 			return linInput{kind: kind, key: -1, events: uint8(1 + rng.IntN(3))}
 		case linWake:
 			return linInput{kind: kind, key: -1, events: uint8(1 << rng.IntN(2))}
@@ -1026,7 +1015,7 @@ func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
 		q.ShutDown()
 	case linDrain:
 		q.ShutDownWithDrain()
-	case linPark, linParkLimited:
+	case linPark:
 		r.subject.park.Park(key, linEvents(in.events)...)
 	case linWake:
 		out.n = r.subject.park.Wake(linEventNames[bits.TrailingZeros8(in.events)])
@@ -1082,7 +1071,7 @@ func (r *linRun) worker(client int, script []linInput, rng *rand.Rand) {
 				r.call(client, linInput{kind: linDone, key: held[0]}, rng)
 				held = held[1:]
 			}
-		case linPark, linParkLimited:
+		case linPark:
 			if len(held) > 0 {
 				r.call(client, linInput{kind: in.kind, key: held[0], events: in.events}, rng)
 			}

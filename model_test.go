@@ -92,6 +92,7 @@ type queueModel struct {
 	waiting      map[int]modelWait
 	nextSeq      uint64
 	failures     map[int]int
+	parkCounts   map[int]int // parks since the last Forget or Remove, for the park backoff
 	shuttingDown bool
 	draining     bool
 
@@ -126,7 +127,7 @@ type modelWait struct {
 }
 
 func newQueueModel() *queueModel {
-	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{},
+	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{}, parkCounts: map[int]int{},
 		parks: map[int]*modelPark{}, fired: map[int]uint8{}, coreWaiting: map[int]modelWait{}}
 }
 
@@ -184,10 +185,17 @@ func (m *queueModel) addAfter(item int, d time.Duration) {
 	m.nextSeq++
 }
 
-// when is the max of an exponential backoff and a fast-slow limiter.
-func (m *queueModel) when(item int) time.Duration {
-	n := m.failures[item]
-	m.failures[item] = n + 1
+// when is the max of an exponential backoff and a fast-slow limiter, over
+// item's failures.
+func (m *queueModel) when(item int) time.Duration { return modelBackoff(m.failures, item) }
+
+// parkWhen is the same limiter over item's parks: the walks give the queue
+// one of its own as ParkBackoff.
+func (m *queueModel) parkWhen(item int) time.Duration { return modelBackoff(m.parkCounts, item) }
+
+func modelBackoff(counts map[int]int, item int) time.Duration {
+	n := counts[item]
+	counts[item] = n + 1
 	exp := modelBase
 	for i := 0; i < n && exp < modelMax; i++ {
 		exp *= 2
@@ -327,21 +335,23 @@ func (m *queueModel) heldItem(n int) (int, string) {
 	return n, modelKeys[n]
 }
 
-// park applies Park(item, events) after the rate limiter gave backoff:
-// nothing for an item not processing, or added again or woken since its
-// Get.
-func (m *queueModel) park(item int, events uint8, backoff time.Duration) {
+// park applies Park(item, events): nothing for an item not processing, or
+// added again or woken since its Get. It reports whether the park took
+// effect, and then the park backoff it took.
+func (m *queueModel) park(item int, events uint8) (backoff time.Duration, parked bool) {
 	_, woken := m.coreWaiting[item]
 	if m.shuttingDown || !m.processing[item] || m.dirty[item] || woken {
-		return
+		return 0, false
 	}
+	backoff = m.parkWhen(item)
 	delete(m.parks, item)
 	if m.fired[item]&events != 0 {
 		m.endPark(item, m.now+backoff)
-		return
+		return backoff, true
 	}
 	m.parks[item] = &modelPark{events: events, backoffUntil: m.now + backoff, seq: m.nextSeq}
 	m.nextSeq++
+	return backoff, true
 }
 
 // endPark makes item, whose park has ended, ready once until has passed.
@@ -396,6 +406,7 @@ func (m *queueModel) remove(item int) bool {
 	delete(m.coreWaiting, item)
 	delete(m.parks, item)
 	delete(m.failures, item)
+	delete(m.parkCounts, item)
 	if m.dirty[item] {
 		delete(m.dirty, item)
 		removed = true
@@ -421,6 +432,15 @@ type recordingLimiter struct {
 	last time.Duration
 }
 
+// newModelLimiter returns the limiter the models' when and parkWhen
+// follow.
+func newModelLimiter() *recordingLimiter {
+	return &recordingLimiter{TypedRateLimiter: NewTypedMaxOfRateLimiter(
+		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
+		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
+	)}
+}
+
 func (r *recordingLimiter) When(item string) time.Duration {
 	r.last = r.TypedRateLimiter.When(item)
 	return r.last
@@ -440,13 +460,14 @@ var modelKeys = func() []string {
 // (those that cannot apply, such as a Get from an empty queue, are passed
 // over) and a description of the first divergence, or "".
 func runModelWalk(ops []modelOp) (executed int, divergence string) {
-	limiter := &recordingLimiter{TypedRateLimiter: NewTypedMaxOfRateLimiter(
-		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
-		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
-	)}
-	config := TypedRateLimitingQueueConfig[string]{DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger})}
-	q := NewTypedRateLimitingQueueWithConfig[string](limiter, config).(TypedRateLimitingQueue[string])
-	delaying := q.(*rateLimitingQueue[string]).TypedDelayingInterface.(*delayingQueue[string])
+	limiter := newModelLimiter()
+	parkLimiter := newModelLimiter()
+	config := TypedRateLimitingQueueConfig[string]{
+		DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger}),
+		ParkBackoff:   parkLimiter,
+	}
+	q := NewTypedRateLimitingQueueWithConfig[string](limiter, config)
+	delaying := q.delaying.(*TypedDelayingQueue[string])
 	typed := delaying.queue.(*Typed[string])
 	m := newQueueModel()
 	var drained atomic.Bool
@@ -484,7 +505,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 				return diverged(i, op, "%s", div)
 			}
 		case opSnapshot:
-			if div := modelSnapshot(q.(snapshotter[string]), m, op.item); div != "" {
+			if div := modelSnapshot(q, m, op.item); div != "" {
 				return diverged(i, op, "%s", div)
 			}
 		case opRemove:
@@ -515,22 +536,24 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		case opForget:
 			q.Forget(key)
 			delete(m.failures, op.item)
+			delete(m.parkCounts, op.item)
 		case opNumRequeues:
 			if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
 				return diverged(i, op, "NumRequeues = %d, model %d", got, want)
 			}
 		case opPark:
 			op.item, key = m.heldItem(op.item)
-			limiter.last = -1
+			limiter.last, parkLimiter.last = -1, -1
 			q.Park(key, linEvents(modelEvents(op.dur))...)
-			if !m.shuttingDown {
-				want := m.when(op.item)
-				if limiter.last != want {
-					return diverged(i, op, "limiter delay = %v, model %v", limiter.last, want)
-				}
-				m.park(op.item, modelEvents(op.dur), want)
-			} else if limiter.last != -1 {
-				return diverged(i, op, "limiter consulted after shutdown")
+			if limiter.last != -1 {
+				return diverged(i, op, "Park consulted the rate limiter")
+			}
+			want, parked := m.park(op.item, modelEvents(op.dur))
+			if !parked {
+				want = -1
+			}
+			if parkLimiter.last != want {
+				return diverged(i, op, "park backoff = %v, model %v", parkLimiter.last, want)
 			}
 		case opWake:
 			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
@@ -612,7 +635,7 @@ func modelNames(items []int) []string {
 // modelGetContext calls GetContext as op says, compares the outcome with
 // the model's and returns a description of the difference, or "". An item
 // it gets is processing, as after a Get.
-func modelGetContext(q TypedRateLimitingQueue[string], m *queueModel, op modelOp) string {
+func modelGetContext(q rateLimitingQueue[string], m *queueModel, op modelOp) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if op.dur < 0 {

@@ -52,7 +52,7 @@ type parkedRecord struct {
 	// clock; settledIn tells whether it has.
 	since     int64
 	settledIn bool
-	// backoffUntil is when the rate limiter's backoff for the park ends: a
+	// backoffUntil is when the park's backoff ends: a
 	// wake before then waits for it, as kube-scheduler's backoff queue does.
 	backoffUntil int64
 }
@@ -104,6 +104,12 @@ func maxParkTime(constructor string, d time.Duration) time.Duration {
 		return DefaultMaxParkTime
 	}
 	return d
+}
+
+// defaultParkBackoff is the park backoff of a queue whose config names
+// none: kube-scheduler's backoff for unschedulable pods ends at 10 s too.
+func defaultParkBackoff[T comparable]() TypedRateLimiter[T] {
+	return NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 10*time.Second)
 }
 
 func newParking() *parking {

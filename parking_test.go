@@ -36,7 +36,7 @@ var discardLogger = slog.New(slog.DiscardHandler)
 
 // parkingQueues are the queues of the package that park, each with the
 // backoff a park gets on it: none without a rate limiter, and 1 s from a
-// limiter that always gives 1 s with one.
+// park backoff that always gives 1 s with one.
 var parkingQueues = []struct {
 	name    string
 	backoff time.Duration
@@ -46,16 +46,20 @@ var parkingQueues = []struct {
 		return NewTypedWithConfig(TypedQueueConfig[string]{MaxParkTime: testMaxPark, Logger: discardLogger})
 	}},
 	{"delaying", 0, func() parkingUnderTest {
-		return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{MaxParkTime: testMaxPark, Logger: discardLogger}).(TypedDelayingQueue[string])
+		return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{MaxParkTime: testMaxPark, Logger: discardLogger})
 	}},
 	{"rate-limiting", time.Second, func() parkingUnderTest {
-		limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second)
-		config := TypedRateLimitingQueueConfig[string]{DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{MaxParkTime: testMaxPark, Logger: discardLogger})}
-		return NewTypedRateLimitingQueueWithConfig(limiter, config).(TypedRateLimitingQueue[string])
+		config := TypedRateLimitingQueueConfig[string]{
+			DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{MaxParkTime: testMaxPark, Logger: discardLogger}),
+			ParkBackoff:   NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second),
+		}
+		return NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), config)
 	}},
 	{"priority", time.Second, func() parkingUnderTest {
-		limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second)
-		return NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{MaxParkTime: testMaxPark, Logger: discardLogger})
+		return NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{
+			MaxParkTime: testMaxPark, Logger: discardLogger,
+			ParkBackoff: NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second),
+		})
 	}},
 }
 
@@ -344,51 +348,56 @@ func requireSound(t *testing.T, q any) {
 		require.NoError(t, verifyQueue(q))
 	case *TypedPriorityQueue[string]:
 		require.NoError(t, verifyPriorityQueue(q))
-	case *delayingQueue[string]:
+	case *TypedDelayingQueue[string]:
 		requireSound(t, q.queue)
-	case *rateLimitingQueue[string]:
-		requireSound(t, q.TypedDelayingInterface)
+	case *TypedRateLimitingQueue[string]:
+		requireSound(t, q.delaying)
 	}
 }
 
-// TestParkRecordsAFailure checks that Park on a rate-limiting queue goes
-// through its rate limiter, so that NumRequeues counts parks and Forget
-// clears them, and that each park waits for a longer backoff.
-func TestParkRecordsAFailure(t *testing.T) {
-	limiter := func() TypedRateLimiter[string] {
-		return NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Hour)
+// TestParkIsNotAFailure checks that parks stay out of the rate limiter on
+// the queues that have one: NumRequeues never counts them, a stray Park of
+// an item the caller does not hold records nothing, and the backoff after
+// each wake doubles from 5 ms up to 10 s by default, until Forget resets it.
+func TestParkIsNotAFailure(t *testing.T) {
+	queues := map[string]func() rateLimitingQueue[string]{
+		"rate-limiting": func() rateLimitingQueue[string] {
+			return NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		},
+		"priority": func() rateLimitingQueue[string] {
+			return NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{})
+		},
 	}
-	queues := map[string]func() TypedRateLimitingQueue[string]{
-		"rate-limiting": func() TypedRateLimitingQueue[string] {
-			return NewTypedRateLimitingQueue(limiter()).(TypedRateLimitingQueue[string])
-		},
-		"priority": func() TypedRateLimitingQueue[string] {
-			return NewTypedPriorityQueue(limiter(), TypedPriorityQueueConfig[string]{})
-		},
+	// parkAndWake parks a, wakes it and returns how long it waited.
+	parkAndWake := func(t *testing.T, q rateLimitingQueue[string]) time.Duration {
+		q.Add("a")
+		got, _ := q.Get()
+		q.Park(got, "e")
+		q.Done(got)
+		require.Equal(t, 1, q.Wake("e"))
+		start := time.Now()
+		got, _ = q.Get()
+		q.Done(got)
+		return time.Since(start)
 	}
 	for name, make := range queues {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				q := make()
 				defer q.ShutDown()
-				for i, backoff := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
-					q.Add("a")
-					got, _ := q.Get()
-					q.Park(got, "e")
-					q.Done(got)
-					require.Equal(t, i+1, q.NumRequeues("a"))
-					require.Equal(t, 1, q.Wake("e"))
-					time.Sleep(backoff - time.Millisecond)
-					synctest.Wait()
-					require.Zero(t, q.Len(), "park %d", i+1)
-					time.Sleep(time.Millisecond)
-					synctest.Wait()
-					require.Equal(t, 1, q.Len(), "park %d", i+1)
-					got, _ = q.Get()
-					q.Done(got)
-				}
-				q.Forget("a")
+				q.Park("a", "e") // not held: does nothing
+				q.Park("a", "e")
 				assert.Zero(t, q.NumRequeues("a"))
+				want := 5 * time.Millisecond
+				for i := range 14 {
+					assert.Equal(t, want, parkAndWake(t, q), "wait after park %d", i+1)
+					want = min(2*want, 10*time.Second)
+				}
+				assert.Zero(t, q.NumRequeues("a"), "parks counted as failures")
+				q.Forget("a")
+				assert.Equal(t, 5*time.Millisecond, parkAndWake(t, q), "wait after Forget")
+				q.Remove("a")
+				assert.Equal(t, 5*time.Millisecond, parkAndWake(t, q), "wait after Remove")
 			})
 		})
 	}
@@ -398,7 +407,9 @@ func TestParkRecordsAFailure(t *testing.T) {
 // priority it was handed out at, ahead of lower ones.
 func TestParkKeepsThePriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := NewTypedPriorityQueue(NewTypedItemExponentialFailureRateLimiter[string](0, 0), TypedPriorityQueueConfig[string]{})
+		q := NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{
+			ParkBackoff: NewTypedItemExponentialFailureRateLimiter[string](0, 0),
+		})
 		defer q.ShutDown()
 		high := 5
 		q.AddWithOpts(AddOpts{Priority: &high}, "a")
@@ -487,7 +498,7 @@ func TestParkingVersusPolling(t *testing.T) {
 				for i := range items {
 					eventAt[fmt.Sprint("item", i)] = time.Duration(rng.Int64N(int64(10 * time.Second)))
 				}
-				q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](0, 0)).(TypedRateLimitingQueue[string])
+				q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](0, 0))
 				var mu sync.Mutex
 				happened := map[string]bool{}
 				reconciles := map[string]int{}

@@ -299,17 +299,20 @@ func (m *pqModel) done(item int) {
 	}
 }
 
-// park applies Park(item, events) after the rate limiter gave backoff.
-func (m *pqModel) park(item int, events uint8, backoff time.Duration) {
+// park applies Park(item, events), and reports whether it took effect and
+// then the park backoff it took.
+func (m *pqModel) park(item int, events uint8) (backoff time.Duration, parked bool) {
 	it := m.items[item]
 	if m.shuttingDown || it == nil || !it.processing || it.pending == pendingReady || it.pending == pendingDelay {
-		return
+		return 0, false
 	}
+	backoff = m.limiter.parkWhen(item)
 	if it.fired&events != 0 {
 		m.endPark(item, m.now+backoff)
-		return
+		return backoff, true
 	}
 	it.pending, it.events, it.parkSeq, it.backoffUntil = pendingParked, events, m.next(), m.now+backoff
+	return backoff, true
 }
 
 // endPark ends item's park: it is ready once until has passed.
@@ -421,6 +424,7 @@ func (m *pqModel) step(d time.Duration) {
 
 func (m *pqModel) remove(item int) bool {
 	delete(m.limiter.failures, item)
+	delete(m.limiter.parkCounts, item)
 	it := m.items[item]
 	if it == nil || it.pending == pendingNone {
 		return false
@@ -501,13 +505,10 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 			return pqModelDim(d, i)
 		})
 	}
-	limiter := &recordingLimiter{TypedRateLimiter: NewTypedMaxOfRateLimiter(
-		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
-		NewTypedItemFastSlowRateLimiter[string](modelFast, modelSlow, modelFastTries),
-	)}
+	limiter, parkLimiter := newModelLimiter(), newModelLimiter()
 	provider := &priorityRecordingProvider{}
 	q := NewTypedPriorityQueue[string](limiter, TypedPriorityQueueConfig[string]{Fairness: fairness, MaxWait: maxWait,
-		Name: "model", MetricsProvider: provider, MaxParkTime: pqModelMaxPark, Logger: discardLogger})
+		Name: "model", MetricsProvider: provider, MaxParkTime: pqModelMaxPark, ParkBackoff: parkLimiter, Logger: discardLogger})
 	m := newPQModel(dims, maxWait)
 	var drained atomic.Bool
 	defer func() {
@@ -572,21 +573,21 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 		case pqOpForget:
 			q.Forget(key)
 			delete(m.limiter.failures, op.item)
+			delete(m.limiter.parkCounts, op.item)
 		case pqOpPark:
 			op.item, key = m.heldItem(op.item)
-			limiter.last = -1
+			limiter.last, parkLimiter.last = -1, -1
 			q.Park(key, linEvents(pqModelEvents(op))...)
-			if m.shuttingDown {
-				if limiter.last != -1 {
-					return diverged(i, op, "limiter consulted after shutdown")
-				}
-				break
+			if limiter.last != -1 {
+				return diverged(i, op, "Park consulted the rate limiter")
 			}
-			after := m.limiter.when(op.item)
-			if limiter.last != after {
-				return diverged(i, op, "limiter delay = %v, model %v", limiter.last, after)
+			want, parked := m.park(op.item, pqModelEvents(op))
+			if !parked {
+				want = -1
 			}
-			m.park(op.item, pqModelEvents(op), after)
+			if parkLimiter.last != want {
+				return diverged(i, op, "park backoff = %v, model %v", parkLimiter.last, want)
+			}
 		case pqOpWake:
 			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
 				return diverged(i, op, "Wake = %d, model %d", got, want)

@@ -55,6 +55,11 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
 	MaxParkTime time.Duration
 
+	// ParkBackoff gives the least time an item waits after a wake ends its
+	// park; see [TypedRateLimitingQueueConfig.ParkBackoff]. Nil means an
+	// exponential backoff per item from 5 ms up to 10 s.
+	ParkBackoff TypedRateLimiter[T]
+
 	// Fairness, if not empty, shares each priority level fairly among the
 	// keys these functions give the items: within a level, the first
 	// function's keys take turns, one item each, round-robin; within one
@@ -118,6 +123,7 @@ type TypedPriorityQueue[T comparable] struct {
 	// other callers of the limiter, not Get and Done.
 	limiterMu   sync.Mutex
 	rateLimiter TypedRateLimiter[T]
+	parkBackoff TypedRateLimiter[T]
 
 	depthByPriority PriorityGaugeMetric
 }
@@ -148,8 +154,12 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		config.Logger = slog.Default()
 	}
 	maxPark := maxParkTime("NewTypedPriorityQueue", config.MaxParkTime)
+	if config.ParkBackoff == nil {
+		config.ParkBackoff = defaultParkBackoff[T]()
+	}
 	q := &TypedPriorityQueue[T]{
 		rateLimiter:     rateLimiter,
+		parkBackoff:     config.ParkBackoff,
 		depthByPriority: priorityDepthMetric(config.MetricsProvider, config.Name),
 	}
 	q.order = &priorityOrder[T]{
@@ -388,6 +398,7 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
 	q.rateLimiter.Forget(item)
+	q.parkBackoff.Forget(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	entry, id := q.items.Lookup(item, hash)
@@ -409,16 +420,10 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 }
 
 // Park parks item, which the caller got from Get and has not yet marked
-// done, until one of events, as [Typed.Park] does, and records a failure
-// for it with the rate limiter, as AddRateLimited does: a wake before the
-// backoff the rate limiter gives it has passed queues the item when it
-// passes, so that events that come often but do not help it cannot make
-// it loop. The failure is recorded whenever no shutdown has begun, even
-// if the park itself does nothing (for an item not being processed, or
-// added again since its Get). A woken item is queued at the priority it
-// was handed out at. Forget it when it succeeds, as after any retry.
-// After a shutdown has begun it does nothing, and does not consult the
-// rate limiter.
+// done, until one of events, as [TypedRateLimitingQueue.Park] does: a
+// park is not a failure, and a woken item waits its park backoff (see
+// ParkBackoff in [TypedPriorityQueueConfig]). A woken item is queued at
+// the priority it was handed out at.
 func (q *TypedPriorityQueue[T]) Park(item T, events ...string) {
 	hash := q.items.Hash(item)
 	q.limiterMu.Lock()
@@ -426,15 +431,14 @@ func (q *TypedPriorityQueue[T]) Park(item T, events ...string) {
 	if q.shuttingDown.Load() {
 		return
 	}
-	backoff := q.rateLimiter.When(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.parkLocked(item, hash, backoff, events)
+	q.parkLocked(item, hash, func() time.Duration { return q.parkBackoff.When(item) }, events)
 }
 
 // park is Park with the backoff a layer above took from its own rate
 // limiter.
-func (q *TypedPriorityQueue[T]) park(item T, backoff time.Duration, events []string) {
+func (q *TypedPriorityQueue[T]) park(item T, backoff func() time.Duration, events []string) {
 	hash := q.items.Hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -467,6 +471,7 @@ func (q *TypedPriorityQueue[T]) Forget(item T) {
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
 	q.rateLimiter.Forget(item)
+	q.parkBackoff.Forget(item)
 }
 
 // NumRequeues returns how many failures the rate limiter counts for item.

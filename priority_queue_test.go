@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var _ TypedRateLimitingQueue[string] = (*TypedPriorityQueue[string])(nil)
-
 // pqStep is one step of a behaviour test: an add, a Get with the item and
 // priority it must return, a Done, a wait, or a check of Len.
 type pqStep struct {

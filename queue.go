@@ -276,11 +276,11 @@ func (q *Typed[T]) Remove(item T) bool {
 // that ends parks after MaxParkTime; ShutDown and ShutDownWithDrain stop
 // it. Event names should come from a small fixed set: the queue keeps the
 // last wake of each.
-func (q *Typed[T]) Park(item T, events ...string) { q.park(item, 0, events) }
+func (q *Typed[T]) Park(item T, events ...string) { q.park(item, nil, events) }
 
 // park is Park with a backoff: a wake before it has passed queues the
 // item when it passes.
-func (q *Typed[T]) park(item T, backoff time.Duration, events []string) {
+func (q *Typed[T]) park(item T, backoff func() time.Duration, events []string) {
 	hash := q.items.Hash(item)
 	q.mu.Lock()
 	defer q.mu.Unlock()

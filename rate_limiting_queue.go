@@ -25,36 +25,6 @@ type TypedRateLimitingInterface[T comparable] interface {
 	NumRequeues(item T) int
 }
 
-// TypedRateLimitingQueue is the rate-limiting queue this package makes: a
-// [TypedRateLimitingInterface] with this package's additions: GetContext,
-// Remove and Snapshot. Its methods are safe for concurrent use. The constructors keep
-// client-go's signatures, so every queue they return holds this interface
-// behind the client-go one:
-//
-//	q := workqueue.NewTypedRateLimitingQueue(limiter).(workqueue.TypedRateLimitingQueue[string])
-type TypedRateLimitingQueue[T comparable] interface {
-	TypedRateLimitingInterface[T]
-	// GetContext is Get that also returns when ctx ends; see
-	// [Typed.GetContext].
-	GetContext(ctx context.Context) (item T, err error)
-	// Remove takes item back from the queue and from the items waiting for
-	// their delay, and forgets its failures; see [Typed.Remove].
-	Remove(item T) bool
-	// Snapshot returns a view of the queue at one instant, listing at
-	// most n items of each kind; see [Typed.Snapshot].
-	Snapshot(n int) Snapshot[T]
-	// Park parks item, being processed, until one of events, and records
-	// a failure for it; see [TypedPriorityQueue.Park].
-	Park(item T, events ...string)
-	// Wake ends the parks that wait for event; see [Typed.Wake].
-	Wake(event string) int
-	// WakeFunc ends the parks that wait for event and that accept
-	// accepts; see [Typed.WakeFunc].
-	WakeFunc(event string, accept func(item T) bool) int
-	// WakeItem ends item's park; see [Typed.WakeItem].
-	WakeItem(item T) bool
-}
-
 // TypedRateLimitingQueueConfig configures a queue made by
 // [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
 type TypedRateLimitingQueueConfig[T comparable] struct {
@@ -76,6 +46,14 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	// longer, as if no event came.
 	MaxParkTime time.Duration
 
+	// ParkBackoff gives the least time an item waits after a wake ends its
+	// park; see [TypedRateLimitingQueue.Park]. It counts parks apart from
+	// failures: Forget and Remove reset it, NumRequeues does not read it.
+	// It is called with the queue's lock held and must not call the
+	// queue. Nil means an exponential backoff per item from 5 ms up to
+	// 10 s.
+	ParkBackoff TypedRateLimiter[T]
+
 	// DelayingQueue is the queue below this layer. Nil means a new delaying
 	// queue with this config's name, provider and clock. A delaying queue
 	// from outside this package begins its shutdown only in its own
@@ -88,7 +66,7 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 // and no metrics that takes its delays from rateLimiter. It is shorthand for
 // NewTypedRateLimitingQueueWithConfig(rateLimiter,
 // TypedRateLimitingQueueConfig[T]{}). It panics if rateLimiter is nil.
-func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) TypedRateLimitingInterface[T] {
+func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *TypedRateLimitingQueue[T] {
 	return NewTypedRateLimitingQueueWithConfig(rateLimiter, TypedRateLimitingQueueConfig[T]{})
 }
 
@@ -96,7 +74,7 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) Ty
 // configured by config that takes its delays from rateLimiter. All methods
 // of the result are safe for concurrent use. It panics if rateLimiter is
 // nil or MaxParkTime is negative.
-func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) TypedRateLimitingInterface[T] {
+func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
 	}
@@ -112,19 +90,29 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
-	return &rateLimitingQueue[T]{
-		TypedDelayingInterface: config.DelayingQueue,
-		rateLimiter:            rateLimiter,
-		clock:                  config.Clock,
-		maxPark:                maxPark,
+	if config.ParkBackoff == nil {
+		config.ParkBackoff = defaultParkBackoff[T]()
+	}
+	return &TypedRateLimitingQueue[T]{
+		delaying:    config.DelayingQueue,
+		rateLimiter: rateLimiter,
+		parkBackoff: config.ParkBackoff,
+		clock:       config.Clock,
+		maxPark:     maxPark,
 	}
 }
 
-// rateLimitingQueue starts no goroutine of its own: its shutdowns begin the
-// delaying queue's under its lock, then leave the rest to it.
-type rateLimitingQueue[T comparable] struct {
-	TypedDelayingInterface[T]
+// TypedRateLimitingQueue is the rate-limiting queue this package makes: a
+// [TypedRateLimitingInterface] that also has GetContext, Remove, Snapshot
+// and parking. Its methods are safe for concurrent use. The zero value is
+// not usable: make one with [NewTypedRateLimitingQueue] or
+// [NewTypedRateLimitingQueueWithConfig].
+type TypedRateLimitingQueue[T comparable] struct {
+	// It starts no goroutine of its own: its shutdowns begin the delaying
+	// queue's under mu, then leave the rest to it.
+	delaying    TypedDelayingInterface[T]
 	rateLimiter TypedRateLimiter[T]
+	parkBackoff TypedRateLimiter[T]
 	clock       clock.PassiveClock // for a Snapshot over a queue without one
 	maxPark     time.Duration      // for Park over a queue that cannot park
 
@@ -142,10 +130,31 @@ type rateLimitingQueue[T comparable] struct {
 	stopped bool
 }
 
+// Add adds item at once; see [Typed.Add].
+func (q *TypedRateLimitingQueue[T]) Add(item T) { q.delaying.Add(item) }
+
+// AddAfter adds item once duration has passed; see
+// [TypedDelayingQueue.AddAfter].
+func (q *TypedRateLimitingQueue[T]) AddAfter(item T, duration time.Duration) {
+	q.delaying.AddAfter(item, duration)
+}
+
+// Len returns the number of items ready to be handed out.
+func (q *TypedRateLimitingQueue[T]) Len() int { return q.delaying.Len() }
+
+// Get hands out the next ready item; see [Typed.Get].
+func (q *TypedRateLimitingQueue[T]) Get() (item T, shutdown bool) { return q.delaying.Get() }
+
+// Done marks item as done processing; see [Typed.Done].
+func (q *TypedRateLimitingQueue[T]) Done(item T) { q.delaying.Done(item) }
+
+// ShuttingDown reports whether a shutdown has begun.
+func (q *TypedRateLimitingQueue[T]) ShuttingDown() bool { return q.delaying.ShuttingDown() }
+
 // AddRateLimited adds item after rateLimiter.When(item). After a shutdown
 // has begun it does nothing, and does not consult the rate limiter, so no
 // failure is recorded for an item that will never be retried.
-func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
+func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.stopped || q.ShuttingDown() {
@@ -155,41 +164,38 @@ func (q *rateLimitingQueue[T]) AddRateLimited(item T) {
 }
 
 // Park parks item, which the caller got from Get and has not yet marked
-// done, until one of events, as [Typed.Park] does, and records a failure
-// for it with the rate limiter, as AddRateLimited does: a wake before the
-// backoff rateLimiter.When(item) has passed queues the item when it
-// passes, so that events that come often but do not help it cannot make
-// it loop. The failure is recorded whenever no shutdown has begun, even
-// if the park itself does nothing (for an item not being processed, or
-// added again since its Get), as AddRateLimited records it for an item
-// already queued. Forget it when it succeeds, as after any retry. After a
-// shutdown has begun it does nothing, and does not consult the rate
-// limiter. Over a delaying queue from outside this package, which cannot
-// park, it adds the item after MaxParkTime or its backoff, whichever is
-// longer, as if no event came.
-func (q *rateLimitingQueue[T]) Park(item T, events ...string) {
+// done, until one of events, as [Typed.Park] does. A wake queues it once
+// its park backoff has passed (see ParkBackoff in
+// [TypedRateLimitingQueueConfig]), so that events that come often but do
+// not help it cannot make it loop. A park is not a failure: it does not
+// consult the rate limiter and NumRequeues does not count it. Park does
+// nothing after a shutdown has begun, for an item not being processed, or
+// for one added again since its Get. Over a delaying queue from outside
+// this package, which cannot park, it adds the item after MaxParkTime or
+// its park backoff, whichever is longer, as if no event came.
+func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.stopped || q.ShuttingDown() {
 		return
 	}
-	backoff := q.rateLimiter.When(item)
-	if p, ok := q.TypedDelayingInterface.(parkingQueue[T]); ok {
+	backoff := func() time.Duration { return q.parkBackoff.When(item) }
+	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		p.park(item, backoff, events)
 		return
 	}
-	q.AddAfter(item, max(backoff, q.maxPark))
+	q.delaying.AddAfter(item, max(backoff(), q.maxPark))
 }
 
 // Wake ends the parks that wait for event; see [Typed.Wake]. Over a
 // delaying queue from outside this package it does nothing.
-func (q *rateLimitingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
+func (q *TypedRateLimitingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
 // WakeFunc ends the parks that wait for event and that accept accepts;
 // see [Typed.WakeFunc]. Over a delaying queue from outside this package it
 // does nothing.
-func (q *rateLimitingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
-	if p, ok := q.TypedDelayingInterface.(parkingQueue[T]); ok {
+func (q *TypedRateLimitingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
+	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
 	}
 	return 0
@@ -197,84 +203,86 @@ func (q *rateLimitingQueue[T]) WakeFunc(event string, accept func(item T) bool) 
 
 // WakeItem ends item's park and queues it at once; see [Typed.WakeItem].
 // Over a delaying queue from outside this package it does nothing.
-func (q *rateLimitingQueue[T]) WakeItem(item T) bool {
-	if p, ok := q.TypedDelayingInterface.(parkingQueue[T]); ok {
+func (q *TypedRateLimitingQueue[T]) WakeItem(item T) bool {
+	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		return p.WakeItem(item)
 	}
 	return false
 }
 
 // NumRequeues returns rateLimiter.NumRequeues(item).
-func (q *rateLimitingQueue[T]) NumRequeues(item T) int {
+func (q *TypedRateLimitingQueue[T]) NumRequeues(item T) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.rateLimiter.NumRequeues(item)
 }
 
-// Forget calls rateLimiter.Forget(item).
-func (q *rateLimitingQueue[T]) Forget(item T) {
+// Forget clears item's failures (rateLimiter.Forget) and its park backoff.
+func (q *TypedRateLimitingQueue[T]) Forget(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.rateLimiter.Forget(item)
+	q.parkBackoff.Forget(item)
 }
 
 // GetContext hands out the next ready item or returns when ctx ends; see
 // [Typed.GetContext]. A delaying queue from outside this package needs a
 // GetContext method of the same shape; without one, GetContext returns an
 // error that wraps [errors.ErrUnsupported].
-func (q *rateLimitingQueue[T]) GetContext(ctx context.Context) (T, error) {
-	return getContext(ctx, q.TypedDelayingInterface)
+func (q *TypedRateLimitingQueue[T]) GetContext(ctx context.Context) (T, error) {
+	return getContext(ctx, q.delaying)
 }
 
 // Remove takes item back from the delaying queue, with its Remove, and
-// forgets its failures, as one step; it reports whether the delaying queue
-// took anything back. A delaying queue from outside this package without a
-// Remove method keeps the item; its failures are forgotten all the same.
-func (q *rateLimitingQueue[T]) Remove(item T) bool {
+// forgets it as Forget does, as one step; it reports whether the delaying
+// queue took anything back. A delaying queue from outside this package
+// without a Remove method keeps the item; it is forgotten all the same.
+func (q *TypedRateLimitingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.rateLimiter.Forget(item)
-	r, ok := q.TypedDelayingInterface.(remover[T])
+	q.parkBackoff.Forget(item)
+	r, ok := q.delaying.(remover[T])
 	return ok && r.Remove(item)
 }
 
 // ShutDown begins the delaying queue's shutdown under mu, then shuts it
 // down without holding mu, so that workers calling Forget are not held up
 // while its goroutines are joined.
-func (q *rateLimitingQueue[T]) ShutDown() {
+func (q *TypedRateLimitingQueue[T]) ShutDown() {
 	q.beginShutDown()
-	q.TypedDelayingInterface.ShutDown()
+	q.delaying.ShutDown()
 }
 
 // ShutDownWithDrain begins the delaying queue's shutdown, then drains it
 // with its ShutDownWithDrain without holding mu, so that workers can still
 // call AddRateLimited (which does nothing) and Forget while the drain waits
 // for them.
-func (q *rateLimitingQueue[T]) ShutDownWithDrain() {
+func (q *TypedRateLimitingQueue[T]) ShutDownWithDrain() {
 	q.beginShutDown()
-	q.TypedDelayingInterface.ShutDownWithDrain()
+	q.delaying.ShutDownWithDrain()
 }
 
 // beginShutDown is the instant at which the shutdown begins. A delaying
 // queue from outside this package begins its own only when it is shut
 // down; until then this layer refuses AddRateLimited while its Add and
 // AddAfter still add.
-func (q *rateLimitingQueue[T]) beginShutDown() {
+func (q *TypedRateLimitingQueue[T]) beginShutDown() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.stopped = true
-	if s, ok := q.TypedDelayingInterface.(addStopper); ok {
+	if s, ok := q.delaying.(addStopper); ok {
 		s.stopAdds()
 	}
 }
 
 // Snapshot returns a view of the queue at one instant, with the failure
-// counts of the items it lists; see [delayingQueue.Snapshot].
-func (q *rateLimitingQueue[T]) Snapshot(n int) Snapshot[T] {
+// counts of the items it lists; see [TypedDelayingQueue.Snapshot].
+func (q *TypedRateLimitingQueue[T]) Snapshot(n int) Snapshot[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var s Snapshot[T]
-	if inner, ok := q.TypedDelayingInterface.(snapshotter[T]); ok {
+	if inner, ok := q.delaying.(snapshotter[T]); ok {
 		s = inner.Snapshot(n)
 	} else {
 		s = Snapshot[T]{Taken: q.clock.Now(), ShuttingDown: q.ShuttingDown(), Depth: q.Len()}

@@ -168,34 +168,34 @@ func TestRemoveMetrics(t *testing.T) {
 func TestRemoveLayers(t *testing.T) {
 	tests := []struct {
 		name        string
-		setup       func(q TypedRateLimitingQueue[string])
+		setup       func(q rateLimitingQueue[string])
 		removed     bool
 		wantLen     int
 		wantRequeue int
 	}{
-		{"waiting for its delay", func(q TypedRateLimitingQueue[string]) { q.AddAfter("a", time.Second) }, true, 0, 0},
-		{"queued", func(q TypedRateLimitingQueue[string]) { q.Add("a") }, true, 0, 0},
-		{"waiting and queued", func(q TypedRateLimitingQueue[string]) {
+		{"waiting for its delay", func(q rateLimitingQueue[string]) { q.AddAfter("a", time.Second) }, true, 0, 0},
+		{"queued", func(q rateLimitingQueue[string]) { q.Add("a") }, true, 0, 0},
+		{"waiting and queued", func(q rateLimitingQueue[string]) {
 			q.Add("a")
 			q.AddAfter("a", time.Second)
 		}, true, 0, 0},
-		{"retrying", func(q TypedRateLimitingQueue[string]) {
+		{"retrying", func(q rateLimitingQueue[string]) {
 			q.AddRateLimited("a")
 			q.AddRateLimited("a")
 		}, true, 0, 0},
-		{"only failures", func(q TypedRateLimitingQueue[string]) {
+		{"only failures", func(q rateLimitingQueue[string]) {
 			q.AddRateLimited("a")
 			q.Remove("a")
 			q.AddRateLimited("b") // so the limiter holds something else
 		}, false, 0, 0},
-		{"another item", func(q TypedRateLimitingQueue[string]) { q.AddAfter("b", time.Second) }, false, 0, 0},
+		{"another item", func(q rateLimitingQueue[string]) { q.AddAfter("b", time.Second) }, false, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				clock := clocktesting.NewFakeClock(time.Unix(0, 0))
 				limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Minute)
-				q := NewTypedRateLimitingQueueWithConfig[string](limiter, TypedRateLimitingQueueConfig[string]{Clock: clock}).(TypedRateLimitingQueue[string])
+				q := NewTypedRateLimitingQueueWithConfig[string](limiter, TypedRateLimitingQueueConfig[string]{Clock: clock})
 				defer q.ShutDown()
 				tt.setup(q)
 				synctest.Wait()

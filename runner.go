@@ -27,10 +27,12 @@ type Result struct {
 
 	// WaitFor, if not empty, parks the item until one of these events
 	// (see [TypedRateLimitingQueue.Park]) instead of polling: for "not
-	// ready until something else changes". Like Requeue, it goes through
-	// the rate limiter and does not count towards the maximum number of
-	// retries. RequeueAfter and Requeue win over WaitFor. On a queue that
-	// cannot park (one from outside this package), it is Requeue.
+	// ready until something else changes". A park is not a failure: it
+	// does not count towards the maximum number of retries, and the
+	// Runner does not forget the item, so its park backoff grows until a
+	// reconcile ends otherwise. RequeueAfter and Requeue win over WaitFor.
+	// On a queue that cannot park (one from outside this package), it is
+	// Requeue.
 	WaitFor []string
 }
 

@@ -17,22 +17,22 @@ func TestSnapshot(t *testing.T) {
 		n    int
 		// act runs on a rate-limiting queue whose clock reads t0; the
 		// queue has taken one snapshot already.
-		act  func(q TypedRateLimitingQueue[string], clock *clocktesting.FakeClock)
+		act  func(q rateLimitingQueue[string], clock *clocktesting.FakeClock)
 		want Snapshot[string]
 	}{
-		{"empty", 5, func(TypedRateLimitingQueue[string], *clocktesting.FakeClock) {}, Snapshot[string]{Taken: t0}},
-		{"queued, first n in order", 2, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+		{"empty", 5, func(rateLimitingQueue[string], *clocktesting.FakeClock) {}, Snapshot[string]{Taken: t0}},
+		{"queued, first n in order", 2, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.Add("b")
 			q.Add("a")
 			q.Add("c")
 		}, Snapshot[string]{Taken: t0, Depth: 3, Queued: []string{"a", "b"}, Adds: 3}},
-		{"removed items are not listed", 5, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+		{"removed items are not listed", 5, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.Add("b")
 			q.Remove("a")
 		}, Snapshot[string]{Taken: t0, Depth: 1, Queued: []string{"b"}, Adds: 2}},
-		{"in flight, longest first, with requeues", 5, func(q TypedRateLimitingQueue[string], clock *clocktesting.FakeClock) {
+		{"in flight, longest first, with requeues", 5, func(q rateLimitingQueue[string], clock *clocktesting.FakeClock) {
 			q.Add("a")
 			q.Add("b")
 			q.Get()
@@ -43,14 +43,14 @@ func TestSnapshot(t *testing.T) {
 		}, Snapshot[string]{Taken: t0.Add(2 * time.Second), Processing: 2, Adds: 3, InFlight: []InFlightItem[string]{
 			{Item: "a", Since: t0}, {Item: "b", Since: t0.Add(time.Second), Requeue: true},
 		}}},
-		{"done items leave the flight", 5, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+		{"done items leave the flight", 5, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.Add("b")
 			q.Get()
 			q.Get()
 			q.Done("a")
 		}, Snapshot[string]{Taken: t0, Processing: 1, Adds: 2, InFlight: []InFlightItem[string]{{Item: "b", Since: t0}}}},
-		{"delayed, soonest first, with failures", 2, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+		{"delayed, soonest first, with failures", 2, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.AddAfter("x", 3*time.Second)
 			q.AddAfter("y", time.Second)
 			q.AddAfter("z", 2*time.Second)
@@ -59,13 +59,13 @@ func TestSnapshot(t *testing.T) {
 		}, Snapshot[string]{Taken: t0, Waiting: 4, Delayed: []DelayedItem[string]{
 			{Item: "w", ReadyAt: t0.Add(time.Millisecond)}, {Item: "y", ReadyAt: t0.Add(time.Second)},
 		}, Failures: map[string]int{"w": 2}}},
-		{"counts only, n = 0", 0, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+		{"counts only, n = 0", 0, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.Add("b")
 			q.Get()
 			q.AddAfter("x", time.Second)
 		}, Snapshot[string]{Taken: t0, Depth: 1, Processing: 1, Waiting: 1, Adds: 2}},
-		{"counts only, n < 0", -1, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+		{"counts only, n < 0", -1, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.AddAfter("x", time.Second)
 			q.Add("p")
@@ -75,7 +75,7 @@ func TestSnapshot(t *testing.T) {
 			q.Done(item)
 			q.Wake("e") // p waits for its 1 ms backoff, in the core's delays
 		}, Snapshot[string]{Taken: t0, Processing: 1, Waiting: 2, Adds: 2}},
-		{"parked, longest first, with failures", 1, func(q TypedRateLimitingQueue[string], clock *clocktesting.FakeClock) {
+		{"parked, longest first; parks are not failures", 1, func(q rateLimitingQueue[string], clock *clocktesting.FakeClock) {
 			for _, item := range []string{"a", "b"} {
 				q.Add(item)
 				got, _ := q.Get()
@@ -85,8 +85,8 @@ func TestSnapshot(t *testing.T) {
 			}
 		}, Snapshot[string]{Taken: t0.Add(2 * time.Second), Adds: 2, Parked: 2, ParkedItems: []ParkedItem[string]{
 			{Item: "a", Events: []string{"node-added", "pod-deleted"}, Since: t0},
-		}, Failures: map[string]int{"a": 1}}},
-		{"shutting down", 5, func(q TypedRateLimitingQueue[string], _ *clocktesting.FakeClock) {
+		}}},
+		{"shutting down", 5, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.ShutDown()
 		}, Snapshot[string]{Taken: t0, ShuttingDown: true, Depth: 1, Queued: []string{"a"}, Adds: 1}},
@@ -96,9 +96,9 @@ func TestSnapshot(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				clock := clocktesting.NewFakeClock(t0)
 				limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Minute)
-				q := NewTypedRateLimitingQueueWithConfig[string](limiter, TypedRateLimitingQueueConfig[string]{Clock: clock}).(TypedRateLimitingQueue[string])
+				q := NewTypedRateLimitingQueueWithConfig[string](limiter, TypedRateLimitingQueueConfig[string]{Clock: clock})
 				defer q.ShutDown()
-				snap := q.(snapshotter[string])
+				snap := q
 				snap.Snapshot(0) // starts recording hand-out times
 				tt.act(q, clock)
 				synctest.Wait()

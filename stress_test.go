@@ -17,7 +17,7 @@ import (
 // package, with add, the producers' add, and reAdd, a worker's add of the
 // item it holds.
 type stressQueue struct {
-	TypedRateLimitingQueue[int]
+	rateLimitingQueue[int]
 	add, reAdd func(rng *rand.Rand, item int)
 }
 
@@ -35,18 +35,18 @@ func TestStress(t *testing.T) {
 		queue                              func() stressQueue
 	}{
 		{"rate-limiting queue", 10, 10_000, 100, 500, func() stressQueue {
-			q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond)).(TypedRateLimitingQueue[int])
+			q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond))
 			return stressQueue{
-				TypedRateLimitingQueue: q,
-				add:                    func(_ *rand.Rand, item int) { q.Add(item) },
-				reAdd:                  func(_ *rand.Rand, item int) { q.AddRateLimited(item) },
+				rateLimitingQueue: q,
+				add:               func(_ *rand.Rand, item int) { q.Add(item) },
+				reAdd:             func(_ *rand.Rand, item int) { q.AddRateLimited(item) },
 			}
 		}},
 		{"priority queue with fairness and MaxWait", 4, 3000, 4, 256, func() stressQueue {
 			q := NewTypedPriorityQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Microsecond, time.Millisecond),
 				TypedPriorityQueueConfig[int]{Fairness: []func(int) string{func(i int) string { return fmt.Sprint(i % 5) }}, MaxWait: time.Millisecond})
 			return stressQueue{
-				TypedRateLimitingQueue: q,
+				rateLimitingQueue: q,
 				add: func(rng *rand.Rand, item int) {
 					opts := AddOpts{Priority: new(rng.IntN(3))}
 					switch rng.IntN(4) {
@@ -152,7 +152,7 @@ func TestStress(t *testing.T) {
 			t.Logf("%d adds, %d processings by %d workers", totalAdds, totalProcessed, tt.workers)
 			assert.Zero(t, doubleHeld.Load(), "items held by two workers at once")
 			assert.Zero(t, overProcessed.Load(), "items processed more often than added")
-			if pq, ok := q.TypedRateLimitingQueue.(*TypedPriorityQueue[int]); ok {
+			if pq, ok := q.rateLimitingQueue.(*TypedPriorityQueue[int]); ok {
 				require.NoError(t, verifyPriorityQueue(pq))
 			}
 		})

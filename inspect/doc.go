@@ -7,7 +7,7 @@
 // their last error:
 //
 //	h := inspect.NewHandler()
-//	failures := inspect.Register(h, "pods", queue.(workqueue.TypedRateLimitingQueue[string]))
+//	failures := inspect.Register(h, "pods", queue)
 //	runner := workqueue.NewRunner(queue, reconcile, workqueue.WithErrorObserver(failures))
 //	mux.Handle("/debug/queues", h)
 //

@@ -20,7 +20,7 @@ import (
 func Example() {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	h := inspect.NewHandler()
-	failures := inspect.Register(h, "pods", queue.(workqueue.TypedRateLimitingQueue[string]))
+	failures := inspect.Register(h, "pods", queue)
 
 	stuck, unblock := make(chan struct{}), make(chan struct{})
 	runner := workqueue.NewRunner(queue,

@@ -27,7 +27,7 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 func newQueue(clock *clocktesting.FakeClock) workqueue.TypedRateLimitingQueue[string] {
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
 	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock}).(workqueue.TypedRateLimitingQueue[string])
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
 }
 
 func rate(r float64) *float64 { return &r }
@@ -419,7 +419,7 @@ func TestRunnerReportsToFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 		h := NewHandler()
-		failures := Register(h, "q", q.(workqueue.TypedRateLimitingQueue[string]))
+		failures := Register(h, "q", q)
 		var fixed sync.Map
 		runner := workqueue.NewRunner(q, func(_ context.Context, key string) (workqueue.Result, error) {
 			if _, ok := fixed.Load(key); ok {
@@ -462,7 +462,7 @@ func TestRunnerReportsToFailures(t *testing.T) {
 // many goroutines at once, for the race detector.
 func TestConcurrentUse(t *testing.T) {
 	h := NewHandler(WithLimit(5))
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[int]()).(workqueue.TypedRateLimitingQueue[int])
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[int]())
 	defer q.ShutDown()
 	failures := Register(h, "shared", q)
 	var wg sync.WaitGroup

@@ -99,7 +99,7 @@ type ParkedKey struct {
 	// the snapshot that was.
 	Since         time.Time `json:"since"`
 	ParkedSeconds float64   `json:"parkedSeconds"`
-	// Requeues is as in InFlightKey: parks count as failures.
+	// Requeues is as in InFlightKey.
 	Requeues int `json:"requeues"`
 }
 

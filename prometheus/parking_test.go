@@ -22,7 +22,7 @@ func TestParkingMetrics(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		provider := NewProvider(reg)
 		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pq", MetricsProvider: provider, MaxParkTime: time.Minute}).(workqueue.TypedRateLimitingQueue[string])
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pq", MetricsProvider: provider, MaxParkTime: time.Minute})
 		park := func(item, event string) {
 			q.Add(item)
 			got, _ := q.Get()

@@ -94,8 +94,8 @@ func newController(store *Store, config controllerConfig) *controller {
 	c.commandQueue = workqueue.NewTypedRateLimitingQueueWithConfig[Command](c.commandRetries,
 		workqueue.TypedRateLimitingQueueConfig[Command]{Name: commandQueueName, MetricsProvider: provider})
 	if config.inspector != nil {
-		c.requestFailures = inspect.Register(config.inspector, requestQueueName, c.queue.(workqueue.TypedRateLimitingQueue[request]))
-		c.commandFailures = inspect.Register(config.inspector, commandQueueName, c.commandQueue.(workqueue.TypedRateLimitingQueue[Command]),
+		c.requestFailures = inspect.Register(config.inspector, requestQueueName, c.queue)
+		c.commandFailures = inspect.Register(config.inspector, commandQueueName, c.commandQueue,
 			inspect.FormatKeys(Command.Key))
 	}
 	store.Queues.watch(EventHandler[Queue]{OnAdd: c.addQueue, OnUpdate: c.updateQueue, OnDelete: c.deleteQueue})

@@ -142,7 +142,7 @@ func startScene(t *testing.T, ctx context.Context) *scene {
 	}
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
 	s.pods = workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: s.clock}).(workqueue.TypedRateLimitingQueue[string])
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: s.clock})
 	s.nodes = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Clock: s.clock})
 	h := inspect.NewHandler(inspect.WithClock(s.clock))
 	failures := inspect.Register(h, "pods", s.pods)
