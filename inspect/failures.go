@@ -16,7 +16,7 @@ import (
 // maxErrorText bounds the error text kept for a failed key, in bytes.
 const maxErrorText = 1024
 
-// State is what became of a key after its last failed reconcile.
+// State is what became of a key after a failed reconcile.
 type State string
 
 const (
