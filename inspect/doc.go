@@ -3,8 +3,8 @@
 //
 // Register each queue of the workqueue package with a [Handler] and mount
 // the handler where you serve debug endpoints; give the queue's Runner the
-// [Failures] that Register returns, so the page shows failing keys with
-// their last error:
+// [Failures] that Register returns, so the page shows the keys that fail
+// and what became of them:
 //
 //	h := inspect.NewHandler()
 //	failures := inspect.Register(h, "pods", queue)
@@ -13,17 +13,25 @@
 //
 // For each queue the page shows:
 //   - the counts of a [workqueue.Snapshot]: queued (depth), processing,
-//     waiting for a delay, adds since the queue was made, and adds per
-//     second;
+//     waiting for a delay, parked, adds since the queue was made, and adds
+//     per second;
 //   - the keys in flight, longest first, with how long they have been;
 //   - the keys waiting for a delay, soonest first, with the time left;
+//   - the keys parked until an event, longest first, with their events;
 //   - the next keys to be handed out;
-//   - the keys with the most failures in a row, with the last error, when
-//     it happened and whether the Runner retries them.
+//   - the keys failing now, most failures in a row first, with the last
+//     error, when it happened and whether the Runner retries them, gave up
+//     on them or dropped their retry at shutdown;
+//   - the keys that failed most recently, latest first, even those that
+//     have succeeded since, so that failures retried between two loads of
+//     the page still show;
+//   - the failed reconciles of the last minute, and the failures and
+//     give-ups since registration.
 //
 // Limits, stated up front:
 //   - Each list shows at most a fixed number of keys (see [WithLimit]), and
-//     each queue's table of failing keys holds no more than that.
+//     each queue's [Failures] keeps no more failing keys, and no more
+//     recent failures, than that, each error cut to 1 KiB.
 //   - Keys in flight are listed only from their registration on: a queue
 //     records when it hands out an item once it has been asked for a
 //     snapshot, and Register asks for the first one.

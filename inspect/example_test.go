@@ -59,12 +59,12 @@ func Example() {
 		panic(err)
 	}
 	for _, q := range view.Queues {
-		fmt.Printf("%s: %d processing\n", q.Name, q.Processing)
+		fmt.Printf("%s: %d processing, %d failed, %d given up\n", q.Name, q.Processing, q.Failures, q.GivenUp)
 		for _, k := range q.InFlight {
 			fmt.Printf("  in flight: %s (under a minute: %t)\n", k.Key, k.AgeSeconds < time.Minute.Seconds())
 		}
 		for _, k := range q.Failing {
-			fmt.Printf("  failing: %s, %d failure, retrying %t: %s\n", k.Key, k.Failures, k.Retrying, k.LastError)
+			fmt.Printf("  failing: %s, %d failure, %s: %s\n", k.Key, k.Failures, k.State, k.LastError)
 		}
 	}
 
@@ -72,7 +72,7 @@ func Example() {
 	cancel()
 	<-done
 	// Output:
-	// pods: 1 processing
+	// pods: 1 processing, 1 failed, 1 given up
 	//   in flight: default/stuck (under a minute: true)
-	//   failing: default/broken, 1 failure, retrying false: image not found
+	//   failing: default/broken, 1 failure, givenUp: image not found
 }

@@ -14,8 +14,9 @@ import (
 	"github.com/go-workqueue/workqueue"
 )
 
-// DefaultLimit is how many keys each list of the page shows, and each
-// queue's table of failing keys holds, unless [WithLimit] says otherwise.
+// DefaultLimit is how many keys each list of the page shows, and how many
+// failing keys and recent failures each queue's [Failures] keeps, unless
+// [WithLimit] says otherwise.
 const DefaultLimit = 20
 
 // maxRefresh bounds the refresh query parameter, in seconds.
@@ -49,7 +50,8 @@ type registered interface {
 type Option func(*Handler)
 
 // WithLimit sets how many keys each list of the page shows, and how many
-// failing keys each queue's [Failures] keeps: n for each. It panics with an
+// failing keys and recent failures each queue's [Failures] keeps: n for
+// each. It panics with an
 // "inspect:" message if n is less than 1.
 func WithLimit(n int) Option {
 	if n < 1 {
@@ -128,8 +130,8 @@ func FormatKeys[T comparable](format func(T) string) KeyOption[T] {
 
 // Register adds queue to h under name, to be shown after the queues
 // registered before it, and returns the queue's [Failures]: give it to the
-// queue's Runner with [workqueue.WithErrorObserver] to list its failing
-// keys. Register takes the queue's first snapshot, from which on the queue
+// queue's Runner with [workqueue.WithErrorObserver] to show its failures.
+// Register takes the queue's first snapshot, from which on the queue
 // records when it hands out each item.
 //
 // Register is safe for concurrent use. It panics with an "inspect:" message
@@ -152,12 +154,16 @@ func Register[T comparable](h *Handler, name string, queue Snapshotter[T], opts 
 		}
 		opt(&o)
 	}
+	var shuttingDown func() bool
+	if sd, ok := queue.(interface{ ShuttingDown() bool }); ok {
+		shuttingDown = sd.ShuttingDown
+	}
 	failures := newFailures(h.limitOrDefault(), h.clockOrReal(), func(item any) string {
 		if key, ok := item.(T); ok {
 			return o.format(key)
 		}
 		return fmt.Sprint(item)
-	})
+	}, shuttingDown)
 	q := &queueEntry[T]{name: name, queue: queue, format: o.format, failures: failures, now: h.clockOrReal().Now}
 
 	h.mu.Lock()
@@ -228,7 +234,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // View returns what the handler serves: a snapshot of each registered
-// queue, in the order registered, with its failing keys. It is safe for
+// queue, in the order registered, with its failures. It is safe for
 // concurrent use.
 func (h *Handler) View() View {
 	h.mu.RLock()

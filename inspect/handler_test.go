@@ -34,7 +34,7 @@ func rate(r float64) *float64 { return &r }
 
 // emptyQueueView is a queue with nothing in it, as of t0.
 func emptyQueueView(name string) QueueView {
-	return QueueView{Name: name, Taken: t0, Queued: []string{}, InFlight: []InFlightKey{}, Delayed: []DelayedKey{}, ParkedKeys: []ParkedKey{}, Failing: []FailingKey{}}
+	return QueueView{Name: name, Taken: t0, Queued: []string{}, InFlight: []InFlightKey{}, Delayed: []DelayedKey{}, ParkedKeys: []ParkedKey{}, Failing: []FailedKey{}, Recent: []FailedKey{}}
 }
 
 func TestView(t *testing.T) {
@@ -108,18 +108,59 @@ func TestView(t *testing.T) {
 		}, func(v *QueueView) {
 			v.Taken = t0.Add(2 * time.Second)
 			v.AddsPerSecond = rate(0)
-			v.Failing = []FailingKey{
-				{Key: "twice", Failures: 2, LastError: "bang", LastFailed: t0.Add(time.Second), AgoSeconds: 1},
-				{Key: "once too", Failures: 1, LastError: "boom", LastFailed: t0.Add(2 * time.Second), Retrying: true},
-			}
+			twice := FailedKey{Key: "twice", Failures: 2, LastError: "bang", LastFailed: t0.Add(time.Second), AgoSeconds: 1, State: GivenUp}
+			onceToo := FailedKey{Key: "once too", Failures: 1, LastError: "boom", LastFailed: t0.Add(2 * time.Second), State: Retrying}
+			v.Failing = []FailedKey{twice, onceToo}
+			v.Recent = []FailedKey{onceToo, twice}
+			v.FailuresLastMinute, v.Failures, v.GivenUp = 4, 4, 1
 		}},
-		{"a success takes the key out of the failing", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+		{"a success takes the key out of the failing and shows in the recent", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
 			f.ObserveError("a", errBoom, 1, true)
 			f.ObserveError("b", errBoom, 1, true)
 			f.ObserveSuccess("a")
 			f.ObserveSuccess("never failed")
 		}, func(v *QueueView) {
-			v.Failing = []FailingKey{{Key: "b", Failures: 1, LastError: "boom", LastFailed: t0, Retrying: true}}
+			b := FailedKey{Key: "b", Failures: 1, LastError: "boom", LastFailed: t0, State: Retrying}
+			v.Failing = []FailedKey{b}
+			v.Recent = []FailedKey{b, {Key: "a", Failures: 1, LastError: "boom", LastFailed: t0, State: Succeeded}}
+			v.FailuresLastMinute, v.Failures = 2, 2
+		}},
+		// Regression: the page said "Failing: none reported" while the
+		// queue controller's reconciles failed every 250 ms, as each retry
+		// succeeded before the next load.
+		{"a failure retried and fixed between two views still shows", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
+			f.ObserveError("a", errBoom, 1, true)
+			clock.Step(5 * time.Millisecond)
+			f.ObserveSuccess("a")
+		}, func(v *QueueView) {
+			v.Taken = t0.Add(5 * time.Millisecond)
+			v.Recent = []FailedKey{{Key: "a", Failures: 1, LastError: "boom", LastFailed: t0, AgoSeconds: 0.005, State: Succeeded}}
+			v.FailuresLastMinute, v.Failures = 1, 1
+		}},
+		{"a key given up on shows as given up until it succeeds", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+			f.ObserveError("a", errBoom, 3, false)
+			f.ObserveError("b", errBoom, 3, false)
+			f.ObserveSuccess("b")
+		}, func(v *QueueView) {
+			a := FailedKey{Key: "a", Failures: 3, LastError: "boom", LastFailed: t0, State: GivenUp}
+			v.Failing = []FailedKey{a}
+			v.Recent = []FailedKey{{Key: "b", Failures: 3, LastError: "boom", LastFailed: t0, State: Succeeded}, a}
+			v.FailuresLastMinute, v.Failures, v.GivenUp = 2, 2, 2
+		}},
+		{"the last minute counts whole seconds", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
+			f.ObserveError("a", errBoom, 1, true)
+			clock.Step(59 * time.Second)
+			f.ObserveError("a", errBoom, 2, true)
+			f.ObserveError("b", errBoom, 1, true)
+			clock.Step(time.Second) // the first failure falls out
+		}, func(v *QueueView) {
+			v.Taken = t0.Add(time.Minute)
+			v.AddsPerSecond = rate(0)
+			a := FailedKey{Key: "a", Failures: 2, LastError: "boom", LastFailed: t0.Add(59 * time.Second), AgoSeconds: 1, State: Retrying}
+			b := FailedKey{Key: "b", Failures: 1, LastError: "boom", LastFailed: t0.Add(59 * time.Second), AgoSeconds: 1, State: Retrying}
+			v.Failing = []FailedKey{a, b}
+			v.Recent = []FailedKey{b, a}
+			v.FailuresLastMinute, v.Failures = 2, 3
 		}},
 		{"shutting down", func(q workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
 			q.Add("a")
@@ -132,7 +173,18 @@ func TestView(t *testing.T) {
 			q.ShutDown()
 		}, func(v *QueueView) {
 			v.ShuttingDown = true
-			v.Failing = []FailingKey{{Key: "a", Failures: 1, LastError: "boom", LastFailed: t0}}
+			a := FailedKey{Key: "a", Failures: 1, LastError: "boom", LastFailed: t0, State: DroppedAtShutdown}
+			v.Failing, v.Recent = []FailedKey{a}, []FailedKey{a}
+			v.FailuresLastMinute, v.Failures = 1, 1
+		}},
+		{"a retry dropped at shutdown is not a give-up", func(q workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+			q.ShutDown()
+			f.ObserveError("a", errBoom, 1, false)
+		}, func(v *QueueView) {
+			v.ShuttingDown = true
+			a := FailedKey{Key: "a", Failures: 1, LastError: "boom", LastFailed: t0, State: DroppedAtShutdown}
+			v.Failing, v.Recent = []FailedKey{a}, []FailedKey{a}
+			v.FailuresLastMinute, v.Failures = 1, 1
 		}},
 	}
 	for _, tt := range tests {
@@ -202,6 +254,8 @@ func TestFormatKeys(t *testing.T) {
 	require.Len(t, v.Failing, 2)
 	assert.Equal(t, "kube-system/dns", v.Failing[0].Key)
 	assert.Equal(t, "not a key", v.Failing[1].Key, "an item of another type is shown by fmt.Sprint")
+	require.Len(t, v.Recent, 2)
+	assert.Equal(t, []string{"not a key", "kube-system/dns"}, []string{v.Recent[0].Key, v.Recent[1].Key})
 }
 
 func TestQueuesInRegistrationOrder(t *testing.T) {
@@ -225,23 +279,37 @@ func TestFailuresTable(t *testing.T) {
 		failures int // 0 for a success
 	}
 	tests := []struct {
-		name  string
-		calls []call // a second apart, on a table of 2
-		want  []string
+		name        string
+		calls       []call   // a second apart, on a record of 2 keys
+		wantFailing []string // most failures first
+		wantRecent  []string // latest first
 	}{
-		{"fills up", []call{{"a", 1}, {"b", 3}}, []string{"b 3", "a 1"}},
-		{"a key counts once", []call{{"a", 1}, {"a", 2}, {"a", 3}}, []string{"a 3"}},
-		{"the fewest failures make room", []call{{"a", 5}, {"b", 2}, {"c", 3}}, []string{"a 5", "c 3"}},
-		{"the oldest of equals makes room", []call{{"a", 1}, {"b", 1}, {"c", 1}}, []string{"c 1", "b 1"}},
-		{"more failures keep their place", []call{{"a", 5}, {"b", 4}, {"c", 1}}, []string{"a 5", "b 4"}},
-		{"a key with few failures climbs", []call{{"a", 5}, {"b", 4}, {"c", 1}, {"c", 2}, {"c", 4}}, []string{"a 5", "c 4"}},
-		{"a success makes room", []call{{"a", 5}, {"b", 4}, {"a", 0}, {"c", 1}}, []string{"b 4", "c 1"}},
-		{"a count that starts over is taken as it is", []call{{"a", 5}, {"a", 1}}, []string{"a 1"}},
+		{"fills up", []call{{"a", 1}, {"b", 3}}, []string{"b 3", "a 1"}, []string{"b 3", "a 1"}},
+		{"a key counts once", []call{{"a", 1}, {"a", 2}, {"a", 3}}, []string{"a 3"}, []string{"a 3"}},
+		{"the fewest failures make room", []call{{"a", 5}, {"b", 2}, {"c", 3}}, []string{"a 5", "c 3"}, []string{"c 3", "b 2"}},
+		{"the oldest of equals makes room", []call{{"a", 1}, {"b", 1}, {"c", 1}}, []string{"c 1", "b 1"}, []string{"c 1", "b 1"}},
+		{"more failures keep their place", []call{{"a", 5}, {"b", 4}, {"c", 1}}, []string{"a 5", "b 4"}, []string{"c 1", "b 4"}},
+		{"a key with few failures climbs", []call{{"a", 5}, {"b", 4}, {"c", 1}, {"c", 2}, {"c", 4}}, []string{"a 5", "c 4"}, []string{"c 4", "b 4"}},
+		{"a success makes room", []call{{"a", 5}, {"b", 4}, {"a", 0}, {"c", 1}}, []string{"b 4", "c 1"}, []string{"c 1", "b 4"}},
+		{"a success stays recent", []call{{"a", 1}, {"b", 1}, {"a", 0}}, []string{"b 1"}, []string{"b 1", "a 1 succeeded"}},
+		{"a failure after a success is recent again", []call{{"a", 1}, {"a", 0}, {"a", 1}}, []string{"a 1"}, []string{"a 1"}},
+		{"a count that starts over is taken as it is", []call{{"a", 5}, {"a", 1}}, []string{"a 1"}, []string{"a 1"}},
+	}
+	rows := func(keys []FailedKey) []string {
+		var got []string
+		for _, k := range keys {
+			row := fmt.Sprintf("%s %d", k.Key, k.Failures)
+			if k.State != Retrying {
+				row += " " + string(k.State)
+			}
+			got = append(got, row)
+		}
+		return got
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := clocktesting.NewFakeClock(t0)
-			f := newFailures(2, clock, func(item any) string { return item.(string) })
+			f := newFailures(2, clock, func(item any) string { return item.(string) }, nil)
 			for _, c := range tt.calls {
 				if c.failures == 0 {
 					f.ObserveSuccess(c.item)
@@ -249,14 +317,33 @@ func TestFailuresTable(t *testing.T) {
 					f.ObserveError(c.item, errors.New("boom"), c.failures, true)
 				}
 				clock.Step(time.Second)
+				verifyFailures(t, f)
 			}
-			var got []string
-			for _, row := range f.rows(clock.Now()) {
-				got = append(got, fmt.Sprintf("%s %d", row.Key, row.Failures))
-			}
-			assert.Equal(t, tt.want, got)
+			var v QueueView
+			f.fill(&v, clock.Now())
+			assert.Equal(t, tt.wantFailing, rows(v.Failing), "failing")
+			assert.Equal(t, tt.wantRecent, rows(v.Recent), "recent")
 		})
 	}
+}
+
+// verifyFailures checks the invariant of a Failures: each map holds at
+// most limit keys, open counts the recent entries not Succeeded, and
+// watched is len(failing) + open.
+func verifyFailures(t *testing.T, f *Failures) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	open := 0
+	for _, e := range f.recent {
+		if e.state != Succeeded {
+			open++
+		}
+	}
+	assert.LessOrEqual(t, len(f.failing), f.limit, "failing keys")
+	assert.LessOrEqual(t, len(f.recent), f.limit, "recent failures")
+	assert.Equal(t, open, f.open, "open")
+	assert.Equal(t, int64(len(f.failing)+open), f.watched.Load(), "watched")
 }
 
 func TestFailuresKeepsErrorTextBounded(t *testing.T) {
@@ -272,9 +359,11 @@ func TestFailuresKeepsErrorTextBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFailures(1, clocktesting.NewFakeClock(t0), func(item any) string { return fmt.Sprint(item) })
+			f := newFailures(1, clocktesting.NewFakeClock(t0), func(item any) string { return fmt.Sprint(item) }, nil)
 			f.ObserveError("a", tt.err, 1, true)
-			rows := f.rows(t0)
+			var v QueueView
+			f.fill(&v, t0)
+			rows := v.Failing
 			require.Len(t, rows, 1)
 			assert.Equal(t, tt.want, rows[0].LastError)
 			assert.LessOrEqual(t, len(rows[0].LastError), maxErrorText)
@@ -335,7 +424,8 @@ func TestServeHTTP(t *testing.T) {
 			`<section class="queue" data-queue="pods">`, `<li class="key">default/web</li>`, `href="?refresh=5"`,
 			`Queued, next first <span class="muted">(1 of 2 listed)</span>`,
 			`In flight, longest first: <span class="muted">none</span>`,
-			`Failing, most failures first: <span class="muted">none reported</span>`,
+			`Failing now, most failures first: <span class="muted">none</span>`,
+			`Failed recently, latest first: <span class="muted">none</span>`,
 		}, []string{`http-equiv="refresh"`, "default/db"}},
 		{"GET", "/debug/queues?format=html&refresh=0", 200, "text/html; charset=utf-8", []string{"default/web"}, []string{`http-equiv="refresh"`}},
 		{"GET", "/debug/queues?refresh=5", 200, "text/html; charset=utf-8", []string{`<meta http-equiv="refresh" content="5">`, `<b>5 s</b>`, `<a href="?">off</a>`}, nil},
@@ -395,7 +485,7 @@ func TestEscaping(t *testing.T) {
 	for _, raw := range []string{"<script", "<img", "<b>\"name", `"quoted"`} {
 		assert.NotContains(t, page, raw)
 	}
-	assert.Equal(t, 6, strings.Count(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), "in flight, failing, waiting, parked with its event, and queued")
+	assert.Equal(t, 7, strings.Count(page, "&lt;script&gt;alert(1)&lt;/script&gt;"), "in flight, failing, failed recently, waiting, parked with its event, and queued")
 	assert.Contains(t, page, "&lt;img src=x onerror=alert(2)&gt; &amp; &#34;quoted&#34;")
 	assert.Contains(t, page, `data-queue="&lt;b&gt;&#34;name&#34;&lt;/b&gt;"`)
 
@@ -441,18 +531,25 @@ func TestRunnerReportsToFailures(t *testing.T) {
 		require.Len(t, failing, 2)
 		for _, f := range failing {
 			assert.Equal(t, 2, f.Failures, f.Key)
-			assert.True(t, f.Retrying, f.Key)
+			assert.Equal(t, Retrying, f.State, f.Key)
 			assert.Equal(t, "cannot reconcile "+f.Key, f.LastError)
 		}
 
 		fixed.Store("flaky", true)
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		failing = h.View().Queues[0].Failing
-		require.Len(t, failing, 1, "flaky succeeded")
-		assert.Equal(t, "broken", failing[0].Key)
-		assert.Equal(t, 4, failing[0].Failures, "given up after 3 retries")
-		assert.False(t, failing[0].Retrying)
+		v := h.View().Queues[0]
+		require.Len(t, v.Failing, 1, "flaky succeeded")
+		assert.Equal(t, "broken", v.Failing[0].Key)
+		assert.Equal(t, 4, v.Failing[0].Failures, "given up after 3 retries")
+		assert.Equal(t, GivenUp, v.Failing[0].State)
+		require.Len(t, v.Recent, 2)
+		assert.Equal(t, v.Failing[0], v.Recent[0], "broken failed last")
+		assert.Equal(t, "flaky", v.Recent[1].Key)
+		assert.Equal(t, 2, v.Recent[1].Failures)
+		assert.Equal(t, Succeeded, v.Recent[1].State)
+		assert.EqualValues(t, 6, v.Failures, "flaky twice, broken 4 times")
+		assert.EqualValues(t, 1, v.GivenUp)
 		cancel()
 		<-done
 	})
@@ -501,4 +598,6 @@ func TestConcurrentUse(t *testing.T) {
 	v := h.View()
 	assert.Len(t, v.Queues, 5)
 	assert.LessOrEqual(t, len(v.Queues[0].Failing), 5)
+	assert.LessOrEqual(t, len(v.Queues[0].Recent), 5)
+	verifyFailures(t, failures)
 }

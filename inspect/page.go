@@ -17,6 +17,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"duration": formatSeconds,
 	"rate":     formatRate,
 	"join":     strings.Join,
+	"state":    stateText,
 	"stamp":    func(t time.Time) string { return t.Format("2006-01-02 15:04:05 MST") },
 }).Parse(pageSource))
 
@@ -51,4 +52,19 @@ func formatRate(r *float64) string {
 		return strconv.FormatFloat(*r, 'f', 1, 64)
 	}
 	return strconv.FormatFloat(*r, 'g', 2, 64)
+}
+
+// stateText shows a State in words.
+func stateText(s State) string {
+	switch s {
+	case Retrying:
+		return "retrying"
+	case GivenUp:
+		return "given up"
+	case DroppedAtShutdown:
+		return "not retried (shutdown)"
+	case Succeeded:
+		return "succeeded since"
+	}
+	return string(s)
 }

@@ -1,9 +1,14 @@
 package inspect
 
 import (
+	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestFormatRate(t *testing.T) {
@@ -40,4 +45,63 @@ func TestFormatSeconds(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, formatSeconds(tt.seconds))
 	}
+}
+
+func TestStateText(t *testing.T) {
+	tests := []struct {
+		state State
+		want  string
+	}{
+		{Retrying, "retrying"},
+		{GivenUp, "given up"},
+		{DroppedAtShutdown, "not retried (shutdown)"},
+		{Succeeded, "succeeded since"},
+		{"other", "other"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, stateText(tt.state))
+	}
+}
+
+// TestPageShowsStates checks the rows of the failing and recent tables:
+// a key given up on says so, with its error and failures, and a key that
+// succeeded after failing is listed among the recent failures only.
+func TestPageShowsStates(t *testing.T) {
+	clock := clocktesting.NewFakeClock(t0)
+	q := newQueue(clock)
+	defer q.ShutDown()
+	h := NewHandler(WithClock(clock))
+	f := Register(h, "pods", q)
+	f.ObserveError("flaky", errors.New("conflict"), 1, true)
+	f.ObserveSuccess("flaky")
+	f.ObserveError("retried", errors.New("timeout"), 2, true)
+	f.ObserveError("broken", errors.New("image not found"), 3, false)
+	clock.Step(2 * time.Second)
+	page := serve(h, "GET", "/").Body.String()
+	failing := tableOf(t, page, "failing")
+	recent := tableOf(t, page, "recent")
+	tests := []struct {
+		table, row string
+	}{
+		{failing, `<tr class="givenUp"><td class="key">broken</td><td class="n">3</td><td class="error">image not found</td><td class="n">2s ago</td><td>given up</td></tr>`},
+		{failing, `<tr class="retrying"><td class="key">retried</td><td class="n">2</td><td class="error">timeout</td><td class="n">2s ago</td><td>retrying</td></tr>`},
+		{recent, `<tr class="givenUp"><td class="key">broken</td>`},
+		{recent, `<tr class="retrying"><td class="key">retried</td>`},
+		{recent, `<tr class="succeeded"><td class="key">flaky</td><td class="n">1</td><td class="error">conflict</td><td class="n">2s ago</td><td>succeeded since</td></tr>`},
+	}
+	for _, tt := range tests {
+		assert.Contains(t, tt.table, tt.row)
+	}
+	assert.NotContains(t, failing, "flaky")
+	assert.Contains(t, page, `<td class="n">0</td><td class="n">3</td><td class="n">3</td><td class="n">1</td></tr>`,
+		"the counts end with adds/s, the failures of the last minute, since registration and the give-ups")
+}
+
+// tableOf returns the HTML of the page's table of the class given.
+func tableOf(t *testing.T, page, class string) string {
+	t.Helper()
+	_, table, ok := strings.Cut(page, `<table class="`+class+`">`)
+	require.True(t, ok, "no table of class %q", class)
+	table, _, _ = strings.Cut(table, "</table>")
+	return table
 }

@@ -24,7 +24,7 @@ type View struct {
 
 // QueueView is one queue in a [View]: the counts and lists of a
 // [workqueue.Snapshot], with keys as text and ages and delays worked out
-// at the snapshot's time, and the queue's failing keys.
+// at the snapshot's time, and the failures its Runner reported.
 type QueueView struct {
 	// Name is the name the queue was registered under.
 	Name string `json:"name"`
@@ -59,9 +59,18 @@ type QueueView struct {
 	Delayed []DelayedKey `json:"delayed"`
 	// ParkedKeys holds the keys parked until an event, longest first.
 	ParkedKeys []ParkedKey `json:"parkedKeys"`
-	// Failing holds the keys with the most failures in a row that the
-	// queue's [Failures] was told of, most first; see [Failures].
-	Failing []FailingKey `json:"failing"`
+	// Failing holds the keys whose last reconcile failed, most failures
+	// in a row first, as the queue's [Failures] keeps them.
+	Failing []FailedKey `json:"failing"`
+	// Recent holds the last failure of each of the keys that failed most
+	// recently, latest first, including keys that have succeeded since.
+	Recent []FailedKey `json:"recent"`
+	// FailuresLastMinute counts the failed reconciles in the 60 whole
+	// seconds up to the view, on the handler's clock; Failures and GivenUp
+	// count the failed reconciles and the give-ups since registration.
+	FailuresLastMinute int    `json:"failuresLastMinute"`
+	Failures           uint64 `json:"failures"`
+	GivenUp            uint64 `json:"givenUp"`
 }
 
 // InFlightKey is a key being processed.
@@ -103,21 +112,21 @@ type ParkedKey struct {
 	Requeues int `json:"requeues"`
 }
 
-// FailingKey is a key whose last reconcile failed.
-type FailingKey struct {
+// FailedKey is a key whose reconcile failed, and what became of it.
+type FailedKey struct {
 	Key string `json:"key"`
-	// Failures is the number of failed reconciles in a row.
+	// Failures is the number of failed reconciles in a row, as of the
+	// failure shown.
 	Failures int `json:"failures"`
-	// LastError is the last failure's error text, cut to 1 KiB.
+	// LastError is the failure's error text, cut to 1 KiB.
 	LastError string `json:"lastError"`
-	// LastFailed is when the handler was told of the last failure, on the
+	// LastFailed is when the handler was told of the failure, on the
 	// handler's clock; AgoSeconds is how long before the view that was.
 	LastFailed time.Time `json:"lastFailed"`
 	AgoSeconds float64   `json:"agoSeconds"`
-	// Retrying reports whether the Runner retries the key; false when it
-	// gave up on it, dropped its retry at shutdown, or the queue is
-	// shutting down, which drops the retry.
-	Retrying bool `json:"retrying"`
+	// State is what became of the key: retried, given up, dropped because
+	// the queue is shutting down, or, in Recent only, succeeded since.
+	State State `json:"state"`
 }
 
 // queueEntry is a queue registered with a Handler.
@@ -156,8 +165,8 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 		InFlight:      make([]InFlightKey, 0, len(s.InFlight)),
 		Delayed:       make([]DelayedKey, 0, len(s.Delayed)),
 		ParkedKeys:    make([]ParkedKey, 0, len(s.ParkedItems)),
-		Failing:       q.failures.rows(q.now()),
 	}
+	q.failures.fill(&v, q.now())
 	for _, item := range s.Queued {
 		v.Queued = append(v.Queued, q.format(item))
 	}
@@ -186,8 +195,12 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 	if s.ShuttingDown {
 		// A queue shutting down drops every add, so the retry the Runner
 		// was told of when the key failed will not happen.
-		for i := range v.Failing {
-			v.Failing[i].Retrying = false
+		for _, keys := range [][]FailedKey{v.Failing, v.Recent} {
+			for i := range keys {
+				if keys[i].State == Retrying {
+					keys[i].State = DroppedAtShutdown
+				}
+			}
 		}
 	}
 	return v
@@ -220,6 +233,6 @@ func cloneRate(r *float64) *float64 {
 
 // byMostFailures orders failing keys most failures first, then the most
 // recent failure first, then by key.
-func byMostFailures(a, b FailingKey) int {
+func byMostFailures(a, b FailedKey) int {
 	return cmp.Or(cmp.Compare(b.Failures, a.Failures), b.LastFailed.Compare(a.LastFailed), cmp.Compare(a.Key, b.Key))
 }

@@ -132,7 +132,9 @@ var seriesMeaning = map[string]string{
 	"workqueue_depth":                             "items waiting to be handed out",
 	"workqueue_longest_running_processor_seconds": "age of the oldest item being reconciled",
 	"workqueue_queue_duration_seconds":            "seconds items waited between Add and Get (sum, count)",
-	"workqueue_retries_total":                     "AddAfter calls: retries with backoff and delayed adds",
+	"workqueue_retries_total":                     "AddAfter and AddRateLimited calls: retries with backoff and delayed adds",
+	"workqueue_parked_items":                      "items parked until an event (none in this demo)",
+	"workqueue_park_timeouts_total":               "parks ended by MaxParkTime instead of an event",
 	"workqueue_unfinished_work_seconds":           "summed age of the items being reconciled",
 	"workqueue_work_duration_seconds":             "seconds from Get to Done (sum, count)",
 }

@@ -36,7 +36,7 @@ type controllerConfig struct {
 	registry      *prometheus.Registry
 	timeline      *timeline
 	logger        *slog.Logger // the runners' log of failures and panics
-	// inspector, if set, shows the work queues and their failing keys.
+	// inspector, if set, shows the work queues and their failures.
 	inspector *inspect.Handler
 }
 
@@ -49,7 +49,7 @@ type controller struct {
 	queue        workqueue.TypedRateLimitingInterface[request]
 	commandQueue workqueue.TypedRateLimitingInterface[Command]
 
-	// The failing keys the runners report to the inspector; nil without one.
+	// The failures the runners report to the inspector; nil without one.
 	requestFailures, commandFailures workqueue.ErrorObserver
 
 	// The queues' rate limiters, which note when retries fall due.
@@ -68,9 +68,12 @@ type controller struct {
 	config   controllerConfig
 }
 
-// The work queues' names, the label name of their workqueue_* metrics.
+// The work queues' names: the name label of their workqueue_* metrics,
+// their sections on the inspector's page and their lines in the summary.
+// "request" rather than "queue": the items are requests about Queues, and
+// a work queue named queue reads as one of the Queues.
 const (
-	requestQueueName = "queue"
+	requestQueueName = "request"
 	commandQueueName = "command"
 )
 

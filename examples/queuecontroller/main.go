@@ -6,6 +6,11 @@
 // prints a timeline as the controller works, then a summary of what the work
 // queues did and a status table.
 //
+// The controller has two work queues, request (requests to sync, open or
+// close a Queue) and command (Commands to carry out): the terminal, the
+// name label of the workqueue_* metrics and the inspector's page all call
+// them so.
+//
 // Flags choose the number of workers per work queue, the failure rate, the
 // retry limit and a loopback address to serve /metrics and the work queue
 // inspector, /debug/queues, on (-serve), in which case the controller keeps
@@ -62,7 +67,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 2, "workers per work queue")
 	flag.Float64Var(&o.failureRate, "failure-rate", 0.2, "fraction of the controller's writes that fail, to be retried (0 to 1)")
 	flag.Uint64Var(&o.seed, "seed", 1, "seed of the injected failures")
-	flag.IntVar(&o.maxRequeueNum, "max-requeue", -1, "retries of a failing request before giving up with a warning event; -1 for unlimited")
+	flag.IntVar(&o.maxRequeueNum, "max-requeue", -1, "retries of a failing request or command before giving up on it; -1 for unlimited")
 	flag.StringVar(&o.serve, "serve", "", "loopback address (e.g. 127.0.0.1:9090) to serve /metrics and /debug/queues on, until interrupted")
 	flag.BoolVar(&o.verbose, "v", false, "log every failed reconcile to stderr")
 	flag.Usage = func() {
@@ -174,10 +179,10 @@ func run(ctx context.Context, out io.Writer, o options) error {
 
 	fmt.Fprintln(out)
 	printWorkqueueSummary(out, []workqueueSummary{
-		{label: "requests", addCalls: ctrl.requestAddCalls.Load(), figures: after[requestQueueName], dropped: before[requestQueueName].delayed},
-		{label: "commands", addCalls: ctrl.commandAddCalls.Load(), figures: after[commandQueueName], dropped: before[commandQueueName].delayed},
+		{label: requestQueueName, addCalls: ctrl.requestAddCalls.Load(), figures: after[requestQueueName], dropped: before[requestQueueName].delayed},
+		{label: commandQueueName, addCalls: ctrl.commandAddCalls.Load(), figures: after[commandQueueName], dropped: before[commandQueueName].delayed},
 	})
-	fmt.Fprintf(out, "%d events, %d failed reconciles retried or given up\n", len(tl.recorded()), tl.failureCount())
+	fmt.Fprintf(out, "%d events, %d failures retried or given up\n", len(tl.recorded()), tl.failureCount())
 	incomplete := newIncompleteError(result, tl.givenUpSince(0), o.maxRequeueNum)
 	if incomplete != nil {
 		incomplete.report(out)

@@ -10,7 +10,7 @@ import (
 // workqueueSummary is what one work queue did during the scenario, from its
 // workqueue_* metrics and the controller's count of its own Add calls.
 type workqueueSummary struct {
-	label    string
+	label    string           // the work queue's name
 	addCalls uint64           // the controller's Add calls
 	figures  workqueueFigures // the queue's metrics once it has stopped
 	dropped  int              // retries still waiting for their backoff at the stop

@@ -33,11 +33,11 @@ func TestWorkqueueSummaryCounts(t *testing.T) {
 		c.queue.ShutDown()
 		after, err := c.metrics.workqueueFigures()
 		require.NoError(t, err)
-		s := workqueueSummary{label: "requests", addCalls: c.requestAddCalls.Load(), figures: after[requestQueueName], dropped: before[requestQueueName].delayed}
+		s := workqueueSummary{label: requestQueueName, addCalls: c.requestAddCalls.Load(), figures: after[requestQueueName], dropped: before[requestQueueName].delayed}
 
 		assert.Equal(t, 1, s.dropped, "the second retry was waiting")
 		assert.EqualValues(t, 2, s.collapsed(), "two of the three adds")
-		assert.Equal(t, "requests 2 adds (2 collapsed), 2 processed, 2 retries, mean wait 497.5ms", s.String(),
+		assert.Equal(t, "request 2 adds (2 collapsed), 2 processed, 2 retries, mean wait 497.5ms", s.String(),
 			"waits: none for the first Get; the retry, added at 1 ms + 5 ms, got at 1001 ms")
 	})
 }

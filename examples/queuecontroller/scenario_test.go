@@ -44,7 +44,7 @@ queue_pod_group_running_count{queue_name="prod"} 1
 func checkScenarioOutput(t *testing.T, out string) {
 	t.Helper()
 	assert.Contains(t, out, wantClosedTable)
-	_, final, found := strings.Cut(out, "failed reconciles retried or given up\n\n")
+	_, final, found := strings.Cut(out, "failures retried or given up\n\n")
 	require.True(t, found, out)
 	assert.Equal(t, wantFinal, final)
 	for _, want := range []string{
@@ -259,7 +259,7 @@ func outcomeOf(t *testing.T, err error, out string) outcome {
 }
 
 // summaryLines matches the work queue summary and the line after it.
-var summaryLines = regexp.MustCompile(`(?m)^work queues: requests (\d+) adds \((-?\d+) collapsed\), (\d+) processed, (\d+) retries, mean wait (\S+)\n {13}commands (\d+) adds \((-?\d+) collapsed\), (\d+) processed, (\d+) retries, mean wait (\S+)\n(\d+) events, (\d+) failed reconciles retried or given up\n`)
+var summaryLines = regexp.MustCompile(`(?m)^work queues: request (\d+) adds \((-?\d+) collapsed\), (\d+) processed, (\d+) retries, mean wait (\S+)\n {13}command (\d+) adds \((-?\d+) collapsed\), (\d+) processed, (\d+) retries, mean wait (\S+)\n(\d+) events, (\d+) failures retried or given up\n`)
 
 // checkWorkqueueSummary checks that the output has the work queue summary,
 // above the count of events, and that its figures agree with each other

@@ -41,8 +41,8 @@ func (b *lockedBuffer) String() string {
 // -max-requeue 2` past its scenario and checks the metrics and the
 // inspector it prints the addresses of: the work queues still running on
 // the trickle of generated events, their adds growing from one scrape to
-// the next, and the keys given up on listed as not retrying, with their
-// errors.
+// the next, the keys given up on listed as given up, with their errors,
+// and the failures that were retried listed as recent failures.
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -56,7 +56,7 @@ func TestServe(t *testing.T) {
 	require.NotNil(t, urls, out.String())
 
 	adds := func() float64 {
-		m := regexp.MustCompile(`(?m)^workqueue_adds_total\{name="queue"\} (\S+)$`).FindStringSubmatch(get(t, urls[1]))
+		m := regexp.MustCompile(`(?m)^workqueue_adds_total\{name="request"\} (\S+)$`).FindStringSubmatch(get(t, urls[1]))
 		require.NotNil(t, m, "no adds of the request queue on /metrics")
 		v, err := strconv.ParseFloat(m[1], 64)
 		require.NoError(t, err)
@@ -74,14 +74,18 @@ func TestServe(t *testing.T) {
 	var incomplete *incompleteError
 	require.ErrorAs(t, err, &incomplete, "these flags give up")
 	require.Len(t, view.Queues, 2)
-	givenUp := map[string]inspect.FailingKey{} // by the timeline's name
+	givenUp := map[string]inspect.FailedKey{} // by the timeline's name
+	recent := 0
 	for i, name := range []string{requestQueueName, commandQueueName} {
 		q := view.Queues[i]
 		assert.Equal(t, name, q.Name)
 		assert.False(t, q.ShuttingDown, "the controller still runs while it serves")
+		assert.LessOrEqual(t, uint64(len(q.Recent)), q.Failures)
+		recent += len(q.Recent)
 		for _, f := range q.Failing {
 			assert.NotEmpty(t, f.LastError, f.Key)
-			if f.Retrying {
+			if f.State != inspect.GivenUp {
+				assert.Equal(t, inspect.Retrying, f.State, f.Key)
 				continue
 			}
 			assert.Equal(t, 3, f.Failures, "%s given up after 2 retries", f.Key)
@@ -104,6 +108,7 @@ func TestServe(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, givenUp, "these flags give up on requests and commands")
+	assert.NotZero(t, recent, "the failures show as recent failures")
 }
 
 func get(t *testing.T, url string) string {

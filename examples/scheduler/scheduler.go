@@ -205,6 +205,9 @@ func (s *scheduler) printPlacement() {
 	for _, p := range snapshot.ParkedItems {
 		pending = append(pending, fmt.Sprintf("%s (priority %d, %d cpu)", p.Item, s.pods[p.Item].priority, s.pods[p.Item].cpu))
 	}
+	if len(pending) == 0 {
+		pending = []string{"none"}
+	}
 	fmt.Fprintf(s.out, "  parked  %s\n", strings.Join(pending, ", "))
 	fmt.Fprintf(s.out, "\n%d scheduling attempts: %d bound, %d parked; %d pods woken by events\n", s.attempts, s.binds, s.parks, s.wakes)
 }

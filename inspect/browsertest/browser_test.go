@@ -82,10 +82,13 @@ func TestInspectorInChromium(t *testing.T) {
 	failing := text(t, browser, `section[data-queue="pods"] table.failing`)
 	assert.Contains(t, failing, retryKey+"\t1\t"+retryError+"\t0s ago\tretrying", "the retrying key with its error")
 	assert.Contains(t, failing, scriptKey+"\t1\t"+markupErr, "markup shown as text")
+	recent := text(t, browser, `section[data-queue="pods"] table.recent`)
+	assert.Contains(t, recent, retryKey+"\t1\t"+retryError+"\t0s ago\tretrying", "the failures, latest first")
 	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.delayed`), scriptKey+"\t1s\t1")
 	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.parked`), pendingKey+"\tnode-added\t0s\t1", "the parked key with its event")
 	counts := text(t, browser, `section[data-queue="pods"] table.counts`)
-	assert.Contains(t, counts, "0\t1\t2\t1\t4\t0.00074", "none queued, 1 processing, 2 waiting, 1 parked, 4 adds in the 90 min since Register")
+	assert.Contains(t, counts, "0\t1\t2\t1\t4\t0.00074\t2\t2\t0",
+		"none queued, 1 processing, 2 waiting, 1 parked, 4 adds in the 90 min since Register, 2 failures in the last minute and since, none given up")
 	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-1\nnode-2\nnode-3")
 
 	keys := run(t, browser, "read the key cells", chromedp.Evaluate[[]string](
@@ -105,13 +108,15 @@ func TestInspectorInChromium(t *testing.T) {
 	step(t, browser, "reload the page", chromedp.Reload())
 	tables := run(t, browser, "list the tables", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('section[data-queue="pods"] table')].map(e => e.className)`))
-	assert.Equal(t, []string{"counts", "failing", "delayed"}, tables, "nothing in flight any more")
+	assert.Equal(t, []string{"counts", "failing", "recent", "delayed"}, tables, "nothing in flight any more")
 	failing = text(t, browser, `section[data-queue="pods"] table.failing`)
 	assert.NotContains(t, failing, retryKey, "the retried key succeeded")
+	recent = text(t, browser, `section[data-queue="pods"] table.recent`)
+	assert.Contains(t, recent, retryKey+"\t1\t"+retryError+"\t1s ago\tsucceeded since", "the retried key's failure still shows")
 	assert.Contains(t, failing, scriptKey+"\t2\t"+markupErr+"\t0s ago\tretrying")
 	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.delayed`), scriptKey+"\t2s\t2")
 	counts = text(t, browser, `section[data-queue="pods"] table.counts`)
-	assert.Contains(t, counts, "0\t0\t1\t0\t7\t3.0", "2 retries and the woken key added in the second since the first view")
+	assert.Contains(t, counts, "0\t0\t1\t0\t7\t3.0\t3\t3\t0", "2 retries and the woken key added in the second since the first view; a third failure")
 	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-4")
 }
 
