@@ -94,10 +94,8 @@ func (h *Handler) clockOrReal() clock.PassiveClock {
 	return h.clock
 }
 
-// Snapshotter is what [Register] needs of a queue: its Snapshot method.
-// Every queue of the workqueue package has one: *workqueue.Typed directly,
-// and the delaying and rate-limiting queues behind
-// [workqueue.TypedDelayingQueue] and [workqueue.TypedRateLimitingQueue].
+// Snapshotter is what [Register] needs of a queue: its Snapshot method,
+// which every queue of the workqueue package has.
 type Snapshotter[T comparable] interface {
 	Snapshot(n int) workqueue.Snapshot[T]
 }
@@ -105,8 +103,9 @@ type Snapshotter[T comparable] interface {
 // Every queue of the workqueue package can be registered.
 var (
 	_ Snapshotter[string] = (*workqueue.Typed[string])(nil)
-	_ Snapshotter[string] = workqueue.TypedDelayingQueue[string](nil)
-	_ Snapshotter[string] = workqueue.TypedRateLimitingQueue[string](nil)
+	_ Snapshotter[string] = (*workqueue.TypedDelayingQueue[string])(nil)
+	_ Snapshotter[string] = (*workqueue.TypedRateLimitingQueue[string])(nil)
+	_ Snapshotter[string] = (*workqueue.TypedPriorityQueue[string])(nil)
 )
 
 // KeyOption configures how [Register] shows a queue's keys.

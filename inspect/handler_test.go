@@ -24,7 +24,7 @@ var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 // newQueue returns a rate-limiting queue on clock whose limiter waits 1 s,
 // 2 s, 4 s, ... between failures.
-func newQueue(clock *clocktesting.FakeClock) workqueue.TypedRateLimitingQueue[string] {
+func newQueue(clock *clocktesting.FakeClock) *workqueue.TypedRateLimitingQueue[string] {
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
 	return workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 		workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
@@ -43,18 +43,18 @@ func TestView(t *testing.T) {
 		name string
 		// act runs on a queue registered with a handler that lists 2 keys
 		// of each kind, both on clock, which reads t0.
-		act  func(q workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock)
+		act  func(q *workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock)
 		want func(v *QueueView)
 	}{
-		{"empty", func(workqueue.TypedRateLimitingQueue[string], *Failures, *clocktesting.FakeClock) {}, func(*QueueView) {}},
-		{"queued, the first 2 listed", func(q workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
+		{"empty", func(*workqueue.TypedRateLimitingQueue[string], *Failures, *clocktesting.FakeClock) {}, func(*QueueView) {}},
+		{"queued, the first 2 listed", func(q *workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.Add("b")
 			q.Add("c")
 		}, func(v *QueueView) {
 			v.Depth, v.Adds, v.Queued = 3, 3, []string{"a", "b"}
 		}},
-		{"a stuck key, longest in flight first, and its rate", func(q workqueue.TypedRateLimitingQueue[string], _ *Failures, clock *clocktesting.FakeClock) {
+		{"a stuck key, longest in flight first, and its rate", func(q *workqueue.TypedRateLimitingQueue[string], _ *Failures, clock *clocktesting.FakeClock) {
 			q.Add("stuck")
 			q.Get()
 			clock.Step(time.Hour)
@@ -70,7 +70,7 @@ func TestView(t *testing.T) {
 				{Key: "b", Since: t0.Add(time.Hour), AgeSeconds: 1, Requeue: true},
 			}
 		}},
-		{"delayed, soonest first, with requeues", func(q workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
+		{"delayed, soonest first, with requeues", func(q *workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
 			q.AddAfter("later", time.Minute)
 			q.AddRateLimited("retry") // 1 s
 			q.AddRateLimited("retry") // 2 s: the earlier time wins
@@ -82,7 +82,7 @@ func TestView(t *testing.T) {
 				{Key: "later", ReadyAt: t0.Add(time.Minute), ReadyInSeconds: 60},
 			}
 		}},
-		{"parked, longest first, with their events", func(q workqueue.TypedRateLimitingQueue[string], _ *Failures, clock *clocktesting.FakeClock) {
+		{"parked, longest first, with their events", func(q *workqueue.TypedRateLimitingQueue[string], _ *Failures, clock *clocktesting.FakeClock) {
 			for _, item := range []string{"first", "second", "third"} {
 				q.Add(item)
 				got, _ := q.Get()
@@ -94,11 +94,11 @@ func TestView(t *testing.T) {
 			v.Taken = t0.Add(3 * time.Second)
 			v.Adds, v.AddsPerSecond, v.Parked = 3, rate(1), 3
 			v.ParkedKeys = []ParkedKey{
-				{Key: "first", Events: []string{"node-added", "pod-deleted"}, Since: t0, ParkedSeconds: 3, Requeues: 1},
-				{Key: "second", Events: []string{"node-added", "pod-deleted"}, Since: t0.Add(time.Second), ParkedSeconds: 2, Requeues: 1},
+				{Key: "first", Events: []string{"node-added", "pod-deleted"}, Since: t0, ParkedSeconds: 3},
+				{Key: "second", Events: []string{"node-added", "pod-deleted"}, Since: t0.Add(time.Second), ParkedSeconds: 2},
 			}
 		}},
-		{"failing, most failures first, then the latest", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
+		{"failing, most failures first, then the latest", func(_ *workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
 			f.ObserveError("once", errBoom, 1, true)
 			clock.Step(time.Second)
 			f.ObserveError("twice", errBoom, 1, true)
@@ -114,7 +114,7 @@ func TestView(t *testing.T) {
 			v.Recent = []FailedKey{onceToo, twice}
 			v.FailuresLastMinute, v.Failures, v.GivenUp = 4, 4, 1
 		}},
-		{"a success takes the key out of the failing and shows in the recent", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+		{"a success takes the key out of the failing and shows in the recent", func(_ *workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
 			f.ObserveError("a", errBoom, 1, true)
 			f.ObserveError("b", errBoom, 1, true)
 			f.ObserveSuccess("a")
@@ -128,7 +128,7 @@ func TestView(t *testing.T) {
 		// Regression: the page said "Failing: none reported" while the
 		// queue controller's reconciles failed every 250 ms, as each retry
 		// succeeded before the next load.
-		{"a failure retried and fixed between two views still shows", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
+		{"a failure retried and fixed between two views still shows", func(_ *workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
 			f.ObserveError("a", errBoom, 1, true)
 			clock.Step(5 * time.Millisecond)
 			f.ObserveSuccess("a")
@@ -137,7 +137,7 @@ func TestView(t *testing.T) {
 			v.Recent = []FailedKey{{Key: "a", Failures: 1, LastError: "boom", LastFailed: t0, AgoSeconds: 0.005, State: Succeeded}}
 			v.FailuresLastMinute, v.Failures = 1, 1
 		}},
-		{"a key given up on shows as given up until it succeeds", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+		{"a key given up on shows as given up until it succeeds", func(_ *workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
 			f.ObserveError("a", errBoom, 3, false)
 			f.ObserveError("b", errBoom, 3, false)
 			f.ObserveSuccess("b")
@@ -147,7 +147,7 @@ func TestView(t *testing.T) {
 			v.Recent = []FailedKey{{Key: "b", Failures: 3, LastError: "boom", LastFailed: t0, State: Succeeded}, a}
 			v.FailuresLastMinute, v.Failures, v.GivenUp = 2, 2, 2
 		}},
-		{"the last minute counts whole seconds", func(_ workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
+		{"the last minute counts whole seconds", func(_ *workqueue.TypedRateLimitingQueue[string], f *Failures, clock *clocktesting.FakeClock) {
 			f.ObserveError("a", errBoom, 1, true)
 			clock.Step(59 * time.Second)
 			f.ObserveError("a", errBoom, 2, true)
@@ -162,13 +162,13 @@ func TestView(t *testing.T) {
 			v.Recent = []FailedKey{b, a}
 			v.FailuresLastMinute, v.Failures = 2, 3
 		}},
-		{"shutting down", func(q workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
+		{"shutting down", func(q *workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
 			q.Add("a")
 			q.ShutDown()
 		}, func(v *QueueView) {
 			v.ShuttingDown, v.Depth, v.Adds, v.Queued = true, 1, 1, []string{"a"}
 		}},
-		{"failing keys of a queue shutting down are not retried", func(q workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+		{"failing keys of a queue shutting down are not retried", func(q *workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
 			f.ObserveError("a", errBoom, 1, true)
 			q.ShutDown()
 		}, func(v *QueueView) {
@@ -177,7 +177,7 @@ func TestView(t *testing.T) {
 			v.Failing, v.Recent = []FailedKey{a}, []FailedKey{a}
 			v.FailuresLastMinute, v.Failures = 1, 1
 		}},
-		{"a retry dropped at shutdown is not a give-up", func(q workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
+		{"a retry dropped at shutdown is not a give-up", func(q *workqueue.TypedRateLimitingQueue[string], f *Failures, _ *clocktesting.FakeClock) {
 			q.ShutDown()
 			f.ObserveError("a", errBoom, 1, false)
 		}, func(v *QueueView) {
@@ -499,7 +499,7 @@ func TestEscaping(t *testing.T) {
 	assert.Equal(t, []string{key + "queued"}, got.Queued)
 	assert.Equal(t, key, got.InFlight[0].Key)
 	assert.Equal(t, key+"later", got.Delayed[0].Key)
-	assert.Equal(t, ParkedKey{Key: key + "parked", Events: []string{key + "event"}, Since: t0, Requeues: 1}, got.ParkedKeys[0])
+	assert.Equal(t, ParkedKey{Key: key + "parked", Events: []string{key + "event"}, Since: t0}, got.ParkedKeys[0])
 	assert.Equal(t, errText, got.Failing[0].LastError)
 }
 

@@ -46,8 +46,8 @@ type controller struct {
 	store  *Store
 	client *faultyClient
 
-	queue        workqueue.TypedRateLimitingInterface[request]
-	commandQueue workqueue.TypedRateLimitingInterface[Command]
+	queue        *workqueue.TypedRateLimitingQueue[request]
+	commandQueue *workqueue.TypedRateLimitingQueue[Command]
 
 	// The failures the runners report to the inspector; nil without one.
 	requestFailures, commandFailures workqueue.ErrorObserver

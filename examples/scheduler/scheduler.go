@@ -47,17 +47,20 @@ type scheduler struct {
 }
 
 func newScheduler(out io.Writer) *scheduler {
-	// No backoff: the scenario has no clock, so a woken pod is queued at
-	// once. kube-scheduler backs a pod off 1 s, doubling to 10 s, after
-	// each failed attempt; a rate limiter with those delays gives the same
+	// No park backoff: the scenario has no clock, so a woken pod is queued
+	// at once. kube-scheduler backs a pod off 1 s, doubling to 10 s, after
+	// each failed attempt; ParkBackoff with those delays gives the same
 	// here, on a real clock.
-	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)
-	// The placement lists the pods still parked at the end; the shutdown
-	// that drops them need not log them too.
-	config := workqueue.TypedPriorityQueueConfig[string]{Logger: slog.New(slog.DiscardHandler)}
+	noBackoff := workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)
+	config := workqueue.TypedPriorityQueueConfig[string]{
+		ParkBackoff: noBackoff,
+		// The placement lists the pods still parked at the end; the
+		// shutdown that drops them need not log them too.
+		Logger: slog.New(slog.DiscardHandler),
+	}
 	return &scheduler{
 		out:   out,
-		queue: workqueue.NewTypedPriorityQueue(limiter, config),
+		queue: workqueue.NewTypedPriorityQueue(workqueue.DefaultTypedControllerRateLimiter[string](), config),
 		pods:  map[string]*pod{},
 		nodes: map[string]*node{},
 	}

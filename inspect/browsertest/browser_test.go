@@ -85,7 +85,7 @@ func TestInspectorInChromium(t *testing.T) {
 	recent := text(t, browser, `section[data-queue="pods"] table.recent`)
 	assert.Contains(t, recent, retryKey+"\t1\t"+retryError+"\t0s ago\tretrying", "the failures, latest first")
 	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.delayed`), scriptKey+"\t1s\t1")
-	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.parked`), pendingKey+"\tnode-added\t0s\t1", "the parked key with its event")
+	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.parked`), pendingKey+"\tnode-added\t0s\t0", "the parked key with its event")
 	counts := text(t, browser, `section[data-queue="pods"] table.counts`)
 	assert.Contains(t, counts, "0\t1\t2\t1\t4\t0.00074\t2\t2\t0",
 		"none queued, 1 processing, 2 waiting, 1 parked, 4 adds in the 90 min since Register, 2 failures in the last minute and since, none given up")
@@ -123,7 +123,7 @@ func TestInspectorInChromium(t *testing.T) {
 // scene is the queues, Runner and server the browser reads.
 type scene struct {
 	clock  *clocktesting.FakeClock
-	pods   workqueue.TypedRateLimitingQueue[string]
+	pods   *workqueue.TypedRateLimitingQueue[string]
 	nodes  *workqueue.Typed[string]
 	server *httptest.Server
 
