@@ -34,6 +34,12 @@ type Result struct {
 	// On a queue that cannot park (one from outside this package), it is
 	// Requeue.
 	WaitFor []string
+
+	// Priority, if not nil, is the priority at which RequeueAfter or
+	// Requeue adds the item again on a [TypedPriorityQueue]. Nil keeps
+	// the priority the item was handed out at, as a retry of a failure
+	// does. Other queues ignore it.
+	Priority *int
 }
 
 // WaitFor returns a Result that parks the item until one of events; see
@@ -42,17 +48,13 @@ type Result struct {
 //	return workqueue.WaitFor("node-added", "pod-deleted"), nil
 func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 
-// parker is the Park method of this package's rate-limiting queues.
-type parker[T comparable] interface {
-	Park(item T, events ...string)
-}
-
 // ReconcileFunc brings the state named by item to where it should be. It
 // returns an error to have the item retried with backoff, a
 // [TerminalError] to give up on it at once, or a [Result] asking for a
 // requeue; with an error the Result is ignored. The context carries the
-// values of the context given to [Runner.Run] and is cancelled when the
-// item's timeout (see [WithItemTimeout]) expires. A Runner with several
+// values of the context given to [Runner.Run]; it is cancelled when the
+// item's timeout (see [WithItemTimeout]) expires, and when the grace
+// period after Run's context ends (see [WithGracePeriod]) runs out. A Runner with several
 // workers calls it concurrently, never for one item twice at once. A nil
 // ReconcileFunc is not usable: NewRunner panics on one.
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
@@ -60,10 +62,19 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // Runner runs the worker loop every controller writes: Get an item,
 // reconcile it, then Forget it, retry it with backoff or requeue it as the
 // reconcile asked, and mark it Done. A reconcile that panics is recovered,
-// logged and counted as a failure. A Runner runs once, and owns the shutdown
-// of its queue: see [Runner.Run]. A Runner is safe for concurrent use. The
-// zero value is not usable: make a Runner with [NewRunner] or
-// [NewRunnerWithDeadLetter]; Run panics on a zero Runner.
+// logged and counted as a failure. On a [TypedPriorityQueue], a retry or
+// requeue keeps the priority the item was handed out at unless
+// [Result.Priority] says otherwise. A Runner runs once, and owns the
+// shutdown of its queue: see [Runner.Run].
+//
+// A Runner logs, to slog.Default() or the [WithLogger] logger: a failure
+// it will retry at debug level (see [WithRetryLogLevel]), a retry dropped
+// because the queue is shutting down at warn level, and a reconcile that
+// panicked and an item it gives up on at error level.
+//
+// A Runner is safe for concurrent use. The zero value is not usable: make a
+// Runner with [NewRunner] or [NewRunnerWithDeadLetter]; Run panics on a
+// zero Runner.
 type Runner[T comparable] struct {
 	queue      TypedRateLimitingInterface[T]
 	reconcile  ReconcileFunc[T]
@@ -71,6 +82,9 @@ type Runner[T comparable] struct {
 	timeout    time.Duration
 	deadLetter DeadLetterFunc[T]
 	logger     *slog.Logger
+	retryLevel slog.Level
+	grace      time.Duration
+	drain      bool
 	observers  []ErrorObserver
 
 	// failures counts consecutive failed reconciles per item. It is kept
@@ -107,8 +121,16 @@ type runnerOptions struct {
 	maxRetries int
 	timeout    time.Duration
 	logger     *slog.Logger
+	retryLevel slog.Level
+	grace      time.Duration
+	drain      bool
 	observers  []ErrorObserver
 }
+
+// DefaultGracePeriod is how long the reconciles in flight when [Runner.Run]'s
+// context ends have before their context is cancelled, unless
+// [WithGracePeriod] says otherwise.
+const DefaultGracePeriod = 10 * time.Second
 
 // UnlimitedRetries passed to [WithMaxRetries] retries a failing item for as
 // long as the Runner runs.
@@ -132,10 +154,35 @@ func WithItemTimeout(d time.Duration) RunnerOption {
 	return func(o *runnerOptions) { o.timeout = d }
 }
 
-// WithLogger sets where the Runner logs failed reconciles, recovered panics
-// and retries dropped at shutdown. Nil or unset means slog.Default().
+// WithLogger sets where the Runner logs; see [Runner] for what it logs at
+// which level. Nil or unset means slog.Default().
 func WithLogger(logger *slog.Logger) RunnerOption {
 	return func(o *runnerOptions) { o.logger = logger }
+}
+
+// WithRetryLogLevel sets the level at which the Runner logs a failed
+// reconcile that it will retry. The default, slog.LevelDebug, keeps
+// transient failures out of the logs; the retries still show in the
+// queue's metrics and in an [ErrorObserver].
+func WithRetryLogLevel(level slog.Level) RunnerOption {
+	return func(o *runnerOptions) { o.retryLevel = level }
+}
+
+// WithGracePeriod sets how long the reconciles in flight when Run's
+// context ends may go on before their context is cancelled: 0 cancels it
+// at once. The default is [DefaultGracePeriod]. Run waits for them to
+// return either way. NewRunner panics if d is negative.
+func WithGracePeriod(d time.Duration) RunnerOption {
+	return func(o *runnerOptions) { o.grace = d }
+}
+
+// WithDrain makes Run reconcile every item already queued when its context
+// ends before it returns, as [TypedInterface.ShutDownWithDrain] drains a
+// queue: items waiting for a delay or parked are dropped, and so are
+// retries that fall due during the drain. Reconciles then get a context
+// that Run's does not cancel; bound them with [WithItemTimeout].
+func WithDrain() RunnerOption {
+	return func(o *runnerOptions) { o.drain = true }
 }
 
 // ErrorObserver is told how a [Runner]'s reconciles end, to show which
@@ -196,7 +243,7 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	if reconcile == nil {
 		panic("workqueue: " + name + " needs a reconcile function, got nil")
 	}
-	o := runnerOptions{maxRetries: UnlimitedRetries}
+	o := runnerOptions{maxRetries: UnlimitedRetries, retryLevel: slog.LevelDebug, grace: DefaultGracePeriod}
 	for i, opt := range opts {
 		if opt == nil {
 			panic(fmt.Sprintf("workqueue: %s got a nil option at position %d", name, i))
@@ -209,6 +256,9 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	if o.timeout < 0 {
 		panic(fmt.Sprintf("workqueue: WithItemTimeout(%v): negative timeout", o.timeout))
 	}
+	if o.grace < 0 {
+		panic(fmt.Sprintf("workqueue: WithGracePeriod(%v): negative grace period", o.grace))
+	}
 	r := &Runner[T]{
 		queue:      queue,
 		reconcile:  reconcile,
@@ -216,6 +266,9 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 		timeout:    o.timeout,
 		deadLetter: deadLetter,
 		logger:     o.logger,
+		retryLevel: o.retryLevel,
+		grace:      o.grace,
+		drain:      o.drain,
 		observers:  o.observers,
 		failures:   make(map[T]int),
 	}
@@ -225,24 +278,25 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	return r
 }
 
-// Run starts workers goroutines that reconcile items until ctx is cancelled
-// or the queue is shut down. Then it shuts the queue down with drain, so
-// items already queued and in flight are still reconciled, and returns when
-// every worker has exited. Cancelling ctx stops intake, not the work in
-// progress: reconciles get a context that keeps ctx's values but is not
-// cancelled with it; use [WithItemTimeout] to bound them. A retry that falls
-// due during the drain is dropped and logged, as the queue no longer takes
-// items.
+// Run starts workers goroutines that reconcile items until ctx ends or the
+// queue is shut down and empty, and returns when every worker has exited.
+//
+// When ctx ends, Run shuts the queue down and stops handing out items: the
+// items still queued are dropped with the queue. It waits for the
+// reconciles in flight; their context is cancelled after the grace period
+// (see [WithGracePeriod]). A failure then is not retried: the retry is
+// dropped and logged. [WithDrain] reconciles the queued items first
+// instead. A shutdown of the queue by someone else ends Run once the queue
+// has handed out what it holds.
 //
 // A Runner runs once, as a controller starts its workers once: start them
 // all with one Run, whose workers argument says how many. Run owns the
-// queue's shutdown (it shuts the queue down when it stops), so give each
-// Runner a queue of its own: a second Runner reading the same queue would
-// stop when the first does. Run may be called from any goroutine. It panics
-// on a Runner not made by NewRunner or NewRunnerWithDeadLetter, if workers
-// is less than 1, or if Run was called on this Runner before, even if that
-// call has returned; a call that panicked on its workers argument does not
-// count.
+// queue's shutdown, so give each Runner a queue of its own: a second Runner
+// reading the same queue would stop when the first does. Run may be called
+// from any goroutine. It panics on a Runner not made by NewRunner or
+// NewRunnerWithDeadLetter, if workers is less than 1, or if Run was called
+// on this Runner before, even if that call has returned; a call that
+// panicked on its workers argument does not count.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
 		panic("workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter")
@@ -253,11 +307,18 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if !r.started.CompareAndSwap(false, true) {
 		panic("workqueue: Run called twice on one Runner; start all its workers in one Run")
 	}
-	workCtx := context.WithoutCancel(ctx)
+	// Workers stop taking items when getCtx ends; reconciles run under
+	// workCtx, which keeps ctx's values and ends only after the grace.
+	getCtx := ctx
+	if r.drain {
+		getCtx = context.WithoutCancel(ctx)
+	}
+	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			for r.processNext(workCtx) {
+			for r.processNext(getCtx, workCtx) {
 			}
 		})
 	}
@@ -269,36 +330,48 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	select {
 	case <-ctx.Done():
 	case <-allExited: // the queue was shut down by someone else
+		r.queue.ShutDown()
+		return
 	}
-	r.queue.ShutDownWithDrain()
+	if r.drain {
+		r.queue.ShutDownWithDrain()
+		<-allExited
+		return
+	}
+	r.queue.ShutDown()
+	grace := time.AfterFunc(r.grace, cancelWork)
+	defer grace.Stop()
 	<-allExited
 }
 
-// processNext reconciles one item and reports whether the queue still hands
-// out items.
-func (r *Runner[T]) processNext(ctx context.Context) bool {
-	item, shutdown := r.queue.Get()
-	if shutdown {
+// processNext reconciles one item and reports whether the worker goes on:
+// getCtx ending or the queue's shutdown ends it.
+func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
+	item, priority, ok := r.next(getCtx)
+	if !ok {
 		return false
 	}
 	defer r.queue.Done(item)
-	result, err := r.reconcileRecovered(ctx, item)
+	result, err := r.reconcileRecovered(workCtx, item)
 	if err != nil {
-		r.handleFailure(item, err)
+		r.handleFailure(item, priority, err)
 		return true
 	}
 	r.clearFailures(item)
 	for _, o := range r.observers {
 		o.ObserveSuccess(item)
 	}
+	if result.Priority != nil {
+		priority = result.Priority
+	}
 	switch {
 	case result.RequeueAfter > 0:
 		r.queue.Forget(item)
-		r.queue.AddAfter(item, result.RequeueAfter)
+		r.requeue(item, priority, AddOpts{After: result.RequeueAfter})
 	case result.Requeue:
-		r.queue.AddRateLimited(item)
+		r.requeue(item, priority, AddOpts{RateLimited: true})
 	case len(result.WaitFor) > 0:
-		if p, ok := r.queue.(parker[T]); ok {
+		if p, ok := r.queue.(interface{ Park(item T, events ...string) }); ok {
 			p.Park(item, result.WaitFor...)
 		} else {
 			r.queue.AddRateLimited(item)
@@ -307,6 +380,45 @@ func (r *Runner[T]) processNext(ctx context.Context) bool {
 		r.queue.Forget(item)
 	}
 	return true
+}
+
+// prioritized is what the Runner uses of a priority queue.
+type prioritized[T comparable] interface {
+	get(ctx context.Context) (item T, priority int, err error)
+	AddWithOpts(opts AddOpts, items ...T)
+}
+
+// next gets the next item, with its priority on a priority queue, or
+// reports that the worker should stop.
+func (r *Runner[T]) next(ctx context.Context) (item T, priority *int, ok bool) {
+	if ctx.Err() != nil {
+		return item, nil, false
+	}
+	switch q := r.queue.(type) {
+	case prioritized[T]:
+		item, p, err := q.get(ctx)
+		return item, &p, err == nil
+	case contextGetter[T]:
+		item, err := q.GetContext(ctx)
+		return item, nil, err == nil
+	default:
+		item, shutdown := r.queue.Get()
+		return item, nil, !shutdown
+	}
+}
+
+// requeue adds item again as opts says, at priority on a priority queue.
+func (r *Runner[T]) requeue(item T, priority *int, opts AddOpts) {
+	if q, ok := r.queue.(prioritized[T]); ok {
+		opts.Priority = priority
+		q.AddWithOpts(opts, item)
+		return
+	}
+	if opts.RateLimited {
+		r.queue.AddRateLimited(item)
+	} else {
+		r.queue.AddAfter(item, opts.After)
+	}
 }
 
 func (r *Runner[T]) reconcileRecovered(ctx context.Context, item T) (result Result, err error) {
@@ -325,7 +437,7 @@ func (r *Runner[T]) reconcileRecovered(ctx context.Context, item T) (result Resu
 	return r.reconcile(ctx, item)
 }
 
-func (r *Runner[T]) handleFailure(item T, err error) {
+func (r *Runner[T]) handleFailure(item T, priority *int, err error) {
 	terminal := IsTerminal(err)
 	failures := r.addFailure(item)
 	if !terminal && (r.maxRetries == UnlimitedRetries || failures <= r.maxRetries) {
@@ -335,9 +447,9 @@ func (r *Runner[T]) handleFailure(item T, err error) {
 			r.clearFailures(item)
 			return
 		}
-		r.logger.Error("workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
+		r.logger.Log(context.Background(), r.retryLevel, "workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
 		r.observeError(item, err, failures, true)
-		r.queue.AddRateLimited(item)
+		r.requeue(item, priority, AddOpts{RateLimited: true})
 		return
 	}
 	r.logger.Error("workqueue: reconcile failed, giving up", "item", item, "error", err, "failures", failures, "terminal", terminal)

@@ -43,7 +43,7 @@ func runOneItem(t *testing.T, reconcile func(ctx context.Context, attempt int) (
 	var logs bytes.Buffer
 	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 	start := time.Now()
-	opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	runner := NewRunnerWithDeadLetter(q, func(ctx context.Context, item string) (Result, error) {
 		out.attempts = append(out.attempts, time.Since(start))
 		return reconcile(ctx, len(out.attempts))
@@ -76,16 +76,18 @@ func seconds(s ...float64) []time.Duration {
 	return d
 }
 
+// failFirst returns a reconcile that fails its first n attempts with err.
+func failFirst(n int, err error) func(context.Context, int) (Result, error) {
+	return func(_ context.Context, attempt int) (Result, error) {
+		if attempt <= n {
+			return Result{}, err
+		}
+		return Result{}, nil
+	}
+}
+
 func TestRunnerOutcomes(t *testing.T) {
 	errBoom := errors.New("boom")
-	failFirst := func(n int, err error) func(context.Context, int) (Result, error) {
-		return func(_ context.Context, attempt int) (Result, error) {
-			if attempt <= n {
-				return Result{}, err
-			}
-			return Result{}, nil
-		}
-	}
 	tests := []struct {
 		name            string
 		reconcile       func(ctx context.Context, attempt int) (Result, error)
@@ -103,7 +105,7 @@ func TestRunnerOutcomes(t *testing.T) {
 			name:         "errors are retried with backoff until success",
 			reconcile:    failFirst(2, errBoom),
 			wantAttempts: seconds(0, 1, 3),
-			wantLog:      "will retry",
+			wantLog:      `level=DEBUG msg="workqueue: reconcile failed, will retry"`,
 		},
 		{
 			name:            "max retries 0 never retries",
@@ -111,7 +113,7 @@ func TestRunnerOutcomes(t *testing.T) {
 			opts:            []RunnerOption{WithMaxRetries(0)},
 			wantAttempts:    seconds(0),
 			wantDeadLetters: []error{errBoom},
-			wantLog:         "giving up",
+			wantLog:         `level=ERROR msg="workqueue: reconcile failed, giving up"`,
 		},
 		{
 			name:            "max retries 2 reconciles three times, then gives up",
@@ -148,7 +150,7 @@ func TestRunnerOutcomes(t *testing.T) {
 				return Result{}, nil
 			},
 			wantAttempts: seconds(0, 1),
-			wantLog:      "reconcile panicked",
+			wantLog:      `level=ERROR msg="workqueue: reconcile panicked"`,
 		},
 		{
 			name: "panic counts towards max retries",
@@ -315,7 +317,9 @@ func startRunner[T comparable](ctx context.Context, runner *Runner[T], workers i
 	return exited
 }
 
-func TestRunnerDrainsQueuedItemsOnCancel(t *testing.T) {
+// TestRunnerWithDrainReconcilesTheBacklog checks WithDrain: cancelling Run
+// reconciles every queued item first, under contexts that stay alive.
+func TestRunnerWithDrainReconcilesTheBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
 		var reconciled atomic.Int32
@@ -327,7 +331,7 @@ func TestRunnerDrainsQueuedItemsOnCancel(t *testing.T) {
 			}
 			reconciled.Add(1)
 			return Result{}, nil
-		})
+		}, WithDrain())
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := startRunner(ctx, runner, 4)
 		for i := range 100 {
@@ -437,6 +441,7 @@ func TestRunnerMisuse(t *testing.T) {
 		{"nil reconcile", func() { NewRunner(q, nil) }, "workqueue: NewRunner needs a reconcile function, got nil"},
 		{"max retries -2", func() { NewRunner(q, ok, WithMaxRetries(-2)) }, "workqueue: WithMaxRetries(-2): want -1 (unlimited) or more"},
 		{"negative timeout", func() { NewRunner(q, ok, WithItemTimeout(-time.Second)) }, "workqueue: WithItemTimeout(-1s): negative timeout"},
+		{"negative grace period", func() { NewRunner(q, ok, WithGracePeriod(-time.Second)) }, "workqueue: WithGracePeriod(-1s): negative grace period"},
 		{"nil queue with a dead letter", func() { NewRunnerWithDeadLetter(nil, ok, func(string, error) {}) },
 			"workqueue: NewRunnerWithDeadLetter needs a queue, got nil"},
 		{"nil reconcile with a dead letter", func() { NewRunnerWithDeadLetter(q, nil, func(string, error) {}) },
@@ -596,7 +601,7 @@ func TestRunnerRunsOnce(t *testing.T) {
 				runner := NewRunner(q, func(context.Context, string) (Result, error) {
 					reconciled.Add(1)
 					return Result{}, nil
-				})
+				}, WithDrain())
 				q.Add("a")
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
@@ -724,6 +729,165 @@ func TestRunnerErrorObserverOrder(t *testing.T) {
 				cancel()        // so its retry falls in the drain
 				<-exited
 				assert.Equal(t, tt.want, calls.recorded())
+			})
+		})
+	}
+}
+
+// TestRunnerStopsOnCancel checks the default stop: cancelling Run's
+// context hands out no more items, Run returns once the reconciles in
+// flight end, and their context is cancelled when the grace period runs
+// out.
+func TestRunnerStopsOnCancel(t *testing.T) {
+	tests := []struct {
+		name     string
+		opts     []RunnerOption
+		work     time.Duration // how long a reconcile runs unless cancelled
+		wantStop time.Duration // from the cancel to Run's return
+		wantDone int32         // reconciles that ran to their end
+	}{
+		{"reconciles in flight finish within the grace", nil, 10 * time.Millisecond, 10 * time.Millisecond, 2},
+		{"the default grace period is 10 s", nil, time.Minute, DefaultGracePeriod, 0},
+		{"a grace period of 3 s", []RunnerOption{WithGracePeriod(3 * time.Second)}, time.Minute, 3 * time.Second, 0},
+		{"a grace period of 0 cancels at once", []RunnerOption{WithGracePeriod(0)}, time.Minute, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
+				var started, finished, cancelled atomic.Int32
+				runner := NewRunner(q, func(ctx context.Context, item int) (Result, error) {
+					started.Add(1)
+					select {
+					case <-time.After(tt.work):
+						finished.Add(1)
+					case <-ctx.Done():
+						cancelled.Add(1)
+					}
+					return Result{}, nil
+				}, append(tt.opts, WithLogger(slog.New(slog.DiscardHandler)))...)
+				for i := range 300 {
+					q.Add(i)
+				}
+				ctx, cancel := context.WithCancel(t.Context())
+				exited := startRunner(ctx, runner, 2)
+				synctest.Wait() // both workers are reconciling
+				start := time.Now()
+				cancel()
+				<-exited
+				assert.Equal(t, tt.wantStop, time.Since(start), "time to stop")
+				assert.Equal(t, int32(2), started.Load(), "items handed out: those in flight at the cancel")
+				assert.Equal(t, tt.wantDone, finished.Load(), "reconciles that ran to their end")
+				assert.Equal(t, 2-tt.wantDone, cancelled.Load(), "reconciles whose context was cancelled")
+				assert.True(t, q.ShuttingDown())
+			})
+		})
+	}
+}
+
+// requeueRecorder is a priority queue that records the priority of each
+// AddWithOpts.
+type requeueRecorder struct {
+	*TypedPriorityQueue[string]
+	mu         sync.Mutex
+	priorities []int
+}
+
+func (r *requeueRecorder) AddWithOpts(opts AddOpts, items ...string) {
+	r.mu.Lock()
+	r.priorities = append(r.priorities, *opts.Priority)
+	r.mu.Unlock()
+	r.TypedPriorityQueue.AddWithOpts(opts, items...)
+}
+
+// TestRunnerKeepsThePriority checks that on a priority queue a retry and a
+// requeue keep the priority the item was handed out at, and that
+// Result.Priority changes a requeue's.
+func TestRunnerKeepsThePriority(t *testing.T) {
+	low, high := -100, 7
+	tests := []struct {
+		name   string
+		result Result
+		err    error
+		want   int
+	}{
+		{"a retry keeps the priority", Result{}, errors.New("boom"), low},
+		{"a requeue keeps the priority", Result{Requeue: true}, nil, low},
+		{"a timed requeue keeps the priority", Result{RequeueAfter: time.Second}, nil, low},
+		{"Result.Priority sets a requeue's", Result{Requeue: true, Priority: &high}, nil, high},
+		{"Result.Priority is ignored with an error", Result{Priority: &high}, errors.New("boom"), low},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := &requeueRecorder{TypedPriorityQueue: NewTypedPriorityQueue(
+					NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second), TypedPriorityQueueConfig[string]{})}
+				var reconciles atomic.Int32
+				runner := NewRunner(q, func(context.Context, string) (Result, error) {
+					if reconciles.Add(1) == 1 {
+						return tt.result, tt.err
+					}
+					return Result{}, nil
+				}, WithLogger(slog.New(slog.DiscardHandler)))
+				q.TypedPriorityQueue.AddWithOpts(AddOpts{Priority: &low}, "a")
+				ctx, cancel := context.WithCancel(t.Context())
+				exited := startRunner(ctx, runner, 1)
+				time.Sleep(time.Minute)
+				cancel()
+				<-exited
+				assert.Equal(t, int32(2), reconciles.Load(), "the requeued item is reconciled again")
+				assert.Equal(t, []int{tt.want}, q.priorities, "the requeue's priority")
+			})
+		})
+	}
+}
+
+// TestRunnerLogLevels checks the level of each line the Runner logs, on a
+// handler at info level, as slog.Default() is.
+func TestRunnerLogLevels(t *testing.T) {
+	errBoom := errors.New("boom")
+	tests := []struct {
+		name      string
+		reconcile func(ctx context.Context, attempt int) (Result, error)
+		opts      []RunnerOption
+		want      []string // the level and message of each line
+	}{
+		{"a retried failure is not logged", failFirst(2, errBoom), nil, nil},
+		{"WithRetryLogLevel logs it", failFirst(1, errBoom), []RunnerOption{WithRetryLogLevel(slog.LevelWarn)},
+			[]string{`level=WARN msg="workqueue: reconcile failed, will retry"`}},
+		{"giving up is an error", failFirst(1, errBoom), []RunnerOption{WithMaxRetries(0)},
+			[]string{`level=ERROR msg="workqueue: reconcile failed, giving up"`}},
+		{"a panic is an error", func(_ context.Context, attempt int) (Result, error) {
+			if attempt == 1 {
+				panic("nil map")
+			}
+			return Result{}, nil
+		}, nil, []string{`level=ERROR msg="workqueue: reconcile panicked"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs bytes.Buffer
+				q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+				var attempts int
+				runner := NewRunner(q, func(ctx context.Context, _ string) (Result, error) {
+					attempts++
+					return tt.reconcile(ctx, attempts)
+				}, append(tt.opts, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))...)
+				q.Add("a")
+				ctx, cancel := context.WithCancel(t.Context())
+				exited := startRunner(ctx, runner, 1)
+				time.Sleep(time.Hour)
+				cancel()
+				<-exited
+				var got []string
+				for line := range strings.Lines(logs.String()) {
+					_, rest, _ := strings.Cut(line, " level=")
+					level, msg, _ := strings.Cut(rest, " ")
+					msg, _, _ = strings.Cut(msg, `" `)
+					got = append(got, "level="+level+" "+msg+`"`)
+				}
+				assert.Equal(t, tt.want, got)
 			})
 		})
 	}

@@ -21,8 +21,9 @@ func TestParkingMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		provider := NewProvider(reg)
-		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pq", MetricsProvider: provider, MaxParkTime: time.Minute})
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pq", MetricsProvider: provider, MaxParkTime: time.Minute,
+				ParkBackoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)})
 		park := func(item, event string) {
 			q.Add(item)
 			got, _ := q.Get()
