@@ -371,7 +371,9 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 	case result.Requeue:
 		r.requeue(item, priority, AddOpts{RateLimited: true})
 	case len(result.WaitFor) > 0:
-		if p, ok := r.queue.(interface{ Park(item T, events ...string) }); ok {
+		if p, ok := r.queue.(interface {
+			Park(item T, events ...string)
+		}); ok {
 			p.Park(item, result.WaitFor...)
 		} else {
 			r.queue.AddRateLimited(item)
