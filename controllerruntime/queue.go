@@ -34,18 +34,17 @@ type Option[T comparable] func(*options[T])
 
 // WithFairness shares each priority level fairly among the keys the
 // functions give the items, as [workqueue.TypedPriorityQueueConfig.Fairness]
-// describes: the first function's keys take turns, one item each, then the
-// second's within each of those, and so on. The functions are called with
-// the queue's lock held; they must be fast, return the same key for the
-// same item every time, and neither panic nor call the queue. Without it,
-// each level is first-in, first-out, as in controller-runtime's queue.
+// describes; the functions must be fast, return the same key for the same
+// item every time, and neither panic nor call the queue. Without it, each
+// level is first-in, first-out.
 func WithFairness[T comparable](keys ...func(item T) string) Option[T] {
 	return func(o *options[T]) { o.fairness = append(o.fairness, keys...) }
 }
 
 // WithMaxWait bounds how long a ready item waits behind higher priorities,
 // as [workqueue.TypedPriorityQueueConfig.MaxWait] describes. Zero, the
-// default, means no bound, as in controller-runtime's queue.
+// default, means no bound, as in controller-runtime's queue; a negative d
+// makes the constructor panic.
 func WithMaxWait[T comparable](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.maxWait = d }
 }
