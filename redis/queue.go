@@ -45,7 +45,8 @@ var (
 // out of connections), and log what they give up on; each method's doc
 // says until when. Each has a variant that takes a context and returns
 // Redis's error instead. Each call takes effect at one instant between
-// its call and its return, and an add that returned is in Redis.
+// its call and its return (AddBatch at one per 256 items), and an add
+// that returned is in Redis.
 //
 // With Options.Partitions every per-key guarantee holds, but keys keep
 // their order only within a partition, and Len, Snapshot and AddBatch

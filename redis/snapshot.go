@@ -19,9 +19,9 @@ const maxSnapshotItems = 1000
 // processed longest by any handle, the n delayed items due first, the adds
 // made since the queue was created, and the failure counts of the items
 // listed; n is capped at 1000. ShuttingDown is this handle's. It
-// satisfies the inspect package's Snapshotter. If Redis does not answer
-// within 5s, it logs the error and returns a view with only Taken and
-// ShuttingDown set.
+// satisfies the inspect package's Snapshotter. If the read fails or Redis
+// does not answer within 5s, it logs the error and returns a view with
+// only Taken and ShuttingDown set.
 //
 // On a partitioned queue each partition is read at its own instant (Taken
 // is the latest) and the views are merged: the counts summed, Queued the
