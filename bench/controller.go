@@ -17,13 +17,9 @@ import (
 // done. One op is one Add; the time runs until a drained shutdown has
 // returned and the workers have exited, so it counts every reconcile the
 // adds cause. A queue that collapses a key added again while it waits
-// reconciles less; the channel reconciles every add.
-//
-// The producers never wait, and there are more goroutines than cores, so
-// the share of the CPU that the workers get while the adds run is up to
-// the scheduler. Where most adds collapse (K=64), that share sets the
-// reconciles per add, and so the time, which move by several times from
-// run to run: take their medians over several runs.
+// reconciles less; the channel reconciles every add. Where most adds
+// collapse (K=64), the reconciles per add and the time move by several
+// times from run to run: take their medians over several runs.
 type Controller struct {
 	Producers, Workers int
 	// Keys is how many distinct keys the adds are drawn from.
@@ -44,14 +40,12 @@ type Controller struct {
 const HotPercent = 80
 
 // The controller-shaped cases use P=4 producers and W=8 workers: a
-// controller's adds come from a few informer event handlers (its own kind
-// and the kinds it owns or watches), and it runs a handful of reconcile
-// workers (kube-controller-manager's --concurrent-deployment-syncs and
-// --concurrent-job-syncs default to 5, --concurrent-namespace-syncs to 10,
-// --concurrent-gc-syncs to 20; controller-runtime users raise
-// MaxConcurrentReconciles from 1 to the like). Eight workers keep more
-// workers than cores on the small machines the comparison runs on, as a
-// controller manager with many controllers does.
+// controller's adds come from a few informer event handlers, and it runs a
+// handful of reconcile workers (kube-controller-manager's defaults range
+// from 5 to 20).
+//
+// Eight workers keep more workers than cores on the small machines the
+// comparison runs on, as a controller manager with many controllers does.
 const (
 	ControllerProducers = 4
 	ControllerWorkers   = 8
@@ -143,6 +137,10 @@ func shortCount(n int) string {
 // wait longer collapses more adds into fewer reconciles and drains sooner,
 // but spends no less CPU on each operation.
 func (c Controller) Run(b *testing.B, impl Impl) {
+	// The producers never wait, and there are more goroutines than cores,
+	// so the share of the CPU the workers get while the adds run is up to
+	// the scheduler; where most adds collapse, that share sets the
+	// reconciles per add, which is why those cases vary from run to run.
 	keys := Keys(c.Keys)
 	hot := max(1, c.Keys/100)
 	// An add goes to a hot key when the low 32 bits of its random number
@@ -254,12 +252,13 @@ var (
 	spinPerStep float64 // nanoseconds
 )
 
-// SpinStepNanoseconds returns the nanoseconds one step of Spin takes,
-// calibrated once per process: the fastest of 15 timings of 2^18 steps
-// (some 0.3 ms each), so that a timing the scheduler interrupted does not
-// count. It is the time on a core of its own; with more busy goroutines
-// than cores, a reconcile gets its CPU time in several slices.
+// SpinStepNanoseconds returns the nanoseconds one step of Spin takes on a
+// core of its own, calibrated once per process.
 func SpinStepNanoseconds() float64 {
+	// The fastest of 15 timings of 2^18 steps (some 0.3 ms each), so that
+	// a timing the scheduler interrupted does not count. With more busy
+	// goroutines than cores, a reconcile gets its CPU time in several
+	// slices.
 	spinOnce.Do(func() {
 		const steps = 1 << 18
 		best := time.Duration(1<<63 - 1)

@@ -34,18 +34,17 @@ type Option[T comparable] func(*options[T])
 
 // WithFairness shares each priority level fairly among the keys the
 // functions give the items, as [workqueue.TypedPriorityQueueConfig.Fairness]
-// describes: the first function's keys take turns, one item each, then the
-// second's within each of those, and so on. The functions are called with
-// the queue's lock held; they must be fast, return the same key for the
-// same item every time, and neither panic nor call the queue. Without it,
-// each level is first-in, first-out, as in controller-runtime's queue.
+// describes; the functions must be fast, return the same key for the same
+// item every time, and neither panic nor call the queue. Without it, each
+// level is first-in, first-out.
 func WithFairness[T comparable](keys ...func(item T) string) Option[T] {
 	return func(o *options[T]) { o.fairness = append(o.fairness, keys...) }
 }
 
 // WithMaxWait bounds how long a ready item waits behind higher priorities,
 // as [workqueue.TypedPriorityQueueConfig.MaxWait] describes. Zero, the
-// default, means no bound, as in controller-runtime's queue.
+// default, means no bound, as in controller-runtime's queue; a negative d
+// makes the constructor panic.
 func WithMaxWait[T comparable](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.maxWait = d }
 }
@@ -72,13 +71,11 @@ func WithDrainOnShutDown[T comparable]() Option[T] {
 }
 
 // NewQueue returns a constructor that fits controller.Options.NewQueue: it
-// makes a [Queue] named after the controller, which uses the rate limiter
-// the controller passes (controller-runtime's default when
-// Options.RateLimiter is unset is a per-item exponential backoff from 5ms
-// to 1000s, without an overall token bucket). The constructor is safe for
-// concurrent use and may be called any number of times; it panics as
-// [workqueue.NewTypedPriorityQueue] does on bad options, and never on
-// metrics registration.
+// makes a [Queue] named after the controller, with the rate limiter the
+// controller passes. The constructor is safe for concurrent use and may
+// be called any number of times; it panics as
+// [workqueue.NewTypedPriorityQueue] does on bad options (a nil fairness
+// function, a negative MaxWait), and never on metrics registration.
 func NewQueue[T comparable](opts ...Option[T]) func(controllerName string, rateLimiter ctrlworkqueue.TypedRateLimiter[T]) ctrlworkqueue.TypedRateLimitingInterface[T] {
 	var o options[T]
 	for _, opt := range opts {
@@ -90,10 +87,11 @@ func NewQueue[T comparable](opts ...Option[T]) func(controllerName string, rateL
 }
 
 // New makes a [Queue] named name that uses rateLimiter for AddRateLimited
-// (nil means controller-runtime's default, a per-item exponential backoff
-// from 5ms to 1000s). It is the constructor NewQueue returns, for use
-// outside a controller. It panics as [workqueue.NewTypedPriorityQueue]
-// does on bad options.
+// (nil means a per-item exponential backoff from 5ms to 1000s,
+// controller-runtime's default for its priority queue). It is the
+// constructor NewQueue returns, for use outside a controller; a queue
+// with an empty name records no metrics. It panics as NewQueue's
+// constructor does.
 func New[T comparable](name string, rateLimiter ctrlworkqueue.TypedRateLimiter[T], opts ...Option[T]) *Queue[T] {
 	var o options[T]
 	for _, opt := range opts {
@@ -157,8 +155,9 @@ func (q *Queue[T]) AddAfter(item T, duration time.Duration) { q.q.AddAfter(item,
 func (q *Queue[T]) AddRateLimited(item T) { q.q.AddRateLimited(item) }
 
 // AddWithOpts adds items with controller-runtime's options: After,
-// RateLimited and Priority (nil means 0). A re-add keeps the highest
-// priority and the earliest ready time, as in controller-runtime's queue.
+// RateLimited and Priority (nil means 0); with After and RateLimited both
+// set, the shorter delay wins. A re-add keeps the highest priority and
+// the earliest ready time, as in controller-runtime's queue.
 func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 	q.q.AddWithOpts(workqueue.AddOpts{After: o.After, RateLimited: o.RateLimited, Priority: o.Priority}, items...)
 }
@@ -213,20 +212,26 @@ func (q *Queue[T]) Forget(item T) { q.q.Forget(item) }
 // NumRequeues returns the rate limiter's failure count for item.
 func (q *Queue[T]) NumRequeues(item T) int { return q.q.NumRequeues(item) }
 
-// Remove drops item if it is queued or waiting for its delay, reporting
-// whether it did; an item being processed is not affected.
+// Remove takes item back: an item queued or waiting for its delay leaves
+// the queue, and an item being processed that was added again meanwhile
+// is not queued again by Done. It reports whether it took anything back;
+// an item being processed keeps being processed and must still be marked
+// done. In every case it forgets item in the rate limiter, as Forget
+// does, so NumRequeues starts again from zero.
 func (q *Queue[T]) Remove(item T) bool { return q.q.Remove(item) }
 
-// Len returns the number of items ready to be handed out.
+// Len returns the number of items queued and ready; items waiting for
+// their delay or being processed are not counted.
 func (q *Queue[T]) Len() int { return q.q.Len() }
 
 // ShuttingDown reports whether ShutDown or ShutDownWithDrain was called.
 func (q *Queue[T]) ShuttingDown() bool { return q.q.ShuttingDown() }
 
-// ShutDown makes the queue ignore further adds and, unless it drains on
-// shutdown, hand out nothing more: blocked and later Get calls return
-// shutdown at once. It stops the queue's goroutines before it returns.
-// Calling it again does nothing.
+// ShutDown makes the queue ignore further adds, drops the items waiting
+// for their delay, releases ShutDownWithDrain callers and, unless it
+// drains on shutdown, hands out nothing more: blocked and later Get calls
+// return shutdown at once. It stops the queue's goroutines before it
+// returns. Calling it again does nothing.
 func (q *Queue[T]) ShutDown() {
 	if !q.drain {
 		q.stopped.Store(true)
@@ -234,9 +239,10 @@ func (q *Queue[T]) ShutDown() {
 	q.q.ShutDown()
 }
 
-// ShutDownWithDrain makes the queue ignore further adds and waits until no
-// item is queued or being processed; workers must keep calling Get and
-// Done meanwhile. A concurrent ShutDown releases it.
+// ShutDownWithDrain makes the queue ignore further adds, drops the items
+// waiting for their delay, and waits until no item is queued or being
+// processed; workers must keep calling Get and Done meanwhile. A
+// concurrent ShutDown releases it.
 func (q *Queue[T]) ShutDownWithDrain() { q.q.ShutDownWithDrain() }
 
 // Unwrap returns the root package's queue underneath, for its Snapshot and

@@ -13,9 +13,10 @@ import (
 )
 
 // Add queues item unless it is already queued; if it is being processed,
-// anywhere, it is queued again after its Done. After ShutDown it does
-// nothing. It retries while Redis is unreachable (see Queue); an item that
-// cannot be encoded or is too large is logged and dropped.
+// by any handle, it is queued again after its Done. After ShutDown it does
+// nothing. It retries until it succeeds or the handle is shut down; an
+// item that cannot be encoded, is too large or that Redis refuses for
+// good is logged and dropped.
 func (q *Queue[T]) Add(item T) {
 	q.addRetrying("Add", item, func(ctx context.Context, key string) error {
 		return q.addKey(ctx, key, 0)
@@ -23,17 +24,16 @@ func (q *Queue[T]) Add(item T) {
 }
 
 // AddContext is Add without retries: it returns Redis's error, the codec's,
-// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown. ctx ends the
-// wait only until the add is sent with the handle's next script of adds;
-// once sent, it returns when Redis has answered (go-redis's timeouts bound
-// that), so that nil means the item is in Redis.
+// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown. ctx can end the
+// call only before the add is sent; once sent, the call waits for Redis's
+// answer (go-redis's timeouts bound it), so that nil means the item is in
+// Redis.
 func (q *Queue[T]) AddContext(ctx context.Context, item T) error {
 	return q.AddAfterContext(ctx, item, 0)
 }
 
 // AddAfter adds item once duration has passed; zero or less adds it at
-// once. If item is already waiting, the earlier ready time wins. A due
-// item is moved to the queue by whichever handle looks first, once. It
+// once. If item is already waiting, the earlier ready time wins. It
 // retries as Add does.
 func (q *Queue[T]) AddAfter(item T, duration time.Duration) {
 	q.addRetrying("AddAfter", item, func(ctx context.Context, key string) error {
@@ -54,8 +54,9 @@ func (q *Queue[T]) AddAfterContext(ctx context.Context, item T, duration time.Du
 }
 
 // AddRateLimited counts a failure of item in Redis and adds it after the
-// larger of its backoff and the shared bucket's wait (see RateLimit). After
-// ShutDown it does nothing and counts nothing. It retries as Add does.
+// larger of its backoff and the shared bucket's wait (see RateLimit).
+// After ShutDown it does nothing and counts nothing. It retries as Add
+// does.
 func (q *Queue[T]) AddRateLimited(item T) {
 	q.addRetrying("AddRateLimited", item, q.addRateLimited)
 }
@@ -88,14 +89,12 @@ func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, 
 	}
 }
 
-// AddBatch adds every item as Add does, with one script for each
-// maxBatch (256) items of a partition instead of one each: the items of
-// one script are added at one instant, in order, and the scripts run one
-// after the other, partition after partition. On a partitioned queue the
-// items of different partitions are not added at one instant.
-// After ShutDown it does nothing. It retries each script while Redis is
-// unreachable; an item that cannot be encoded or is too large is logged
-// and dropped, and the others are added.
+// AddBatch adds items as Add does, in their order within each partition,
+// 256 items of a partition at a time: each such group is added at one
+// instant, in one round trip.
+// After ShutDown it does nothing. It retries each group as Add does; an
+// item that cannot be encoded or is too large is logged and dropped, and
+// the others are added.
 func (q *Queue[T]) AddBatch(items []T) {
 	if q.ShuttingDown() {
 		return
@@ -138,9 +137,9 @@ func (q *Queue[T]) batches(keys []string) iter.Seq2[*partition, []string] {
 
 // AddBatchContext is AddBatch without retries: it encodes every item
 // first and returns the codec's error or ErrKeyTooLarge without adding
-// any; else it runs the scripts in order and returns the first error of
-// Redis, after which the items of the scripts before were added and the
-// rest may or may not be. It returns workqueue.ErrShutDown after ShutDown.
+// any; else it adds the groups in order and returns Redis's first error,
+// after which the groups before were added and the rest may or may not
+// be. It returns workqueue.ErrShutDown after ShutDown.
 func (q *Queue[T]) AddBatchContext(ctx context.Context, items []T) error {
 	if q.ShuttingDown() {
 		return workqueue.ErrShutDown

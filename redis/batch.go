@@ -10,8 +10,8 @@ const maxBatch = 256
 // batch, as go-redis's pipelines do for commands: a call that finds no
 // batch running runs one at once; calls that come while a batch runs wait
 // for it to end, and the first of them then runs the next batch with all
-// of them, up to max. So one caller sends one script as before, and n
-// callers at once send about two instead of n. Each call returns only
+// of them, up to max. So a caller alone sends one script, and n callers
+// at once send about two instead of n. Each call returns only
 // when its own batch has run, with that batch's result: a caller is never
 // acknowledged before Redis has its call.
 //

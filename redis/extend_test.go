@@ -59,8 +59,8 @@ func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestExtendAfterDone: a lease ended by Done between extendLeases' look at
 // what is held and its script is not a lost lease. The script cannot tell
 // (the token is gone either way), so extendLeases must not warn that the
-// item was handed out again. Under load that warning came at nearly every
-// extension tick, for items that were simply done.
+// item was handed out again: under load the race comes at nearly every
+// extension tick, and the warning would drown the real ones.
 func TestExtendAfterDone(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
@@ -138,9 +138,9 @@ func keysOfPartitions(n int) []string {
 // shard holds its extend script, partition 1's leases must go on being
 // extended at every tick, so that the other handle reclaims partition 0's
 // key once its lease runs out, but never partition 1's, which a worker
-// still holds. The keeper used to extend the partitions one after another,
-// so partition 1 waited for partition 0's script and its key was handed to
-// a second worker.
+// still holds. A keeper that extends the partitions one after another
+// makes partition 1 wait for partition 0's script, and partition 1's key
+// is handed to a second worker.
 func TestExtendPartitionsIndependently(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))

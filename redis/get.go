@@ -14,19 +14,12 @@ import (
 )
 
 // Get blocks until it can hand out an item, leased to this handle, and
-// returns it; the caller must call Done with it. On a partitioned queue
-// it looks at the partitions in turn, starting at the one whose turn it
-// is (the turn moves on with each of the handle's scripts there), and
-// hands out the first item it finds; a Get that waits looks again at the
-// partition that woke it. It returns shutdown true once ShutDown was called on this
-// handle, even if items are still queued: they stay for the other
-// handles. It retries while Redis is unreachable (looking at the other
-// partitions meanwhile); a closed client or ErrPartitionsChanged ends it
-// as a shutdown, logged. A key leased by a get script whose reply was lost
-// goes to the handle's next Get in that partition, not only to the Get
-// that sent it, which may have left with another partition's item; if
-// the handle shuts down first, the key is handed out again when its lease
-// expires.
+// returns it; the caller must call Done with it. On a partitioned queue it
+// takes from the partitions in turn, so that none starves. It returns
+// shutdown true once ShutDown was called on this handle, even if items
+// are still queued: they stay for the other handles. It retries while
+// Redis is unreachable, taking from the partitions that answer; a closed
+// client or ErrPartitionsChanged ends it as a shutdown, logged.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
 	item, err := q.get(context.Background(), true)
 	if err != nil {
@@ -41,15 +34,18 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 // GetContext is Get that also returns when ctx ends, with ctx.Err(), and
 // that returns Redis's errors instead of retrying; it returns
 // workqueue.ErrShutDown after ShutDown. Cancelling ctx never loses an
-// item: a script already sent gets 100ms more to answer, and its item is
-// returned; if Redis does not answer in that time, GetContext returns
-// ctx.Err() and a key the script leases later is given back to the front
-// of the queue, so it is missing from the queue only while Redis was not
-// answering.
+// item: if Redis has not answered within 100ms of the end of ctx, a key it
+// leases for this call afterwards is put back at the front of the queue.
 func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
 	return q.get(ctx, false)
 }
 
+// get is Get, or GetContext without retry. It looks at the partitions in
+// roundOrder, and after a wakeup at the partition that woke it alone. A
+// key leased by a get script whose reply was lost goes to the handle's
+// next Get in that partition (see partition.orphans), as the Get that
+// sent it may have left with another partition's item; if the handle
+// shuts down first, the key is handed out again when its lease expires.
 func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	q.mu.Lock()
 	if q.shuttingDown {

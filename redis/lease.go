@@ -22,7 +22,7 @@ type holding struct {
 // Done marks item as done processing: if it was added meanwhile, by any
 // handle, it is queued again. Done for an item this handle does not hold
 // does nothing. It retries while Redis is unreachable until the item's
-// lease runs out; past that, the item is handed out again anyway.
+// lease runs out; after that the item is handed out again anyway.
 //
 // Done names the item, not the lease: if this handle lost an item's lease
 // (Redis unreachable for longer than LeaseDuration) and then got the item
@@ -40,10 +40,10 @@ func (q *Queue[T]) Done(item T) {
 }
 
 // DoneContext is Done without retries. It returns ErrNotHeld for an item
-// this handle does not hold, ErrLeaseLost if the lease was reclaimed
+// this handle does not hold, ErrLeaseLost if the lease was granted again
 // (nothing changed), or Redis's error, in which case the item is still
-// held and DoneContext may be called again.
-// As with AddContext, ctx ends the wait only until the Done is sent.
+// held and DoneContext may be called again. ctx can end the call only
+// before the Done is sent, as with AddContext.
 func (q *Queue[T]) DoneContext(ctx context.Context, item T) error {
 	return q.done(ctx, item, false)
 }
@@ -171,7 +171,7 @@ type heldLease struct {
 // more with its retries) cannot delay another's past its leases, which
 // would then be handed to a second worker while the first still holds
 // them. A partition whose last extension still runs is extended again as
-// soon as that one ends, as the keeper did when it ran them in turn.
+// soon as that one ends.
 func (q *Queue[T]) extendLeases() *sync.WaitGroup {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -265,9 +265,9 @@ func allAdded(w *watcher, procs []*proc) bool {
 //
 // The lease is 5s, five times the 300ms-1s one would pick to see the killed
 // process's keys come back quickly: at 1s, on two cores shared with other
-// test binaries, live worker processes were starved past 2/3 of the lease
-// at start-up and lost leases for real, and the overlap that follows is
-// at-least-once delivery working as documented, not a bug this test is
+// test binaries, live worker processes can be starved past 2/3 of the
+// lease at start-up and lose leases for real, and the overlap that follows
+// is at-least-once delivery working as documented, not a bug this test is
 // after. The kill comes early enough that the reclaim overlaps the rest of
 // the run. Were a lease still lost, the figures logged show it as "leases
 // lost by live processes", from the workers' warnings.

@@ -18,19 +18,14 @@ type Options[T comparable] struct {
 	// Queue[string], which stores the strings as they are.
 	Codec Codec[T]
 
-	// LeaseDuration is how long a handed-out key stays leased to its holder
-	// without being extended. The handle extends the leases of its items
-	// every third of it while they are processed, so it only bounds how
-	// long a key stays stuck after its process dies or loses Redis.
-	// Default 30s; at least 3ms.
+	// LeaseDuration bounds how long a key stays leased after its holder
+	// dies or loses Redis; while the holder lives, the handle extends the
+	// lease until Done. Default 30s; at least 3ms.
 	LeaseDuration time.Duration
 
-	// Heartbeat bounds how long an idle Get waits on Redis before it looks
-	// again for due delayed keys and expired leases that no add signalled.
-	// An idle handle sends about two commands per partition per heartbeat
-	// (each partition's listener's BLPOP, and a get script there): 2P for
-	// Partitions P. Default 2s; at least 1s, in whole seconds (BLPOP's
-	// unit).
+	// Heartbeat bounds how long a waiting Get goes without looking for
+	// delayed keys that came due and expired leases, which no add
+	// signals. Default 2s; at least 1s, truncated to whole seconds.
 	Heartbeat time.Duration
 
 	// RateLimit configures AddRateLimited. Nil means DefaultRateLimit().
@@ -40,41 +35,22 @@ type Options[T comparable] struct {
 	MaxKeyBytes int
 
 	// WaitReplicas, when positive, makes every add and Done wait until
-	// that many replicas of the queue's primary have its writes (Redis's
-	// WAIT, sent with the script on the same connection), so that an add
-	// or Done that returned survives the primary's death when a replica is
-	// promoted (Sentinel, Redis Cluster). One whose writes reach fewer
-	// replicas within WaitTimeout fails with ErrNotReplicated: the
-	// client-go-shaped methods retry it, as an outage. It needs a client that talks to one
-	// primary per queue: a *redis.Client or a *redis.ClusterClient (New
-	// panics on another).
+	// that many replicas have its writes (Redis's WAIT), so that one that
+	// returned survives a failover to a replica (Sentinel, Redis Cluster).
+	// One whose writes reach fewer replicas within WaitTimeout fails with
+	// ErrNotReplicated, which the client-go-shaped methods retry. It needs
+	// a *redis.Client or a *redis.ClusterClient; New panics on another.
 	WaitReplicas int
 
 	// WaitTimeout bounds each WAIT. Default 1s.
 	WaitTimeout time.Duration
 
-	// Partitions splits the queue into that many partitions, each a
-	// complete queue under its own hash tag, so that on a Redis Cluster
-	// the queue spreads over several shards (one per partition, when the
-	// primaries serve equal ranges of slots). A key always belongs to the
-	// same partition (CRC-32 of its encoded key modulo Partitions), so
-	// every per-key guarantee holds as with one; order holds within a
-	// partition only; Gets take from the partitions in turn. Every handle
-	// of a queue must use the same number: the first handle records it in
-	// Redis and a handle with another gets ErrPartitionsChanged. The check
-	// is made once per handle, and a handle of a version without this
-	// option makes none: to change the number, stop every handle of the
-	// queue first, old versions included (see ErrPartitionsChanged). 0 and
-	// 1 are the unpartitioned queue, whose keys are those of a queue made
-	// before this option existed; at most 256.
-	//
-	// While a Get waits, each partition's listener holds one of the
-	// client's pooled connections in BLPOP: the client's pool (per node,
-	// on a cluster) must be larger than the partitions on a node plus the
-	// handle's concurrent calls there, or adds, Dones and extensions wait
-	// for a connection until a BLPOP ends, up to a Heartbeat, or fail at
-	// go-redis's PoolTimeout. go-redis's default PoolSize, 10
-	// per CPU, leaves room on most machines for a few partitions per node.
+	// Partitions splits the queue into that many partitions, each under
+	// its own hash tag, so that it spreads over the shards of a Redis
+	// Cluster (see Queue for what changes). Every handle of a queue must
+	// use the same number, or get ErrPartitionsChanged. While a Get waits,
+	// each partition holds one of the client's pooled connections; size
+	// the pool as README.md says. 0 and 1 mean one partition; at most 256.
 	Partitions int
 
 	// MetricsProvider receives the metrics of this handle under Name, with
@@ -100,12 +76,10 @@ type Options[T comparable] struct {
 // process sees the same failure counts and shares one token bucket. The
 // delay is the larger of a per-key exponential backoff, Base*2^failures
 // capped at Max, and the wait for a token of a bucket refilled at QPS up
-// to Burst, as client-go's default controller rate limiter does. A queue
-// of P partitions (Options.Partitions) has a bucket in each, as a script
-// touches one partition only, refilled at QPS/P up to Burst/P rounded up:
-// the rate over all keys is QPS, and the keys of one partition get its
-// share; the burst over all keys is P×ceil(Burst/P), up to Burst+P-1, and
-// the keys of one partition get only ceil(Burst/P) of it.
+// to Burst, as client-go's default controller rate limiter does. On a
+// queue of P partitions each partition has its own bucket, refilled at
+// QPS/P up to ceil(Burst/P): the whole queue refills at QPS, but one
+// partition's keys get only its share.
 type RateLimit struct {
 	// Base is the first retry's delay; 0 turns the per-key backoff off.
 	Base time.Duration
@@ -152,16 +126,17 @@ func millis(d time.Duration) float64 {
 }
 
 // Codec turns items of type T into the strings stored in Redis and back.
-// Encode must be deterministic and injective: equal items must encode to
-// the same string, or dedup breaks. A Queue calls it from many goroutines
-// at once, so it must be safe for concurrent use.
+// Encode must be deterministic and injective (equal items encode to the
+// same string, and only they), or dedup breaks. A Queue calls it from
+// many goroutines at once, so it must be safe for concurrent use.
 type Codec[T any] interface {
 	Encode(item T) (string, error)
 	Decode(key string) (T, error)
 }
 
 // JSONCodec encodes items with encoding/json. It suits structs of plain
-// fields; a map field would encode deterministically too (json sorts keys).
+// fields; a map field encodes deterministically too, as json sorts keys.
+// The zero value is ready to use and safe for concurrent use.
 type JSONCodec[T any] struct{}
 
 // Encode returns item's JSON.

@@ -12,20 +12,9 @@ import (
 )
 
 // ErrPartitionsChanged is returned by every call of a handle whose
-// Options.Partitions differs from the number the queue was created with:
-// the partitions of a key would differ between handles, and the per-key
-// guarantees with them. A queue's number of partitions is fixed by its
-// first handle. Each handle checks it once, at its first call, and a
-// handle of a version without Options.Partitions never does, so to change
-// the number, stop every handle of the queue (old versions included),
-// drain it, delete its keys, and start the handles with the new number;
-// or use a new name. The keys of a queue called NAME are those under
-// wq:{NAME}: (partition 0's, and the recorded number,
-// wq:{NAME}:partitions), and, for each partition I above 0, those under
-// wq:I:{NAME:S}:, S the number that places its hash tag; SCAN MATCH
-// 'wq:[1-9]*:{NAME:[0-9]*}:*' finds them, and also those of queues whose
-// names are NAME, ':' and a digit, then more. It is no outage: no method
-// retries it.
+// Options.Partitions differs from the number recorded by the queue's
+// first handle. No method retries it, and Get returns shutdown on it.
+// README.md says how to change a queue's number of partitions.
 var ErrPartitionsChanged = errors.New("workqueue: the queue has another number of partitions")
 
 // maxPartitions bounds Options.Partitions: more partitions than a
@@ -93,7 +82,7 @@ func (p *partition) retryIn(now time.Time) (until time.Duration, look, probe boo
 }
 
 // maxOrphans bounds partition.orphans: past it, during a long outage, a
-// lost grant's key waits for its lease to expire, as it always did.
+// lost grant's key waits for its lease to expire.
 const maxOrphans = 1024
 
 // orphan records nonce, sent in a get script of p whose reply was lost,
@@ -154,9 +143,9 @@ func partitionOf(key string, n int) int {
 }
 
 // partitionPrefixes returns the key prefixes of the n partitions of the
-// queue called name. Partition 0 keeps the prefix of an unpartitioned
-// queue, wq:{name}:, so that a queue of one partition is the queue as it
-// always was. Partition i > 0 has the prefix wq:i:{name:s}:, where s is
+// queue called name. Partition 0 has the prefix of a queue of one
+// partition, wq:{name}:, which also holds the recorded number of
+// partitions. Partition i > 0 has the prefix wq:i:{name:s}:, where s is
 // the smallest number whose hash tag falls in the slot i/n of the way
 // round the 16,384 slots from partition 0's (or the nearest found): on a
 // cluster whose primaries serve equal ranges of consecutive slots, as
@@ -298,12 +287,12 @@ func (q *Queue[T]) setDepth(p *partition, depth int64) {
 }
 
 // checkPartitions makes sure, once per handle (with WaitReplicas, until
-// the replicas have the number), that the queue in Redis
-// has as many partitions as this handle: the first handle of a queue
-// records its number in partition 0, and a handle with another gets
-// ErrPartitionsChanged from every call. A queue made before partitions
-// existed counts as one partition. It returns Redis's error until a look
-// succeeds.
+// the replicas have the number), that the queue in Redis has as many
+// partitions as this handle: the first handle of a queue records its
+// number in partition 0, and a handle with another gets
+// ErrPartitionsChanged from every call. A queue that holds keys but no
+// recorded number counts as one partition. It returns Redis's error until
+// a look succeeds.
 func (q *Queue[T]) checkPartitions(ctx context.Context) error {
 	if q.partitionsChecked.Load() {
 		return nil

@@ -107,7 +107,7 @@ func TestPartitionOf(t *testing.T) {
 
 // TestPartitionsChanged checks that a handle whose number of partitions
 // differs from the queue's is refused with ErrPartitionsChanged by every
-// call, whichever came first, a queue made before partitions existed
+// call, whichever came first, a queue with keys but no recorded number
 // counting as one, and that handles with the same number work together.
 func TestPartitionsChanged(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
@@ -115,7 +115,7 @@ func TestPartitionsChanged(t *testing.T) {
 	tests := []struct {
 		name         string
 		first, later int
-		legacy       bool // the queue was used without a recorded number
+		unrecorded   bool // the queue holds keys but no recorded number
 		wantErr      error
 	}{
 		{name: "1 then 3", first: 1, later: 3, wantErr: ErrPartitionsChanged},
@@ -123,15 +123,15 @@ func TestPartitionsChanged(t *testing.T) {
 		{name: "3 then 2", first: 3, later: 2, wantErr: ErrPartitionsChanged},
 		{name: "0 then 1, the same", first: 0, later: 1},
 		{name: "3 then 3", first: 3, later: 3},
-		{name: "queue made before partitions, then 3", first: 1, later: 3, legacy: true, wantErr: ErrPartitionsChanged},
-		{name: "queue made before partitions, then 1", first: 1, later: 1, legacy: true},
+		{name: "no recorded number, then 3", first: 1, later: 3, unrecorded: true, wantErr: ErrPartitionsChanged},
+		{name: "no recorded number, then 1", first: 1, later: 1, unrecorded: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
 			first := newTestQueue(t, client, Options[string]{Partitions: tt.first})
 			require.NoError(t, first.AddContext(ctx, "a"))
-			if tt.legacy {
+			if tt.unrecorded {
 				require.NoError(t, client.Del(ctx, queueKeysOf(first.name).prefix+"partitions").Err())
 			}
 			later := newHandle(t, client, first.name, Options[string]{Partitions: tt.later})

@@ -1,20 +1,3 @@
-// Package redisqueue is a work queue shared by many processes through
-// Redis, with the semantics of the in-memory workqueue: a key is queued
-// once however often it is added, handed to one worker at a time across
-// every process, queued again after Done when it was added while being
-// processed, handed out in the order of first adds (within a partition,
-// when Options.Partitions splits the queue); AddAfter's earliest
-// ready time wins; AddRateLimited backs off per key with failure counts
-// kept in Redis, so backoff goes on when another process retries the key.
-//
-// A key handed out is leased to its holder, whose handle extends the lease
-// while the key is processed. If the process dies, the key is handed out
-// again once the lease expires: delivery is at least once. A Done from a
-// holder whose lease expired and was granted again is refused (the lease
-// carries a fencing token), so a late holder cannot corrupt the state.
-//
-// The directory is redis, the package redisqueue, so that it can be
-// imported beside go-redis without an alias.
 package redisqueue
 
 import (
@@ -38,65 +21,44 @@ var (
 	// ErrKeyTooLarge is returned for an item whose encoded key is longer
 	// than Options.MaxKeyBytes.
 	ErrKeyTooLarge = errors.New("workqueue: key too large")
-	// ErrLeaseLost is returned by DoneContext when the item's lease expired
-	// and was reclaimed (its holder lost Redis for longer than the lease):
-	// the item is handed out again, and this Done changed nothing.
+	// ErrLeaseLost is returned by DoneContext when the item's lease
+	// expired and was granted again: the item is handed out again, and
+	// this Done changed nothing.
 	ErrLeaseLost = errors.New("workqueue: lease lost")
 	// ErrNotHeld is returned by DoneContext for an item this handle did
 	// not hand out, or already marked done.
 	ErrNotHeld = errors.New("workqueue: item not held by this handle")
 	// ErrNotReplicated is returned by an add or a DoneContext when
-	// Options.WaitReplicas is set and fewer replicas acknowledged its
+	// Options.WaitReplicas is set and too few replicas acknowledged its
 	// writes within Options.WaitTimeout. The call took effect on the
-	// primary, and may be lost if the primary dies before its replicas
-	// have it; a DoneContext called again then returns ErrLeaseLost.
+	// primary and is lost if the primary dies before a replica has it.
 	ErrNotReplicated = errors.New("workqueue: write not replicated in time")
 )
 
-// Queue is one process's handle on a queue kept in Redis. Every handle
-// created with the same client's Redis and name shares the queue. It
-// satisfies workqueue.TypedRateLimitingInterface[T], so that a Runner and
-// existing worker loops run on it unchanged, and adds methods that take a
-// context and return Redis's errors instead of retrying.
+// Queue is one process's handle on a queue kept in Redis: every handle
+// made with the same Redis and name shares the queue. It satisfies
+// workqueue.TypedRateLimitingInterface[T], so a Runner or an existing
+// worker loop runs on it unchanged.
 //
 // The client-go-shaped methods retry with backoff while Redis is
 // unreachable or refuses for a while (loading, read-only, out of memory,
-// out of connections), logging the first failure and every twentieth:
-// Add, AddAfter and AddRateLimited until they succeed or the handle is shut
-// down; Get until it can hand out an item or the handle is shut down (it
-// retries any error, logging those that are no outage at error level);
-// Done until it succeeds or the item's lease has run out, after which the
-// item is handed out again anyway; Len, NumRequeues and Forget until they
-// succeed. A closed client ends every wait. An add that fails for good (an
-// item the codec rejects, a key over MaxKeyBytes, a script error, such as
-// on a Redis older than 6.2) is logged at error level with its key.
+// out of connections), and log what they give up on; each method's doc
+// says until when. Each has a variant that takes a context and returns
+// Redis's error instead. Each call takes effect at one instant between
+// its call and its return (AddBatch at one per 256 items), and an add
+// that returned is in Redis.
 //
-// Calls that a handle's goroutines make at the same time share scripts,
-// one round trip instead of one each: concurrent adds run as one script,
-// concurrent Dones as one, and concurrent Gets as one that leases a key to
-// each of them (never more keys than Gets waiting). Each call returns only
-// once the script that carries it has run, so an add that returned is in
-// Redis, and each call takes effect at one instant within it, as alone.
-// AddBatch adds a list of items with one script per 256.
+// With Options.Partitions every per-key guarantee holds, but keys keep
+// their order only within a partition, and Len, Snapshot and AddBatch
+// take effect at one instant per partition, not one for the whole queue;
+// likewise a GetContext that gives up found each partition empty at an
+// instant of its own.
 //
-// With Options.Partitions, the queue is that many queues under one name,
-// each key in one of them for good, each its own hash tag (a shard of a
-// Redis Cluster), so every per-key guarantee above holds, and order holds
-// within a partition. Calls share scripts per partition. Len and Snapshot
-// show the whole queue, summed and merged over the partitions, each read
-// at its own instant: on a partitioned queue they are not taken at one
-// instant, and an AddBatch is one instant per partition, not one in all.
-// Likewise a GetContext that times out found each partition empty at an
-// instant of its own, so the whole queue may never have been empty at one
-// instant: a key added to a partition after the Get's last look there,
-// while another handle took the last key of the partition it looked at
-// next, say.
+// ShutDown and ShutDownWithDrain stop this handle only: the queue in Redis
+// and the other handles go on.
 //
-// ShutDown is the handle's: its Gets return at once (items still queued
-// stay for the other handles), its adds are ignored, and it goes on
-// extending the leases of items being processed until they are Done.
-// ShutDownWithDrain also waits for that. All methods are safe for
-// concurrent use.
+// Make one with New; the zero value is not usable. All methods are safe
+// for concurrent use.
 type Queue[T comparable] struct {
 	client redis.UniversalClient
 	name   string
@@ -151,17 +113,15 @@ type Queue[T comparable] struct {
 var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 
 // New returns a handle on the queue called name in the Redis that client
-// talks to. It starts two goroutines: one that waits on Redis for a
-// wakeup while a Get is waiting (one per partition), and one that extends
-// the leases of the items being processed. It does not contact Redis: a
-// client that cannot reach it, or a queue with another number of
-// partitions (ErrPartitionsChanged), shows in the first calls.
+// talks to. It does not contact Redis: an unreachable Redis, or a queue
+// with another number of partitions (ErrPartitionsChanged), shows in the
+// first calls. The handle's goroutines stop once it is shut down and holds
+// nothing; ShutDownWithDrain waits for them.
 //
 // New panics, with a message that starts with "workqueue:", on a nil
-// client, on a name that is empty, longer than 256 bytes or holds '{' or
-// '}' (the queue's keys share the hash tag {name}), on a nil Codec for a T
-// other than string, on negative or too small durations and limits, on
-// Partitions outside 0 to 256, and on
+// client; on a name that is empty, longer than 256 bytes or holds '{' or
+// '}'; on a nil Codec for a T other than string; on negative or too small
+// durations and limits; on Partitions outside 0 to 256; and on
 // WaitReplicas with a client other than a *redis.Client or
 // *redis.ClusterClient.
 func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
@@ -266,6 +226,8 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		p.dones = newCoalescer(maxBatch, func(calls []doneCall) ([]int64, error) { return q.runDones(p, calls) })
 		q.parts = append(q.parts, p)
 	}
+	// One listener per partition waits on Redis for wakeups while a Get
+	// waits; the keeper extends the leases of the items being processed.
 	for _, p := range q.parts {
 		q.listeners.Go(func() { q.listen(p) })
 	}
@@ -312,7 +274,7 @@ func (q *Queue[T]) encode(item T) (string, error) {
 }
 
 // Forget clears item's failure count in Redis, for every process. It
-// retries while Redis is unreachable.
+// retries while Redis is unreachable, and logs a failure it gives up on.
 func (q *Queue[T]) Forget(item T) {
 	key, err := q.encode(item)
 	if err != nil {
@@ -372,10 +334,9 @@ func (q *Queue[T]) NumRequeuesContext(ctx context.Context, item T) (int, error) 
 
 // Len returns the number of items queued and ready, across every process;
 // items waiting for a delay or being processed are not counted. On a
-// partitioned queue it is the sum of each partition's count, each at its
-// own instant (one pipeline of one command per partition), not the count
-// at one instant. It retries while Redis is unreachable and returns 0 once
-// the client is closed.
+// partitioned queue it sums the partitions' counts, each taken at its own
+// instant. It retries while Redis is unreachable and returns 0 once the
+// client is closed.
 func (q *Queue[T]) Len() int {
 	n, err := retryValue(q, "Len", q.LenContext)
 	if err != nil {
@@ -416,12 +377,13 @@ func (q *Queue[T]) ShuttingDown() bool {
 	return q.shuttingDown
 }
 
-// ShutDown shuts this handle down: Gets in progress and later ones return
-// shutdown at once, adds are ignored. Items being processed keep their
+// ShutDown shuts this handle down: its Gets in progress and later ones
+// return shutdown at once, even with items queued (they stay for the
+// other handles), and its adds are ignored. Items it handed out keep their
 // leases, extended until their Done. The queue in Redis and the other
-// handles are untouched. It waits for the listening goroutine to stop, at
-// most about one Heartbeat if Redis cannot be reached. Safe to call more
-// than once.
+// handles are untouched. It returns once the handle's listeners have
+// stopped: soon while Redis answers, else after up to a Heartbeat plus
+// go-redis's 10s margin on blocking reads. Calling it again does nothing.
 func (q *Queue[T]) ShutDown() {
 	q.mu.Lock()
 	if !q.shuttingDown {
@@ -430,6 +392,8 @@ func (q *Queue[T]) ShutDown() {
 	}
 	q.checkIdleLocked()
 	q.mu.Unlock()
+	// The listeners are stopped and waited for; the keeper goes on
+	// extending the leases still held until their Done (see keep).
 	q.stopListener.Do(func() {
 		// Wake the listener if it is blocked on Redis. If this fails, its
 		// wait times out within a heartbeat.
@@ -449,7 +413,7 @@ func (q *Queue[T]) ShutDown() {
 
 // ShutDownWithDrain shuts the handle down as ShutDown does, then waits
 // until every item it handed out is Done (or its lease was lost) and its
-// goroutines have stopped.
+// goroutines have stopped. It does not wait for the queue to empty.
 func (q *Queue[T]) ShutDownWithDrain() {
 	q.ShutDown()
 	<-q.idleCh

@@ -18,7 +18,7 @@ import (
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
-// The tests in this file each reproduce a bug found in review. The
+// Each test in this file pins down one bug, named in its doc. The
 // heartbeat is an hour wherever a wakeup is checked, so that only the
 // signal list can deliver it.
 
@@ -206,8 +206,8 @@ func TestTransientServerErrors(t *testing.T) {
 
 // TestIdleGetsDoNotWakeForLeases: idle Gets must not wake at every lease
 // expiry time of keys other handles hold, which move on at every
-// extension: with 20 idle Gets and a 300ms lease held elsewhere, they sent
-// over 300 commands in 4s.
+// extension: Gets that did would send over 300 commands in 4s with 20 idle
+// Gets and a 300ms lease held elsewhere.
 func TestIdleGetsDoNotWakeForLeases(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	counted := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 50})

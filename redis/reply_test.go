@@ -8,8 +8,8 @@ import (
 )
 
 // TestReplyReader checks that every type and length of a script's reply is
-// checked, with an error that names the script and the value, where the
-// replies were decoded with unchecked type assertions that panicked.
+// checked, with an error that names the script and the value, not a
+// panic of an unchecked type assertion.
 func TestReplyReader(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -11,9 +11,9 @@ import (
 )
 
 // TestPreludeKeyOrder checks that lua/prelude.lua binds the queue's keys
-// in the order newQueueKeys sends them: the order was written in both
-// places with nothing to check they agree, and a swap would make every
-// script write one key's data into another.
+// in the order newQueueKeys sends them: the order is written in both
+// places, and a swap would make every script write one key's data into
+// another.
 func TestPreludeKeyOrder(t *testing.T) {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	require.NoError(t, err)

@@ -14,22 +14,19 @@ import (
 // that one script stays short however large n is.
 const maxSnapshotItems = 1000
 
-// Snapshot returns a view of the whole queue, across every handle, at one
-// instant (one script): the counts, the first n queued items, the n
-// longest-running items of every handle with when they were handed out,
-// the n first delayed items, the adds made by every handle since the queue
-// was created, and the failure counts of the items listed. n is capped at
-// 1000. ShuttingDown is this handle's. It satisfies the inspect package's
-// Snapshotter, so that an inspector page shows which keys are stuck in any
-// process. If Redis does not answer within 5s it logs the error and
-// returns a view with only Taken and ShuttingDown set; SnapshotContext
-// returns the error instead. Safe for concurrent use.
+// Snapshot returns a view of the whole queue, across every handle, taken
+// at one instant: the counts, the first n queued items, the n items
+// processed longest by any handle, the n delayed items due first, the adds
+// made since the queue was created, and the failure counts of the items
+// listed; n is capped at 1000. ShuttingDown is this handle's. It
+// satisfies the inspect package's Snapshotter. If the read fails or Redis
+// does not answer within 5s, it logs the error and returns a view with
+// only Taken and ShuttingDown set.
 //
-// On a partitioned queue the view is each partition's at its own instant
-// (Taken is the latest), merged: the counts summed, Queued the partitions'
-// first items in turn (the order in which Gets that take from the
-// partitions in turn would find them), InFlight and Delayed the n
-// longest-running and the n due first over all partitions.
+// On a partitioned queue each partition is read at its own instant (Taken
+// is the latest) and the views are merged: the counts summed, Queued the
+// partitions' first items in turn, InFlight and Delayed the n longest
+// processed and the n due first over all partitions.
 func (q *Queue[T]) Snapshot(n int) workqueue.Snapshot[T] {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -41,7 +38,7 @@ func (q *Queue[T]) Snapshot(n int) workqueue.Snapshot[T] {
 	return snap
 }
 
-// SnapshotContext is Snapshot, returning Redis's error.
+// SnapshotContext is Snapshot with a context, returning Redis's error.
 func (q *Queue[T]) SnapshotContext(ctx context.Context, n int) (workqueue.Snapshot[T], error) {
 	n = min(max(n, 0), maxSnapshotItems)
 	if err := q.checkPartitions(ctx); err != nil {

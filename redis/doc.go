@@ -1,0 +1,21 @@
+// Package redisqueue is a work queue shared by many processes through
+// Redis 6.2 or later, with the rules of the in-memory workqueue:
+//
+//   - a key is queued once, however often it is added;
+//   - a key is handed to one worker at a time across every process, and a
+//     key added while it is processed is queued again at its Done;
+//   - keys are handed out in the order of their first add (within a
+//     partition, with Options.Partitions);
+//   - AddAfter's earliest ready time wins, and AddRateLimited's failure
+//     counts live in Redis, so backoff goes on when another process
+//     retries the key;
+//   - a key handed out is leased to its handle, which extends the lease
+//     while the key is processed; if the process dies, the key is handed
+//     out again once the lease expires, so delivery is at least once;
+//   - a Done whose lease expired and was granted again is refused, so a
+//     late holder cannot undo another's work.
+//
+// The directory is redis and the package redisqueue, so that it can be
+// imported beside go-redis without an alias. Its README.md covers
+// operations and measurements.
+package redisqueue
