@@ -156,6 +156,7 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 	c.maxPark = maxPark
 	c.flight = newFlightList()
 	c.drained.L = &c.mu
+	warnIfNoProvider(provider, name, logger)
 	c.metrics = newQueueMetrics[T](provider, name, clk, c.refreshUnfinishedWork)
 	c.parkingMetrics = newParkingMetrics(provider, name)
 	c.flight.tracking = c.metrics != nil

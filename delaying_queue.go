@@ -31,7 +31,9 @@ type parkingQueue[T comparable] interface {
 // [NewTypedDelayingQueueWithConfig]. The zero value is valid.
 type TypedDelayingQueueConfig[T comparable] struct {
 	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics.
+	// no metrics; a named queue without a MetricsProvider records none
+	// either, and the first one made in a process logs a warning saying
+	// so.
 	Name string
 
 	// Logger receives the queue's rare log lines: items dropped at shutdown

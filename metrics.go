@@ -1,7 +1,9 @@
 package workqueue
 
 import (
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -43,7 +45,8 @@ type HistogramMetric interface {
 // MetricsProvider creates the metrics of one named queue. A queue calls each
 // method once, at construction, with its name; a nil result disables that
 // one metric. Pass a provider in a queue's config; there is no global
-// provider. The github.com/go-workqueue/workqueue/prometheus package provides
+// provider, and a named queue made without one logs a warning, once per
+// process. The github.com/go-workqueue/workqueue/prometheus package provides
 // one for Prometheus. A provider may also implement
 // [DelayedItemsMetricsProvider] and [UnfinishedWorkUpdatePeriodProvider].
 type MetricsProvider interface {
@@ -178,6 +181,23 @@ type queueMetrics[T comparable] struct {
 	stopOnce sync.Once
 	stopCh   chan struct{}
 	loopDone chan struct{}
+}
+
+// warnedNoProvider is set by the first named queue made without a
+// provider: client-go code that switches to this package loses its
+// metrics, which came from a process-wide provider, and is told once.
+var warnedNoProvider atomic.Bool
+
+// warnIfNoProvider logs, once per process, that a named queue without a
+// provider records no metrics, and how to give it one.
+func warnIfNoProvider(provider MetricsProvider, name string, logger *slog.Logger) {
+	if provider != nil || name == "" || !warnedNoProvider.CompareAndSwap(false, true) {
+		return
+	}
+	logger.Warn("workqueue: a named queue without a MetricsProvider records no metrics; "+
+		"this package has no process-wide provider as client-go has. Set one in the queue's config, e.g. "+
+		"MetricsProvider: prometheus.NewProvider(prometheus.DefaultRegisterer) "+
+		"with github.com/go-workqueue/workqueue/prometheus (logged once per process)", "queue", name)
 }
 
 // newQueueMetrics returns nil, meaning no metrics at all, unless both a

@@ -1,7 +1,10 @@
 package workqueue
 
 import (
+	"bytes"
+	"log/slog"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -295,4 +298,27 @@ func TestDelayedItemsGaugeCoversTheHandOver(t *testing.T) {
 		assert.Equal(t, 1.0, delayed(), "after the hand-over only c waits")
 		assert.Equal(t, 2, q.Len())
 	})
+}
+
+// TestNamedQueueWithoutProviderWarnsOnce checks the warning that tells a
+// program switched from client-go why its named queues record no metrics:
+// once per process, for the first named queue without a provider.
+func TestNamedQueueWithoutProviderWarnsOnce(t *testing.T) {
+	warnedNoProvider.Store(false)
+	defer warnedNoProvider.Store(true)
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	configs := []TypedQueueConfig[string]{
+		{Logger: logger}, // no name: nothing to warn of
+		{Name: "with", MetricsProvider: &recordingProvider{}, Logger: logger}, // a provider
+		{Name: "pods", Logger: logger},                                        // warns
+		{Name: "nodes", Logger: logger},                                       // warned already
+	}
+	for _, config := range configs {
+		NewTypedWithConfig(config).ShutDown()
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), "\n"), "lines logged: %s", logs.String())
+	assert.Contains(t, logs.String(), `level=WARN msg="workqueue: a named queue without a MetricsProvider records no metrics;`)
+	assert.Contains(t, logs.String(), "MetricsProvider: prometheus.NewProvider(prometheus.DefaultRegisterer)")
+	assert.Contains(t, logs.String(), "queue=pods")
 }

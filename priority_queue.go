@@ -32,7 +32,9 @@ type AddOpts struct {
 // [NewTypedPriorityQueue]. The zero value is valid.
 type TypedPriorityQueueConfig[T comparable] struct {
 	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics.
+	// no metrics; a named queue without a MetricsProvider records none
+	// either, and the first one made in a process logs a warning saying
+	// so.
 	Name string
 
 	// MetricsProvider creates the queue's metrics: the Kubernetes ones of

@@ -64,7 +64,9 @@ func DefaultQueue[T comparable]() Queue[T] {
 // value is valid: no name, no metrics, the real clock and FIFO storage.
 type TypedQueueConfig[T comparable] struct {
 	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics.
+	// no metrics; a named queue without a MetricsProvider records none
+	// either, and the first one made in a process logs a warning saying
+	// so.
 	Name string
 
 	// MetricsProvider creates the queue's metrics. A nil provider records

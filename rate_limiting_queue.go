@@ -29,7 +29,9 @@ type TypedRateLimitingInterface[T comparable] interface {
 // [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
 type TypedRateLimitingQueueConfig[T comparable] struct {
 	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics.
+	// no metrics; a named queue without a MetricsProvider records none
+	// either, and the first one made in a process logs a warning saying
+	// so.
 	Name string
 
 	// MetricsProvider creates the queue's metrics. A nil provider records
