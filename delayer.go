@@ -226,3 +226,100 @@ func readyAfter(now int64, delay time.Duration) int64 {
 	}
 	return now + int64(delay)
 }
+
+// makeDelays makes the core's delays; start starts their goroutine.
+func (c *core[T]) makeDelays(provider MetricsProvider, name string) {
+	c.delays = newDelayer[T](c.clock, provider, name)
+	c.delays.expire = c.expireParks
+}
+
+// startDelays makes the core's delays, and starts their goroutine, if it
+// has none yet. The caller holds mu.
+func (c *core[T]) startDelays() {
+	if c.delays != nil {
+		return
+	}
+	c.makeDelays(nil, "")
+	c.delays.start(&c.mu, c.delayEnded, func() bool { return false }, c.logger)
+}
+
+// delayEnded makes item, whose delay has ended, ready: queued, or queued
+// by Done if it is being processed. The delay goroutine calls it with mu
+// held.
+func (c *core[T]) delayEnded(item T) {
+	entry, id := c.items.Lookup(item, c.items.Hash(item))
+	if !entry.Val.processing {
+		c.queueHeld(id)
+	}
+	entry.Val.pending = pendingReady
+	c.readied(item, id)
+}
+
+// readied counts an add that made the item with id ready at the end of a
+// delay or a park.
+func (c *core[T]) readied(item T, id int32) {
+	if c.onReady != nil {
+		c.onReady(item, id)
+		return
+	}
+	c.countAdd(item)
+}
+
+// cancelWait takes back what the held item with id waits for, a delay or
+// an event, and leaves its pending none. The caller holds mu.
+func (c *core[T]) cancelWait(id int32) {
+	entry := c.items.At(id)
+	switch entry.Val.pending {
+	case pendingDelay:
+		c.delays.remove(entry.Item)
+	case pendingParked:
+		c.unpark(id)
+	}
+	entry.Val.pending = pendingNone
+}
+
+// dropWaiting is the shutdown's part under mu: the items waiting for a
+// delay or an event are dropped, and a park that a worker asked for will
+// not happen: its item leaves the queue at Done.
+func (c *core[T]) dropWaiting() {
+	drop := func(id int32) {
+		entry := c.items.At(id)
+		entry.Val.pending = pendingNone
+		if !entry.Val.processing {
+			c.release(id)
+		}
+	}
+	if c.delays != nil {
+		c.droppedDelayed = c.delays.dropAll(func(item T) {
+			_, id := c.items.Lookup(item, c.items.Hash(item))
+			drop(id)
+		})
+	}
+	if c.parking != nil {
+		c.droppedParked = c.parking.parked()
+		for _, id := range c.parking.ids() {
+			c.unpark(id)
+			drop(id)
+		}
+	}
+}
+
+// stopDelays stops the delay goroutine, if the core has one, and logs what
+// the shutdown dropped; the caller does not hold mu, and the shutdown has
+// begun.
+func (c *core[T]) stopDelays() {
+	c.mu.Lock()
+	delays, delayed, parked := c.delays, c.droppedDelayed, c.droppedParked
+	c.droppedDelayed, c.droppedParked = 0, 0
+	c.mu.Unlock()
+	if delays == nil {
+		return
+	}
+	delays.stop()
+	if delayed > 0 {
+		c.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", delayed)
+	}
+	if parked > 0 {
+		c.logger.Info("workqueue: dropped items parked until an event at shutdown", "count", parked)
+	}
+}

@@ -19,14 +19,6 @@ type TypedDelayingInterface[T comparable] interface {
 	AddAfter(item T, duration time.Duration)
 }
 
-// parkingQueue is what the layers look for in the queue below them to
-// park items there: this package's queues.
-type parkingQueue[T comparable] interface {
-	park(item T, backoff func() time.Duration, events []string)
-	WakeFunc(event string, accept func(item T) bool) int
-	WakeItem(item T) bool
-}
-
 // TypedDelayingQueueConfig configures a queue made by
 // [NewTypedDelayingQueueWithConfig]. The zero value is valid.
 type TypedDelayingQueueConfig[T comparable] struct {
@@ -168,16 +160,6 @@ func (q *TypedDelayingQueue[T]) Remove(item T) bool {
 		removed = true
 	}
 	return removed
-}
-
-// contextGetter and remover are the additions of this package's queues,
-// which the layers look for in the queue below them.
-type contextGetter[T comparable] interface {
-	GetContext(ctx context.Context) (T, error)
-}
-
-type remover[T comparable] interface {
-	Remove(item T) bool
 }
 
 // getContext calls q's GetContext, if it has one.

@@ -3,6 +3,7 @@ package workqueue
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -198,3 +199,160 @@ func (p *parking) next(r *parkedRecord) *parkedRecord { return p.settled.Next(r)
 
 // parked returns the number of parks that have taken effect.
 func (p *parking) parked() int { return p.settled.Len() }
+
+// parkLocked parks item, which its caller is processing, until one of
+// events wakes it; the park takes effect at Done, and the item is not
+// queued again before backoff has passed. It does nothing after a shutdown
+// has begun, for an item not being processed, for one added again since
+// its Get (the add wins), or for one whose earlier park a wake has ended.
+// A later park of the same item replaces an earlier one that no wake has
+// ended. If one of events woke since the item's Get, the park does not
+// wait: the item is queued again after its backoff. The caller holds mu.
+func (c *core[T]) parkLocked(item T, hash uint32, backoff func() time.Duration, events []string) {
+	if c.shuttingDown.Load() {
+		return
+	}
+	entry, id := c.items.Lookup(item, hash)
+	if entry == nil || !entry.Val.processing {
+		return
+	}
+	switch entry.Val.pending {
+	case pendingReady, pendingDelay:
+		return
+	case pendingParked:
+		c.unpark(id) // replaced by this park
+		entry.Val.pending = pendingNone
+	}
+	c.startDelays()
+	if c.parking == nil {
+		c.parking = newParking()
+	}
+	until := c.delays.now()
+	if backoff != nil {
+		until = readyAfter(until, backoff())
+	}
+	if c.parking.firedSinceGet(id, events) {
+		c.endPark(id, until)
+		return
+	}
+	c.parking.add(id, events, until)
+	entry.Val.pending = pendingParked
+}
+
+// unpark takes the item with id out of the parking; the caller sets its
+// pending. The caller holds mu.
+func (c *core[T]) unpark(id int32) {
+	r := c.parking.remove(id)
+	if r.settledIn {
+		c.countParked()
+	}
+	c.parking.recycle(r)
+}
+
+// countParked publishes the number of parked items.
+func (c *core[T]) countParked() {
+	if c.parkingMetrics != nil {
+		c.parkingMetrics.parked.Set(float64(c.parking.parked()))
+	}
+}
+
+// endPark ends the park of the item with id, if it is parked, and makes
+// it ready once until has passed on the delays' clock: at once, or
+// through the delays. The caller holds mu.
+func (c *core[T]) endPark(id int32, until int64) {
+	entry := c.items.At(id)
+	now := c.delays.now()
+	wait := until - now
+	if until > now && wait < 0 {
+		wait = math.MaxInt64 // saturated: the clock was set back before the epoch
+	}
+	if wait <= 0 && !entry.Val.processing {
+		c.queueHeld(id) // first: if custom storage's Push panics, the park stays
+	}
+	if entry.Val.pending == pendingParked {
+		c.unpark(id)
+	}
+	if wait > 0 {
+		entry.Val.pending = pendingDelay
+		if c.delays.add(entry.Item, time.Duration(wait)) {
+			c.delays.poke()
+		}
+		return
+	}
+	entry.Val.pending = pendingReady
+	c.readied(entry.Item, id)
+}
+
+// wakeLocked ends the parks that wait for event and that accept, if not
+// nil, accepts, in the order they were made, and returns how many it
+// ended. Each item is queued again once its park's backoff has passed.
+// The caller holds mu.
+func (c *core[T]) wakeLocked(event string, accept func(item T) bool) int {
+	if c.shuttingDown.Load() {
+		return 0
+	}
+	if c.parking == nil {
+		c.parking = newParking()
+	}
+	woken := 0
+	for _, r := range c.parking.fire(event) {
+		if accept == nil || accept(c.items.At(r.id).Item) {
+			c.endPark(r.id, r.backoffUntil)
+			woken++
+			if c.parkingMetrics != nil {
+				c.parkingMetrics.wakes.Inc(event)
+			}
+		}
+	}
+	return woken
+}
+
+// wakeItemLocked ends the park of item, if it is parked, and queues it at
+// once, whatever its backoff. The caller holds mu.
+func (c *core[T]) wakeItemLocked(item T, hash uint32) bool {
+	entry, id := c.items.Lookup(item, hash)
+	if entry == nil || entry.Val.pending != pendingParked {
+		return false
+	}
+	c.endPark(id, c.delays.now())
+	return true
+}
+
+// expireParks ends at most budget of the parks that have lasted maxPark
+// at now, oldest first, each item queued again once its backoff has
+// passed, and returns how many it ended and when the next one falls due.
+// The delay goroutine calls it with mu held; the budget keeps a burst of
+// parks from holding mu for long, as the delays' batches do.
+func (c *core[T]) expireParks(now int64, budget int) (ended int, next int64, ok bool) {
+	if c.parking == nil {
+		return 0, 0, false
+	}
+	for r := c.parking.oldest(); r != nil; r = c.parking.oldest() {
+		due := readyAfter(r.since, c.maxPark)
+		if due > now {
+			return ended, due, true
+		}
+		if ended == budget {
+			return ended, now, true
+		}
+		c.endPark(r.id, r.backoffUntil)
+		ended++
+		if c.parkingMetrics != nil {
+			c.parkingMetrics.timeouts.Inc()
+		}
+	}
+	return ended, 0, false
+}
+
+// snapshotParked returns the number of items parked since their Done and
+// the n parked longest, longest first. The caller holds mu.
+func (c *core[T]) snapshotParked(n int) (parked int, first []ParkedItem[T]) {
+	for r := c.parking.oldest(); r != nil && len(first) < n; r = c.parking.next(r) {
+		first = append(first, ParkedItem[T]{
+			Item:   c.items.At(r.id).Item,
+			Events: slices.Clone(r.events),
+			Since:  c.delays.epoch.Add(time.Duration(r.since)),
+		})
+	}
+	return c.parking.parked(), first
+}

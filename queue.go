@@ -466,16 +466,3 @@ func (o *storageOrder[T]) unqueue(id int32) {
 func (o *storageOrder[T]) touch(id int32)    { o.storage.Touch(o.items.At(id).Item) }
 func (o *storageOrder[T]) first(int) []int32 { return nil }
 func (o *storageOrder[T]) empty()            {}
-
-// addStopper is implemented by the queues of this package whose shutdown can
-// begin (stopAdds) apart from waiting for a drain, so that a layer above
-// makes its own check-and-act atomic with that one instant.
-type addStopper interface {
-	stopAdds()
-}
-
-// tryAdder is implemented by Typed: an Add that reports whether it was
-// accepted.
-type tryAdder[T comparable] interface {
-	tryAdd(item T) bool
-}

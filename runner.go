@@ -371,9 +371,7 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 	case result.Requeue:
 		r.requeue(item, priority, AddOpts{RateLimited: true})
 	case len(result.WaitFor) > 0:
-		if p, ok := r.queue.(interface {
-			Park(item T, events ...string)
-		}); ok {
+		if p, ok := r.queue.(parker[T]); ok {
 			p.Park(item, result.WaitFor...)
 		} else {
 			r.queue.AddRateLimited(item)
@@ -382,12 +380,6 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 		r.queue.Forget(item)
 	}
 	return true
-}
-
-// prioritized is what the Runner uses of a priority queue.
-type prioritized[T comparable] interface {
-	get(ctx context.Context) (item T, priority int, err error)
-	AddWithOpts(opts AddOpts, items ...T)
 }
 
 // next gets the next item, with its priority on a priority queue, or

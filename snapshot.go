@@ -62,12 +62,6 @@ type DelayedItem[T comparable] struct {
 	ReadyAt time.Time
 }
 
-// snapshotter is implemented by every queue of this package; the layers
-// look for it in the queue below them.
-type snapshotter[T comparable] interface {
-	Snapshot(n int) Snapshot[T]
-}
-
 // ParkedItem is an item parked until an event.
 type ParkedItem[T comparable] struct {
 	Item T

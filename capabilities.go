@@ -1,0 +1,92 @@
+package workqueue
+
+import (
+	"context"
+	"time"
+)
+
+// The capabilities below are what this package's queues and Runner look
+// for in a queue they are given, which may be one from outside this
+// package: each layer uses what the queue below it has and falls back
+// where it has not. Who implements which:
+//
+//	                 Typed  TypedDelayingQueue  TypedRateLimitingQueue  TypedPriorityQueue
+//	addStopper       yes    yes                 -                       -
+//	tryAdder         yes    -                   -                       -
+//	contextGetter    yes    yes                 yes                     yes
+//	remover          yes    yes                 yes                     yes
+//	snapshotter      yes    yes                 yes                     yes
+//	parker           yes    yes                 yes                     yes
+//	parkingQueue     yes    yes                 -                       yes
+//	prioritized      -      -                   -                       yes
+
+// addStopper is implemented by the queues of this package whose shutdown can
+// begin (stopAdds) apart from waiting for a drain, so that a layer above
+// makes its own check-and-act atomic with that one instant.
+type addStopper interface {
+	stopAdds()
+}
+
+// tryAdder is implemented by Typed: an Add that reports whether it was
+// accepted.
+type tryAdder[T comparable] interface {
+	tryAdd(item T) bool
+}
+
+// parkingQueue is what the layers look for in the queue below them to
+// park items there: this package's queues.
+type parkingQueue[T comparable] interface {
+	park(item T, backoff func() time.Duration, events []string)
+	WakeFunc(event string, accept func(item T) bool) int
+	WakeItem(item T) bool
+}
+
+// contextGetter and remover are the additions of this package's queues,
+// which the layers look for in the queue below them.
+type contextGetter[T comparable] interface {
+	GetContext(ctx context.Context) (T, error)
+}
+
+type remover[T comparable] interface {
+	Remove(item T) bool
+}
+
+// snapshotter is implemented by every queue of this package; the layers
+// look for it in the queue below them.
+type snapshotter[T comparable] interface {
+	Snapshot(n int) Snapshot[T]
+}
+
+// prioritized is what the Runner uses of a priority queue.
+type prioritized[T comparable] interface {
+	get(ctx context.Context) (item T, priority int, err error)
+	AddWithOpts(opts AddOpts, items ...T)
+}
+
+// parker is the Park method of this package's queues.
+type parker[T comparable] interface {
+	Park(item T, events ...string)
+}
+
+// The table above, checked.
+var (
+	_ addStopper        = (*Typed[int])(nil)
+	_ addStopper        = (*TypedDelayingQueue[int])(nil)
+	_ tryAdder[int]     = (*Typed[int])(nil)
+	_ parkingQueue[int] = (*Typed[int])(nil)
+	_ parkingQueue[int] = (*TypedDelayingQueue[int])(nil)
+	_ parkingQueue[int] = (*TypedPriorityQueue[int])(nil)
+	_ prioritized[int]  = (*TypedPriorityQueue[int])(nil)
+	_ additions[int]    = (*Typed[int])(nil)
+	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
+	_ additions[int]    = (*TypedRateLimitingQueue[int])(nil)
+	_ additions[int]    = (*TypedPriorityQueue[int])(nil)
+)
+
+// additions are the capabilities every queue of this package has.
+type additions[T comparable] interface {
+	contextGetter[T]
+	remover[T]
+	snapshotter[T]
+	parker[T]
+}
