@@ -151,13 +151,13 @@ func TestGetContextPassesOnItsWakeup(t *testing.T) {
 					second <- item
 				}()
 				synctest.Wait()
-				q.mu.Lock()
+				q.core.mu.Lock()
 				if tt.cancelFirst {
 					cancel()
 				}
-				q.addLocked("x", q.items.Hash("x")) // wakes the first caller
+				q.addLocked("x", q.core.items.Hash("x")) // wakes the first caller
 				cancel()
-				q.mu.Unlock()
+				q.core.mu.Unlock()
 				synctest.Wait()
 				require.ErrorIs(t, <-first, tt.wantFirst)
 				select {

@@ -184,7 +184,7 @@ func TestNoMetricsWithoutNameOrProvider(t *testing.T) {
 			before := runtime.NumGoroutine()
 			q := NewTypedWithConfig(TypedQueueConfig[string]{Name: tt.queueName, MetricsProvider: provider})
 			assert.Equal(t, tt.goroutines, runtime.NumGoroutine()-before, "goroutines started")
-			assert.Equal(t, tt.goroutines == 0, q.metrics == nil)
+			assert.Equal(t, tt.goroutines == 0, q.core.metrics == nil)
 			q.Add("a")
 			q.ShutDown()
 			if tt.provider != nil && tt.goroutines == 0 {

@@ -95,9 +95,9 @@ func BenchmarkWakeToGet(b *testing.B) {
 		}
 	}()
 	asleepAndParked := func() bool {
-		q.mu.Lock()
-		defer q.mu.Unlock()
-		return q.sleepers.Len() == 1 && q.parking != nil && q.parking.parked() == 1
+		q.core.mu.Lock()
+		defer q.core.mu.Unlock()
+		return q.core.sleepers.Len() == 1 && q.core.parking != nil && q.core.parking.parked() == 1
 	}
 	q.Add("pod")
 	var total time.Duration

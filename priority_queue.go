@@ -113,7 +113,7 @@ type TypedPriorityQueueConfig[T comparable] struct {
 // instant between its call and its return (Get and ShutDownWithDrain may
 // block before that instant).
 type TypedPriorityQueue[T comparable] struct {
-	core[T]
+	core  core[T]
 	order *priorityOrder[T]
 
 	// limiterMu makes a rate-limited add one step (its check of the
@@ -165,26 +165,26 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		depthByPriority: priorityDepthMetric(config.MetricsProvider, config.Name),
 	}
 	q.order = &priorityOrder[T]{
-		items:    &q.items,
+		items:    &q.core.items,
 		fairness: slices.Clone(config.Fairness),
 		maxWait:  int64(config.MaxWait),
 		ages:     list.New(),
 	}
-	q.init(q.order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
-	q.onReady = func(item T, id int32) { q.countReady(item, q.order.priority(id)) }
-	q.makeDelays(config.MetricsProvider, config.Name)
-	q.order.now = q.delays.now
-	q.start()
+	q.core.init(q.order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
+	q.core.onReady = func(item T, id int32) { q.countReady(item, q.order.priority(id)) }
+	q.core.makeDelays(config.MetricsProvider, config.Name)
+	q.order.now = q.core.delays.now
+	q.core.start()
 	return q
 }
 
 // Add adds item at once at priority 0; it is shorthand for
 // AddWithOpts(AddOpts{}, item).
 func (q *TypedPriorityQueue[T]) Add(item T) {
-	hash := q.items.Hash(item) // before the lock: the hot path's one hash
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.shuttingDown.Load() {
+	hash := q.core.items.Hash(item) // before the lock: the hot path's one hash
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	if !q.core.shuttingDown.Load() {
 		q.addLocked(item, hash, 0, 0) // no delay: the delay goroutine need not look
 	}
 }
@@ -222,7 +222,7 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	if opts.RateLimited {
 		q.limiterMu.Lock()
 		defer q.limiterMu.Unlock()
-		if q.shuttingDown.Load() {
+		if q.core.shuttingDown.Load() {
 			return
 		}
 		for _, item := range items {
@@ -233,9 +233,9 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 			afters = append(afters, after)
 		}
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.shuttingDown.Load() {
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	if q.core.shuttingDown.Load() {
 		return
 	}
 	wakeLoop := false
@@ -244,31 +244,31 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 		if opts.RateLimited {
 			after = afters[i]
 		}
-		if q.addLocked(item, q.items.Hash(item), priority, after) {
+		if q.addLocked(item, q.core.items.Hash(item), priority, after) {
 			wakeLoop = true
 		}
 	}
 	if wakeLoop {
-		q.delays.poke()
+		q.core.delays.poke()
 	}
 }
 
 // addLocked merges one add into item's record and reports whether the
 // delay goroutine must look at the heap again. The caller holds mu.
 func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration) (wakeLoop bool) {
-	entry, id := q.items.Lookup(item, hash)
+	entry, id := q.core.items.Lookup(item, hash)
 	if entry != nil && entry.Val.pending == pendingParked {
-		q.cancelWait(id) // an add ends a park: from here on, as if none
+		q.core.cancelWait(id) // an add ends a park: from here on, as if none
 		if !entry.Val.processing {
-			q.release(id)
+			q.core.release(id)
 			entry = nil
 		}
 	}
 	if after > 0 {
-		q.delays.countRetry()
+		q.core.delays.countRetry()
 		switch {
 		case entry == nil:
-			_, id = q.items.Insert(item, hash, record{pending: pendingDelay})
+			_, id = q.core.items.Insert(item, hash, record{pending: pendingDelay})
 			q.order.setPriority(id, priority)
 		case entry.Val.pending == pendingReady: // ready already: the earliest wins
 			q.raise(entry, id, priority)
@@ -279,22 +279,22 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 			entry.Val.pending = pendingDelay
 			q.order.setPriority(id, priority)
 		}
-		return q.delays.add(item, after)
+		return q.core.delays.add(item, after)
 	}
 	switch {
 	case entry == nil:
-		_, id = q.items.Insert(item, hash, record{pending: pendingReady})
+		_, id = q.core.items.Insert(item, hash, record{pending: pendingReady})
 		q.order.setPriority(id, priority)
-		q.queueHeld(id)
+		q.core.queueHeld(id)
 	case entry.Val.pending == pendingReady:
 		q.raise(entry, id, priority)
 		return false
 	case entry.Val.pending == pendingDelay:
-		q.delays.remove(item)
+		q.core.delays.remove(item)
 		entry.Val.pending = pendingReady
 		q.order.setPriority(id, max(q.order.priority(id), priority))
 		if !entry.Val.processing {
-			q.queueHeld(id)
+			q.core.queueHeld(id)
 		}
 	default: // processing, with nothing pending
 		entry.Val.pending = pendingReady
@@ -306,7 +306,7 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 
 // countReady records an add that made an item ready.
 func (q *TypedPriorityQueue[T]) countReady(item T, priority int) {
-	q.countAdd(item)
+	q.core.countAdd(item)
 	if q.depthByPriority != nil {
 		q.depthByPriority.Inc(priority)
 	}
@@ -334,9 +334,9 @@ func (q *TypedPriorityQueue[T]) raise(entry *table.Entry[T, record], id int32, p
 // waiting for their delay, and items added again while being processed,
 // are not counted.
 func (q *TypedPriorityQueue[T]) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.queued
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return q.core.queued
 }
 
 // Get is GetWithPriority without the priority.
@@ -367,8 +367,8 @@ func (q *TypedPriorityQueue[T]) GetContext(ctx context.Context) (item T, err err
 }
 
 func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, err error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
 	item, id, err := q.core.get(ctx, "TypedPriorityQueue; make one with NewTypedPriorityQueue")
 	if err != nil {
 		return item, 0, err
@@ -384,10 +384,10 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 // processed, it is queued again, even after a shutdown has begun. Done for
 // an item that is not being processed does nothing.
 func (q *TypedPriorityQueue[T]) Done(item T) {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.done(item, hash)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	q.core.done(item, hash)
 }
 
 // Remove takes item back: a queued item or one waiting for its delay
@@ -396,25 +396,25 @@ func (q *TypedPriorityQueue[T]) Done(item T) {
 // Forget. It reports whether it took anything back; an item being
 // processed keeps being processed.
 func (q *TypedPriorityQueue[T]) Remove(item T) bool {
-	hash := q.items.Hash(item)
+	hash := q.core.items.Hash(item)
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
 	q.rateLimiter.Forget(item)
 	q.parkBackoff.Forget(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	entry, id := q.items.Lookup(item, hash)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	entry, id := q.core.items.Lookup(item, hash)
 	if entry == nil {
 		return false
 	}
 	switch entry.Val.pending {
 	case pendingDelay, pendingParked:
-		q.removeWaiting(id)
+		q.core.removeWaiting(id)
 	case pendingReady:
 		if q.depthByPriority != nil {
 			q.depthByPriority.Dec(q.order.priority(id))
 		}
-		q.removeReady(id)
+		q.core.removeReady(id)
 	default:
 		return false
 	}
@@ -427,24 +427,24 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 // ParkBackoff in [TypedPriorityQueueConfig]). A woken item is queued at
 // the priority it was handed out at.
 func (q *TypedPriorityQueue[T]) Park(item T, events ...string) {
-	hash := q.items.Hash(item)
+	hash := q.core.items.Hash(item)
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
-	if q.shuttingDown.Load() {
+	if q.core.shuttingDown.Load() {
 		return
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.parkLocked(item, hash, func() time.Duration { return q.parkBackoff.When(item) }, events)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	q.core.parkLocked(item, hash, func() time.Duration { return q.parkBackoff.When(item) }, events)
 }
 
 // park is Park with the backoff a layer above took from its own rate
 // limiter.
 func (q *TypedPriorityQueue[T]) park(item T, backoff func() time.Duration, events []string) {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.parkLocked(item, hash, backoff, events)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	q.core.parkLocked(item, hash, backoff, events)
 }
 
 // Wake ends the parks that wait for event; see [Typed.Wake].
@@ -453,17 +453,17 @@ func (q *TypedPriorityQueue[T]) Wake(event string) int { return q.WakeFunc(event
 // WakeFunc ends the parks that wait for event and that accept accepts;
 // see [Typed.WakeFunc].
 func (q *TypedPriorityQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.wakeLocked(event, accept)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return q.core.wakeLocked(event, accept)
 }
 
 // WakeItem ends item's park and queues it at once; see [Typed.WakeItem].
 func (q *TypedPriorityQueue[T]) WakeItem(item T) bool {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.wakeItemLocked(item, hash)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return q.core.wakeItemLocked(item, hash)
 }
 
 // Forget tells the rate limiter that item is finished with, so its failure
@@ -484,7 +484,7 @@ func (q *TypedPriorityQueue[T]) NumRequeues(item T) int {
 }
 
 // ShuttingDown reports whether a shutdown has begun.
-func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.shuttingDown.Load() }
+func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.core.shuttingDown.Load() }
 
 // ShutDown makes the queue ignore further adds, drops the items waiting for
 // their delay, wakes every Get caller (which then drain what is queued and
@@ -493,10 +493,10 @@ func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.shuttingDown.Load
 // nothing.
 func (q *TypedPriorityQueue[T]) ShutDown() {
 	q.limiterMu.Lock()
-	q.mu.Lock()
-	q.stopAddsLocked()
-	q.releaseDrains()
-	q.mu.Unlock()
+	q.core.mu.Lock()
+	q.core.stopAddsLocked()
+	q.core.releaseDrains()
+	q.core.mu.Unlock()
 	q.limiterMu.Unlock()
 	q.stopGoroutines()
 }
@@ -510,24 +510,24 @@ func (q *TypedPriorityQueue[T]) ShutDown() {
 // panics on a zero TypedPriorityQueue.
 func (q *TypedPriorityQueue[T]) ShutDownWithDrain() {
 	const zero = "TypedPriorityQueue; make one with NewTypedPriorityQueue"
-	if q.drained.L == nil {
+	if q.core.drained.L == nil {
 		panic("workqueue: ShutDownWithDrain on a zero " + zero)
 	}
 	q.limiterMu.Lock()
-	q.mu.Lock()
-	q.stopAddsLocked()
-	q.mu.Unlock()
+	q.core.mu.Lock()
+	q.core.stopAddsLocked()
+	q.core.mu.Unlock()
 	// Not held while the drain waits: workers still call Forget.
 	q.limiterMu.Unlock()
-	q.mu.Lock()
-	q.drain(zero)
-	q.mu.Unlock()
+	q.core.mu.Lock()
+	q.core.drain(zero)
+	q.core.mu.Unlock()
 	q.stopGoroutines()
 }
 
 func (q *TypedPriorityQueue[T]) stopGoroutines() {
-	q.stopDelays()
-	q.stopMetrics()
+	q.core.stopDelays()
+	q.core.stopMetrics()
 }
 
 // Snapshot returns a view of the queue at one instant, listing at most n
@@ -544,9 +544,9 @@ func (q *TypedPriorityQueue[T]) Snapshot(n int) Snapshot[T] {
 	// under mu.
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
-	q.mu.Lock()
-	s := q.snapshotLocked(n)
-	q.mu.Unlock()
+	q.core.mu.Lock()
+	s := q.core.snapshotLocked(n)
+	q.core.mu.Unlock()
 	s.Failures = listedFailures(q.rateLimiter, &s)
 	return s
 }

@@ -101,7 +101,7 @@ type TypedQueueConfig[T comparable] struct {
 // made one at a time could produce (Get and ShutDownWithDrain may block
 // before that instant).
 type Typed[T comparable] struct {
-	core[T]
+	core core[T]
 }
 
 // NewTyped returns a new FIFO work queue with no name and no metrics. It is
@@ -132,13 +132,13 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 		for config.Queue.Len() > 0 {
 			prefilled = append(prefilled, config.Queue.Pop())
 		}
-		order = &storageOrder[T]{storage: config.Queue, items: &q.items}
+		order = &storageOrder[T]{storage: config.Queue, items: &q.core.items}
 	}
-	q.init(order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
+	q.core.init(order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
 	for _, item := range prefilled {
 		q.Add(item)
 	}
-	q.start()
+	q.core.start()
 	return q
 }
 
@@ -152,34 +152,34 @@ func (q *Typed[T]) Add(item T) { q.tryAdd(item) }
 // no shutdown had begun, so that the delaying layer counts only accepted
 // retries.
 func (q *Typed[T]) tryAdd(item T) (accepted bool) {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
 	return q.addLocked(item, hash)
 }
 
 // addLocked is tryAdd with mu held and item's hash computed.
 func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
-	if q.shuttingDown.Load() {
+	if q.core.shuttingDown.Load() {
 		return false
 	}
-	entry, id := q.items.Lookup(item, hash)
+	entry, id := q.core.items.Lookup(item, hash)
 	switch {
 	case entry == nil:
-		q.insertQueued(item, hash)
+		q.core.insertQueued(item, hash)
 	case entry.Val.pending == pendingReady: // queued, or to be by Done
 		if !entry.Val.processing {
-			q.order.touch(id)
+			q.core.order.touch(id)
 		}
 		return true
 	default: // processing, parked, or waiting for a park's backoff
 		if !entry.Val.processing {
-			q.queueHeld(id) // first: if custom storage's Push panics, nothing changed
+			q.core.queueHeld(id) // first: if custom storage's Push panics, nothing changed
 		}
-		q.cancelWait(id)
+		q.core.cancelWait(id)
 		entry.Val.pending = pendingReady
 	}
-	q.countAdd(item)
+	q.core.countAdd(item)
 	return true
 }
 
@@ -187,9 +187,9 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 // added again while being processed are not counted until they are marked
 // done.
 func (q *Typed[T]) Len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.queued
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return q.core.queued
 }
 
 // Get blocks until an item is queued, marks it as being processed and
@@ -218,8 +218,8 @@ func (q *Typed[T]) GetContext(ctx context.Context) (item T, err error) {
 }
 
 func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
 	item, _, err = q.core.get(ctx, "Typed; make one with NewTyped or NewTypedWithConfig")
 	return item, err
 }
@@ -229,10 +229,10 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 // is not being processed does nothing; client-go would queue such an item a
 // second time.
 func (q *Typed[T]) Done(item T) {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.done(item, hash)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	q.core.done(item, hash)
 }
 
 // Remove takes item back: a queued or parked item leaves the queue, and
@@ -243,20 +243,20 @@ func (q *Typed[T]) Done(item T) {
 // With custom storage, an item added again before Get reaches its old
 // place is handed out from there, as if it had never been removed.
 func (q *Typed[T]) Remove(item T) bool {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	entry, id := q.items.Lookup(item, hash)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	entry, id := q.core.items.Lookup(item, hash)
 	if entry == nil {
 		return false
 	}
 	switch entry.Val.pending {
 	case pendingReady:
-		q.removeReady(id)
+		q.core.removeReady(id)
 	case pendingNone:
 		return false
 	default:
-		q.removeWaiting(id)
+		q.core.removeWaiting(id)
 	}
 	return true
 }
@@ -283,10 +283,10 @@ func (q *Typed[T]) Park(item T, events ...string) { q.park(item, nil, events) }
 // park is Park with a backoff: a wake before it has passed queues the
 // item when it passes.
 func (q *Typed[T]) park(item T, backoff func() time.Duration, events []string) {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.parkLocked(item, hash, backoff, events)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	q.core.parkLocked(item, hash, backoff, events)
 }
 
 // Wake ends the park of every item parked until event, and queues them in
@@ -305,9 +305,9 @@ func (q *Typed[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 // deadlock. If it panics, the parks it accepted before stay ended and the
 // others stay parked.
 func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.wakeLocked(event, accept)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return q.core.wakeLocked(event, accept)
 }
 
 // WakeItem ends item's park, if it is parked, and queues it at once
@@ -316,10 +316,10 @@ func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
 // wake ended already, and which waits for that backoff, is not, and keeps
 // waiting; an Add queues it at once.
 func (q *Typed[T]) WakeItem(item T) bool {
-	hash := q.items.Hash(item)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.wakeItemLocked(item, hash)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return q.core.wakeItemLocked(item, hash)
 }
 
 // ShutDown makes the queue ignore further adds, wakes every Get caller
@@ -328,11 +328,11 @@ func (q *Typed[T]) WakeItem(item T) bool {
 // goroutine and the one that the first Park started, returning when they
 // have exited. Calling it again does nothing.
 func (q *Typed[T]) ShutDown() {
-	q.mu.Lock()
-	q.releaseDrains()
-	q.mu.Unlock()
-	q.stopDelays()
-	q.stopMetrics()
+	q.core.mu.Lock()
+	q.core.releaseDrains()
+	q.core.mu.Unlock()
+	q.core.stopDelays()
+	q.core.stopMetrics()
 }
 
 // ShutDownWithDrain makes the queue ignore further adds and waits until no
@@ -344,27 +344,27 @@ func (q *Typed[T]) ShutDown() {
 // that the first Park started before it returns. It panics on a zero
 // Typed.
 func (q *Typed[T]) ShutDownWithDrain() {
-	q.mu.Lock()
-	q.stopAddsLocked()
-	q.drain("Typed; make one with NewTyped or NewTypedWithConfig")
-	q.mu.Unlock()
-	q.stopDelays()
-	q.stopMetrics()
+	q.core.mu.Lock()
+	q.core.stopAddsLocked()
+	q.core.drain("Typed; make one with NewTyped or NewTypedWithConfig")
+	q.core.mu.Unlock()
+	q.core.stopDelays()
+	q.core.stopMetrics()
 }
 
 // stopAdds is the instant at which a shutdown begins: from then on every
 // add is ignored. The layers above call it before they shut down
 // themselves, so that one flag decides for all their adds.
 func (q *Typed[T]) stopAdds() {
-	q.mu.Lock()
-	q.stopAddsLocked()
-	q.mu.Unlock()
+	q.core.mu.Lock()
+	q.core.stopAddsLocked()
+	q.core.mu.Unlock()
 }
 
 // ShuttingDown reports whether a shutdown has begun: ShutDown or
 // ShutDownWithDrain of this queue or of a layer above it has been called.
 func (q *Typed[T]) ShuttingDown() bool {
-	return q.shuttingDown.Load()
+	return q.core.shuttingDown.Load()
 }
 
 // Snapshot returns a view of the queue at one instant, listing at most n
@@ -377,9 +377,9 @@ func (q *Typed[T]) ShuttingDown() bool {
 // or since it was made if it records metrics. It is safe for concurrent
 // use.
 func (q *Typed[T]) Snapshot(n int) Snapshot[T] {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.snapshotLocked(n)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return q.core.snapshotLocked(n)
 }
 
 // fifoOrder hands out items first in, first out.

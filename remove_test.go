@@ -114,8 +114,8 @@ func TestRemoveReleasesMemory(t *testing.T) {
 	assert.Equal(t, 4999, got)
 	q.Done(got)
 	require.NoError(t, verifyQueue(q))
-	assert.Zero(t, q.items.IDLimit(), "entries held after every item left")
-	assert.Zero(t, q.order.(*fifoOrder).links.Size(), "links kept after every item left")
+	assert.Zero(t, q.core.items.IDLimit(), "entries held after every item left")
+	assert.Zero(t, q.core.order.(*fifoOrder).links.Size(), "links kept after every item left")
 }
 
 func TestRemoveEndsADrain(t *testing.T) {

@@ -15,16 +15,16 @@ import (
 // verifyQueue checks the invariants of q's core; see verifyCoreLocked. It
 // takes the queue's lock.
 func verifyQueue[T comparable](q *Typed[T]) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
 	return verifyCoreLocked(&q.core)
 }
 
 // verifyPriorityQueue checks the invariants of q's core; see
 // verifyCoreLocked. It takes the queue's lock.
 func verifyPriorityQueue[T comparable](q *TypedPriorityQueue[T]) error {
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
 	return verifyCoreLocked(&q.core)
 }
 
