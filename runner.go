@@ -281,11 +281,12 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 // Run starts workers goroutines that reconcile items until ctx ends or the
 // queue is shut down and empty, and returns when every worker has exited.
 //
-// When ctx ends, Run shuts the queue down and stops handing out items: the
-// items still queued are dropped with the queue. It waits for the
-// reconciles in flight; their context is cancelled after the grace period
-// (see [WithGracePeriod]). A failure then is not retried: the retry is
-// dropped and logged. [WithDrain] reconciles the queued items first
+// When ctx ends, Run stops handing out items and waits for the reconciles
+// in flight, whose context is cancelled after the grace period (see
+// [WithGracePeriod]); then it shuts the queue down, which drops what this
+// package's queues still hold. The retries and requeues those reconciles
+// ask for reach the queue before its shutdown: a queue shared with other
+// processes keeps them. [WithDrain] reconciles the queued items first
 // instead. A shutdown of the queue by someone else ends Run once the queue
 // has handed out what it holds.
 //
@@ -338,10 +339,25 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 		<-allExited
 		return
 	}
-	r.queue.ShutDown()
 	grace := time.AfterFunc(r.grace, cancelWork)
 	defer grace.Stop()
+	if !r.getsWithContext() {
+		r.queue.ShutDown() // the one way to end a Get without a context
+	}
 	<-allExited
+	// Only now: the retries and requeues of the reconciles that were in
+	// flight reach the queue, which on a queue shared between processes
+	// (Redis) hands them to the others.
+	r.queue.ShutDown()
+}
+
+// getsWithContext reports whether next can end a Get with its context.
+func (r *Runner[T]) getsWithContext() bool {
+	switch r.queue.(type) {
+	case prioritized[T], contextGetter[T]:
+		return true
+	}
+	return false
 }
 
 // processNext reconciles one item and reports whether the worker goes on:

@@ -368,7 +368,7 @@ func TestRunnerDropsRetriesDuringDrain(t *testing.T) {
 			time.Sleep(time.Second)
 			return Result{}, errors.New("boom")
 		}, func(string, error) { deadLetters++ },
-			WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			WithDrain(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := startRunner(ctx, runner, 1)
 		q.Add("a")
@@ -721,7 +721,7 @@ func TestRunnerErrorObserverOrder(t *testing.T) {
 					time.Sleep(time.Second)
 					return Result{}, errors.New("boom")
 				}, func(item string, _ error) { calls.record("dead letter %s", item) },
-					WithMaxRetries(tt.maxRetries), WithErrorObserver(&calls), WithLogger(slog.New(slog.DiscardHandler)))
+					WithMaxRetries(tt.maxRetries), WithDrain(), WithErrorObserver(&calls), WithLogger(slog.New(slog.DiscardHandler)))
 				ctx, cancel := context.WithCancel(t.Context())
 				exited := startRunner(ctx, runner, 1)
 				q.Add("a")
@@ -891,4 +891,25 @@ func TestRunnerLogLevels(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRunnerHandsRetriesToTheQueueAtStop checks that the retry of a
+// reconcile in flight when Run's context ends reaches the queue before Run
+// shuts it down, so that a queue shared with other processes keeps it.
+func TestRunnerHandsRetriesToTheQueueAtStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+		runner := NewRunner(q, func(context.Context, string) (Result, error) {
+			time.Sleep(time.Second)
+			return Result{}, errors.New("boom")
+		}, WithLogger(slog.New(slog.DiscardHandler)))
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 1)
+		q.Add("a")
+		synctest.Wait() // "a" is being reconciled
+		cancel()
+		<-exited
+		assert.Equal(t, 1, q.NumRequeues("a"), "the retry was added before the shutdown")
+		assert.True(t, q.ShuttingDown())
+	})
 }
