@@ -93,7 +93,7 @@ func BenchmarkCycleParts(b *testing.B) {
 	b.Run("fifo", func(b *testing.B) {
 		order := fifoOrder{list: list.New()}
 		for b.Loop() {
-			order.queue(1, true)
+			order.queue(1)
 			order.next()
 		}
 	})

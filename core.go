@@ -52,20 +52,17 @@ type record struct {
 // which the core hands out its queued items. The core calls it with its
 // lock held; it refers to items by their id in the core's item table.
 type handOutOrder interface {
-	// queue puts id, whose record becomes queued, in the order; fresh
-	// says that insertQueued has just filed the record for this add. If
-	// it panics (custom storage's Push), the add has not happened: it
-	// leaves the order as it was and removes a fresh record, and the
-	// core, which calls it before it changes anything else, leaves a held
-	// item as it was (parked, say).
-	queue(id int32, fresh bool)
+	// queue puts id, whose record becomes queued, in the order. If it
+	// panics (custom storage's Push), it leaves the order as it was, and
+	// the core, which calls it before it changes anything else, leaves a
+	// held item as it was (parked, say); Typed takes back a record filed
+	// for the add.
+	queue(id int32)
 	// next removes and returns the id to hand out next; at least one is
 	// queued.
 	next() int32
 	// unqueue takes the queued id out of the order.
 	unqueue(id int32)
-	// touch tells the order that the queued id was added again.
-	touch(id int32)
 	// first returns at most n queued ids in the order next would return
 	// them, without changing anything; nil if the order cannot tell.
 	first(n int) []int32
@@ -175,7 +172,7 @@ func (c *core[T]) start() {
 // caller holds mu and counts the add.
 func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 	_, id := c.items.Insert(item, hash, record{pending: pendingReady})
-	c.order.queue(id, true)
+	c.order.queue(id)
 	c.queued++
 	c.wakeOne()
 	return id
@@ -185,7 +182,7 @@ func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 // whose record the caller makes pendingReady, after this call for one that
 // waited for something else. The caller holds mu.
 func (c *core[T]) queueHeld(id int32) {
-	c.order.queue(id, false)
+	c.order.queue(id)
 	c.queued++
 	c.wakeOne()
 }
@@ -277,7 +274,7 @@ func (c *core[T]) done(item T, hash uint32) {
 	// The order runs first, since custom storage's Push may panic: a Done
 	// that panics has not happened. The metrics, user code too, run last.
 	if entry.Val.pending == pendingReady {
-		c.order.queue(id, false)
+		c.order.queue(id)
 		c.queued++
 		c.wakeOne()
 	}

@@ -66,7 +66,7 @@ func (o *priorityOrder[T]) setPriority(id int32, priority int) {
 
 // queue puts id at the back of its level and, with MaxWait, of the age
 // list, as ready since now: only then does it read the clock.
-func (o *priorityOrder[T]) queue(id int32, _ bool) {
+func (o *priorityOrder[T]) queue(id int32) {
 	o.enqueue(id)
 	if o.maxWait > 0 {
 		for o.readySince.Len() <= int(id) {
@@ -92,8 +92,6 @@ func (o *priorityOrder[T]) next() int32 {
 }
 
 func (o *priorityOrder[T]) unqueue(id int32) { o.unqueueFrom(id, o.leafOf(id)) }
-
-func (o *priorityOrder[T]) touch(int32) {}
 
 // empty lets go of the side arrays a burst made grow.
 func (o *priorityOrder[T]) empty() {

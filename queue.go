@@ -102,6 +102,9 @@ type TypedQueueConfig[T comparable] struct {
 // before that instant).
 type Typed[T comparable] struct {
 	core core[T]
+	// storage is the order of custom storage, nil for FIFO: it is told of
+	// adds of queued items, and its Push may panic.
+	storage *storageOrder[T]
 }
 
 // NewTyped returns a new FIFO work queue with no name and no metrics. It is
@@ -132,7 +135,8 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 		for config.Queue.Len() > 0 {
 			prefilled = append(prefilled, config.Queue.Pop())
 		}
-		order = &storageOrder[T]{storage: config.Queue, items: &q.core.items}
+		q.storage = &storageOrder[T]{storage: config.Queue, items: &q.core.items}
+		order = q.storage
 	}
 	q.core.init(order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
 	for _, item := range prefilled {
@@ -165,11 +169,13 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	}
 	entry, id := q.core.items.Lookup(item, hash)
 	switch {
+	case entry == nil && q.storage != nil:
+		q.insertStored(item, hash)
 	case entry == nil:
 		q.core.insertQueued(item, hash)
 	case entry.Val.pending == pendingReady: // queued, or to be by Done
-		if !entry.Val.processing {
-			q.core.order.touch(id)
+		if !entry.Val.processing && q.storage != nil {
+			q.storage.touch(id)
 		}
 		return true
 	default: // processing, parked, or waiting for a park's backoff
@@ -181,6 +187,20 @@ func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	}
 	q.core.countAdd(item)
 	return true
+}
+
+// insertStored is insertQueued into custom storage, whose Push may panic:
+// then the add has not happened, and the record filed for it must go.
+func (q *Typed[T]) insertStored(item T, hash uint32) {
+	stored := false
+	defer func() {
+		if !stored {
+			_, id := q.core.items.Lookup(item, hash)
+			q.core.items.Remove(id)
+		}
+	}()
+	q.core.insertQueued(item, hash)
+	stored = true
 }
 
 // Len returns the number of items waiting to be handed out by Get. Items
@@ -388,11 +408,10 @@ type fifoOrder struct {
 	links list.Links
 }
 
-func (o *fifoOrder) queue(id int32, _ bool) { o.list.PushBack(&o.links, id) }
-func (o *fifoOrder) next() int32            { return o.list.PopFront(&o.links) }
-func (o *fifoOrder) unqueue(id int32)       { o.list.Remove(&o.links, id) }
-func (o *fifoOrder) touch(int32)            {}
-func (o *fifoOrder) empty()                 { o.links.Shrink() }
+func (o *fifoOrder) queue(id int32)   { o.list.PushBack(&o.links, id) }
+func (o *fifoOrder) next() int32      { return o.list.PopFront(&o.links) }
+func (o *fifoOrder) unqueue(id int32) { o.list.Remove(&o.links, id) }
+func (o *fifoOrder) empty()           { o.links.Shrink() }
 
 func (o *fifoOrder) first(n int) []int32 {
 	var ids []int32
@@ -412,23 +431,7 @@ type storageOrder[T comparable] struct {
 	removed map[T]struct{}
 }
 
-func (o *storageOrder[T]) queue(id int32, fresh bool) {
-	entry := o.items.At(id)
-	if !fresh {
-		o.store(entry.Item) // a held item: Done queues it again, say
-		return
-	}
-	// A record filed for this add just before: if the storage panics, the
-	// add never happened, and the record must not stay.
-	stored := false
-	defer func() {
-		if !stored {
-			o.items.Remove(id)
-		}
-	}()
-	o.store(entry.Item)
-	stored = true
-}
+func (o *storageOrder[T]) queue(id int32) { o.store(o.items.At(id).Item) }
 
 // store puts item in the storage, or, if it is still there, removed,
 // takes it back where it is.
@@ -463,6 +466,8 @@ func (o *storageOrder[T]) unqueue(id int32) {
 	o.removed[o.items.At(id).Item] = struct{}{}
 }
 
-func (o *storageOrder[T]) touch(id int32)    { o.storage.Touch(o.items.At(id).Item) }
+// touch tells the storage that the queued id was added again.
+func (o *storageOrder[T]) touch(id int32) { o.storage.Touch(o.items.At(id).Item) }
+
 func (o *storageOrder[T]) first(int) []int32 { return nil }
 func (o *storageOrder[T]) empty()            {}
