@@ -65,9 +65,11 @@ done
 # figures the tests log (operations checked, rounds, divergences) show.
 quiet() { grep -vE '^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP)|PASS$)' || true; }
 
-# Each module on its own, with its own go.mod's versions, as its users get
-# it: go.work joins the modules only for `go run ./bench/cmd/compare`.
-export GOWORK=off
+# Every module in the workspace of go.work, which joins them as they are in
+# this checkout: a module requires its siblings at the version the next
+# release tags (VERSION), which no proxy serves before the release, so
+# GOWORK=off cannot build them.
+export GOWORK=$PWD/go.work
 case "${KUBE:-}" in
 1) KUBEBUILDER_ASSETS=$(kubernetes/tools/build.sh) ;;
 0) KUBEBUILDER_ASSETS= ;;
