@@ -50,12 +50,13 @@ if [ -n "$unformatted" ]; then
 fi
 
 # Every go.mod resolves for its users once the next release is tagged (its
-# siblings required at existing tags or at VERSION, none replaced). The
-# check reads the tags from git.
+# siblings required at existing tags or at VERSION, none replaced), and is
+# tidy as they see it. The check reads the tags from git.
 if git rev-parse --git-dir >/dev/null 2>&1; then
   .ci/check-requires
+  .ci/tidy -diff
 else
-  echo "== not a git checkout: .ci/check-requires skipped"
+  echo "== not a git checkout: .ci/check-requires and .ci/tidy skipped"
 fi
 
 # One Go version for the whole repository: the go line of every go.mod and
