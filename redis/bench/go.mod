@@ -6,6 +6,7 @@ require (
 	github.com/go-workqueue/workqueue/redis v0.1.0
 	github.com/hibiken/asynq v0.26.0
 	github.com/redis/go-redis/v9 v9.23.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
