@@ -49,6 +49,16 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 
+# Every go.mod resolves for its users once the next release is tagged (its
+# siblings required at existing tags or at VERSION, none replaced), and is
+# tidy as they see it. The check reads the tags from git.
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  .ci/check-requires
+  .ci/tidy -diff
+else
+  echo "== not a git checkout: .ci/check-requires and .ci/tidy skipped"
+fi
+
 # One Go version for the whole repository: the go line of every go.mod and
 # go.work, and the README's "Requires Go X.Y", must agree, so that the
 # README's commands work with the version it names.
@@ -65,9 +75,12 @@ done
 # figures the tests log (operations checked, rounds, divergences) show.
 quiet() { grep -vE '^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP)|PASS$)' || true; }
 
-# Each module on its own, with its own go.mod's versions, as its users get
-# it: go.work joins the modules only for `go run ./bench/cmd/compare`.
-export GOWORK=off
+# Every module in the workspace of go.work, which joins them as they are in
+# this checkout: a module requires its siblings at the version the next
+# release tags (VERSION), which no proxy serves before the release, so
+# GOWORK=off cannot build them. Each go.mod on its own, as its users get
+# it, is checked above.
+export GOWORK=$PWD/go.work
 case "${KUBE:-}" in
 1) KUBEBUILDER_ASSETS=$(kubernetes/tools/build.sh) ;;
 0) KUBEBUILDER_ASSETS= ;;

@@ -3,7 +3,7 @@ module github.com/go-workqueue/workqueue/bench
 go 1.26.0
 
 require (
-	github.com/go-workqueue/workqueue v0.0.0
+	github.com/go-workqueue/workqueue v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
@@ -71,5 +71,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/go-workqueue/workqueue => ../

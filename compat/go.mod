@@ -3,7 +3,7 @@ module github.com/go-workqueue/workqueue/compat
 go 1.26.0
 
 require (
-	github.com/go-workqueue/workqueue v0.0.0
+	github.com/go-workqueue/workqueue v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 )
@@ -18,5 +18,3 @@ require (
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/utils v0.0.0-20260707023825-cf1189d6abe3 // indirect
 )
-
-replace github.com/go-workqueue/workqueue => ../

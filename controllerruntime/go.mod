@@ -3,7 +3,7 @@ module github.com/go-workqueue/workqueue/controllerruntime
 go 1.26.0
 
 require (
-	github.com/go-workqueue/workqueue v0.0.0
+	github.com/go-workqueue/workqueue v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
 	github.com/stretchr/testify v1.12.1
@@ -69,5 +69,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/go-workqueue/workqueue => ../

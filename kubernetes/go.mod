@@ -4,9 +4,9 @@ go 1.26.0
 
 require (
 	github.com/go-logr/logr v1.4.3
-	github.com/go-workqueue/workqueue v0.0.0
-	github.com/go-workqueue/workqueue/controllerruntime v0.0.0
-	github.com/go-workqueue/workqueue/redis v0.0.0
+	github.com/go-workqueue/workqueue v0.1.0
+	github.com/go-workqueue/workqueue/controllerruntime v0.1.0
+	github.com/go-workqueue/workqueue/redis v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.37.2
@@ -73,10 +73,4 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-)
-
-replace (
-	github.com/go-workqueue/workqueue => ../
-	github.com/go-workqueue/workqueue/controllerruntime => ../controllerruntime
-	github.com/go-workqueue/workqueue/redis => ../redis
 )

@@ -3,9 +3,9 @@ module github.com/go-workqueue/workqueue/internal/readmetest
 go 1.26.0
 
 require (
-	github.com/go-workqueue/workqueue v0.0.0
-	github.com/go-workqueue/workqueue/controllerruntime v0.0.0
-	github.com/go-workqueue/workqueue/redis v0.0.0
+	github.com/go-workqueue/workqueue v0.1.0
+	github.com/go-workqueue/workqueue/controllerruntime v0.1.0
+	github.com/go-workqueue/workqueue/redis v0.1.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
@@ -72,10 +72,4 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
-)
-
-replace (
-	github.com/go-workqueue/workqueue => ../../
-	github.com/go-workqueue/workqueue/controllerruntime => ../../controllerruntime
-	github.com/go-workqueue/workqueue/redis => ../../redis
 )

@@ -2,20 +2,16 @@ module github.com/go-workqueue/workqueue/redis/bench
 
 go 1.26.0
 
-replace (
-	github.com/go-workqueue/workqueue => ../../
-	github.com/go-workqueue/workqueue/redis => ../
-)
-
 require (
-	github.com/go-workqueue/workqueue/redis v0.0.0
+	github.com/go-workqueue/workqueue/redis v0.1.0
 	github.com/hibiken/asynq v0.26.0
 	github.com/redis/go-redis/v9 v9.23.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/go-workqueue/workqueue v0.0.0 // indirect
+	github.com/go-workqueue/workqueue v0.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/spf13/cast v1.10.0 // indirect

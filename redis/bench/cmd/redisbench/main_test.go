@@ -6,15 +6,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain makes the test binary a worker process when the benchmark
-// re-executes it, as the command does with itself.
+// re-executes it, as the command does with itself, and otherwise fails the
+// run if any test leaves a goroutine behind.
 func TestMain(m *testing.M) {
 	if c := os.Getenv(childEnv); c != "" {
 		os.Exit(childMain(c))
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
 
 // TestRun runs every measurement once on a few keys, so that the command
