@@ -6,7 +6,7 @@
 // The tests need KUBEBUILDER_ASSETS to name the directory holding
 // kube-apiserver and etcd; without it they skip, saying so:
 //
-//	KUBEBUILDER_ASSETS=$(tools/build.sh) GOWORK=off go test -race ./...
+//	KUBEBUILDER_ASSETS=$(tools/build.sh) go test -race ./...
 //
 // The repository's test.sh does that when the binaries are already built,
 // or when KUBE=1 asks for them to be built.

@@ -19,7 +19,7 @@ var cfg *rest.Config
 
 // skipNotice is the one line a test skips with when no server runs.
 const skipNotice = "KUBEBUILDER_ASSETS is unset: no kube-apiserver to test against; " +
-	"run KUBEBUILDER_ASSETS=$(tools/build.sh) GOWORK=off go test ./..., or KUBE=1 ../test.sh"
+	"run KUBEBUILDER_ASSETS=$(tools/build.sh) go test ./..., or KUBE=1 ../test.sh"
 
 // One API server for all the tests: starting one takes seconds, and each
 // test keeps to namespaces of its own.
