@@ -1,0 +1,134 @@
+package redisqueue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/redis/redistest"
+)
+
+// TestRunnerStopHandsInFlightRetriesToOtherHandles checks what
+// redis/README.md promises under a workqueue.Runner: when Run's context
+// ends while a reconcile is in flight, the retry or requeue that reconcile
+// asks for reaches Redis before Run shuts its handle down, so another
+// handle of the queue gets the key; a reconcile that succeeds leaves
+// nothing behind. Handle a runs the Runner with one worker; handle b plays
+// the other process.
+func TestRunnerStopHandsInFlightRetriesToOtherHandles(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	opts := Options[string]{RateLimit: &RateLimit{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}}
+	tests := []struct {
+		name         string
+		result       workqueue.Result
+		err          error
+		wantAgain    bool // b gets the key again
+		wantRequeues int  // the key's failure count in Redis afterwards
+	}{
+		{name: "error", err: errors.New("not yet"), wantAgain: true, wantRequeues: 1},
+		{name: "Requeue", result: workqueue.Result{Requeue: true}, wantAgain: true, wantRequeues: 1},
+		{name: "RequeueAfter", result: workqueue.Result{RequeueAfter: 100 * time.Millisecond}, wantAgain: true, wantRequeues: 0},
+		{name: "success", wantAgain: false, wantRequeues: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newTestQueue(t, client, opts)
+			b := newHandle(t, client, queueNameOf(a), opts)
+			b.Add("key")
+
+			started := make(chan string, 1)
+			finish := make(chan struct{})
+			release := sync.OnceFunc(func() { close(finish) })
+			var reconcileErr error // the reconcile's ctx.Err() as it returns
+			reconcile := func(ctx context.Context, item string) (workqueue.Result, error) {
+				started <- item
+				<-finish
+				reconcileErr = ctx.Err()
+				return tt.result, tt.err
+			}
+			runner := workqueue.NewRunner[string](a, reconcile, workqueue.WithGracePeriod(10*time.Second))
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				runner.Run(ctx, 1)
+			}()
+			// On a failure below, end the reconcile and Run before the
+			// handles' cleanups wait for the key's Done.
+			defer func() {
+				cancel()
+				release()
+				select {
+				case <-ran:
+				case <-time.After(15 * time.Second):
+					t.Error("Run still runs 15s after its context's end and the reconcile's return")
+				}
+			}()
+
+			select {
+			case item := <-started:
+				require.Equal(t, "key", item, "the reconcile got the wrong key")
+			case <-time.After(10 * time.Second):
+				t.Fatal("the reconcile did not start within 10s")
+			}
+			cancel()
+			// While the reconcile is in flight, Run keeps the handle up:
+			// a handle shut down now would drop the retry.
+			require.Never(t, a.ShuttingDown, 200*time.Millisecond, time.Millisecond,
+				"Run shut handle a down with a reconcile in flight")
+			release()
+			select {
+			case <-ran:
+			case <-time.After(15 * time.Second):
+				t.Fatal("Run still runs 15s after its context's end and the reconcile's return")
+			}
+			require.True(t, a.ShuttingDown(), "Run returned without shutting handle a down")
+			assert.NoError(t, reconcileErr, "the reconcile's context ended within the grace period")
+			assert.False(t, b.ShuttingDown(), "handle b was shut down")
+
+			// a's Done acknowledged the key; the retry or requeue, if
+			// any, waits in Redis for any handle.
+			snap, err := b.SnapshotContext(context.Background(), 10)
+			require.NoError(t, err)
+			assert.Equal(t, 0, snap.Processing, "keys processing after Run returned: %+v", snap)
+			var waiting []string
+			waiting = append(waiting, snap.Queued...)
+			for _, d := range snap.Delayed {
+				waiting = append(waiting, d.Item)
+			}
+			if tt.wantAgain {
+				assert.Equal(t, []string{"key"}, waiting, "keys queued or delayed after Run returned: %+v", snap)
+			} else {
+				assert.Empty(t, waiting, "keys queued or delayed after Run returned: %+v", snap)
+			}
+			assert.Equal(t, len(waiting), snap.Depth+snap.Waiting, "Depth+Waiting after Run returned: %+v", snap)
+			assert.Equal(t, tt.wantRequeues, b.NumRequeues("key"), "NumRequeues after Run returned")
+
+			if tt.wantAgain {
+				getCtx, getCancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer getCancel()
+				item, err := b.GetContext(getCtx)
+				require.NoError(t, err, "handle b did not get the key again within 5s")
+				assert.Equal(t, "key", item)
+				b.Done(item)
+			}
+			// Nothing more comes: the key was handed out again once at
+			// most.
+			assert.Equal(t, 0, b.Len(), "Len at the end")
+			getCtx, getCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer getCancel()
+			item, err := b.GetContext(getCtx)
+			if err == nil {
+				b.Done(item)
+			}
+			assert.ErrorIs(t, err, context.DeadlineExceeded, "handle b got %q once more", item)
+		})
+	}
+}
