@@ -8,74 +8,45 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// TypedRateLimitingInterface is a delaying work queue that also adds items
-// after a delay chosen by a [TypedRateLimiter], typically to retry failures
-// with backoff. The implementation in this package is safe for concurrent
-// use.
+// TypedRateLimitingInterface is client-go's rate-limiting work queue
+// interface; [TypedRateLimitingQueue] implements it.
 type TypedRateLimitingInterface[T comparable] interface {
 	TypedDelayingInterface[T]
-	// AddRateLimited adds item after the delay the rate limiter gives it.
 	AddRateLimited(item T)
-	// Forget tells the rate limiter that item is finished with, successfully
-	// or for good, so its failure history is cleared. The queue itself is
-	// unchanged: Done must still be called.
 	Forget(item T)
-	// NumRequeues returns how many times item has been rate limited since it
-	// was last forgotten.
 	NumRequeues(item T) int
 }
 
 // TypedRateLimitingQueueConfig configures a queue made by
 // [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
 type TypedRateLimitingQueueConfig[T comparable] struct {
-	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics; a named queue without a MetricsProvider records none
-	// either, and the first one made in a process logs a warning saying
-	// so.
-	Name string
-
-	// MetricsProvider creates the queue's metrics. A nil provider records
-	// nothing and costs nothing.
+	// Name, MetricsProvider and Clock are as in [TypedQueueConfig].
+	Name            string
 	MetricsProvider MetricsProvider
-
-	// Clock decides when delays end. Nil means the real clock.
-	Clock clock.WithTicker
-
-	// MaxParkTime bounds how long an item stays parked without an event;
-	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
-	// Over a DelayingQueue from outside this package, which cannot park,
-	// Park adds the item after MaxParkTime or its backoff, whichever is
-	// longer, as if no event came.
+	Clock           clock.WithTicker
+	// MaxParkTime is as in [TypedQueueConfig].
 	MaxParkTime time.Duration
-
-	// ParkBackoff gives the least time an item waits after a wake ends its
-	// park; see [TypedRateLimitingQueue.Park]. It counts parks apart from
-	// failures: Forget and Remove reset it, NumRequeues does not read it.
-	// It is called with the queue's lock held and must not call the
-	// queue. Nil means an exponential backoff per item from 5 ms up to
-	// 10 s.
+	// ParkBackoff gives the least wait of an item after a wake ends its
+	// park, counted apart from failures; Forget and Remove reset it. It is
+	// called with the queue locked and must not call the queue. Nil means
+	// a per-item exponential backoff from 5 ms to 10 s.
 	ParkBackoff TypedRateLimiter[T]
-
-	// DelayingQueue is the queue below this layer. Nil means a new delaying
-	// queue with this config's name, provider and clock. A delaying queue
-	// from outside this package begins its shutdown only in its own
-	// ShutDown or ShutDownWithDrain, so a shutdown of this layer refuses
-	// AddRateLimited a moment before that queue refuses Add.
+	// DelayingQueue is the queue below this layer; nil means a new
+	// [TypedDelayingQueue] with this config's settings.
 	DelayingQueue TypedDelayingInterface[T]
 }
 
-// NewTypedRateLimitingQueue returns a new rate-limiting queue with no name
-// and no metrics that takes its delays from rateLimiter. It is shorthand for
+// NewTypedRateLimitingQueue returns a new rate-limiting queue with no name and
+// no metrics. It is shorthand for
 // NewTypedRateLimitingQueueWithConfig(rateLimiter,
-// TypedRateLimitingQueueConfig[T]{}). It panics if rateLimiter is nil.
+// TypedRateLimitingQueueConfig[T]{}).
 func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *TypedRateLimitingQueue[T] {
 	return NewTypedRateLimitingQueueWithConfig(rateLimiter, TypedRateLimitingQueueConfig[T]{})
 }
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue
-// configured by config that takes its delays from rateLimiter. All methods
-// of the result are safe for concurrent use. It panics if rateLimiter is
-// nil or MaxParkTime is negative.
+// configured by config that takes its delays from rateLimiter. It panics if
+// rateLimiter is nil or config.MaxParkTime is negative.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
@@ -104,11 +75,16 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 	}
 }
 
-// TypedRateLimitingQueue is the rate-limiting queue this package makes: a
-// [TypedRateLimitingInterface] that also has GetContext, Remove, Snapshot
-// and parking. Its methods are safe for concurrent use. The zero value is
-// not usable: make one with [NewTypedRateLimitingQueue] or
+// TypedRateLimitingQueue is a delaying queue that also adds items after a
+// delay from a [TypedRateLimiter], to retry failures with backoff: a
+// [TypedRateLimitingInterface] that adds GetContext, Remove, Snapshot, Park,
+// Wake, WakeFunc and WakeItem. Its methods are safe for concurrent use. The
+// zero value is not usable: make one with [NewTypedRateLimitingQueue] or
 // [NewTypedRateLimitingQueueWithConfig].
+//
+// Over a delaying queue from outside this package (the config's
+// DelayingQueue), the additions degrade as on [TypedDelayingQueue], and Park
+// adds the item after MaxParkTime or its park backoff, whichever is longer.
 type TypedRateLimitingQueue[T comparable] struct {
 	// It starts no goroutine of its own: its shutdowns begin the delaying
 	// queue's under mu, then leave the rest to it.
@@ -141,7 +117,7 @@ func (q *TypedRateLimitingQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.delaying.AddAfter(item, duration)
 }
 
-// Len returns the number of items ready to be handed out.
+// Len returns the number of ready items; see [Typed.Len].
 func (q *TypedRateLimitingQueue[T]) Len() int { return q.delaying.Len() }
 
 // Get hands out the next ready item; see [Typed.Get].
@@ -150,12 +126,12 @@ func (q *TypedRateLimitingQueue[T]) Get() (item T, shutdown bool) { return q.del
 // Done marks item as done processing; see [Typed.Done].
 func (q *TypedRateLimitingQueue[T]) Done(item T) { q.delaying.Done(item) }
 
-// ShuttingDown reports whether a shutdown has begun.
+// ShuttingDown reports whether a shutdown has begun; see [Typed.ShuttingDown].
 func (q *TypedRateLimitingQueue[T]) ShuttingDown() bool { return q.delaying.ShuttingDown() }
 
-// AddRateLimited adds item after rateLimiter.When(item). After a shutdown
-// has begun it does nothing, and does not consult the rate limiter, so no
-// failure is recorded for an item that will never be retried.
+// AddRateLimited adds item after the delay the rate limiter gives it, which
+// records a failure. After a shutdown has begun it does nothing and records no
+// failure.
 func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -165,16 +141,10 @@ func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.AddAfter(item, q.rateLimiter.When(item))
 }
 
-// Park parks item, which the caller got from Get and has not yet marked
-// done, until one of events, as [Typed.Park] does. A wake queues it once
-// its park backoff has passed (see ParkBackoff in
-// [TypedRateLimitingQueueConfig]), so that events that come often but do
-// not help it cannot make it loop. A park is not a failure: it does not
-// consult the rate limiter and NumRequeues does not count it. Park does
-// nothing after a shutdown has begun, for an item not being processed, or
-// for one added again since its Get. Over a delaying queue from outside
-// this package, which cannot park, it adds the item after MaxParkTime or
-// its park backoff, whichever is longer, as if no event came.
+// Park holds item until one of events, as [Typed.Park] does, except that a
+// woken item waits its park backoff (the config's ParkBackoff) first, so that
+// events that do not help it cannot make it loop. A park is not a failure:
+// NumRequeues does not count it.
 func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -189,13 +159,11 @@ func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 	q.delaying.AddAfter(item, max(backoff(), q.maxPark))
 }
 
-// Wake ends the parks that wait for event; see [Typed.Wake]. Over a
-// delaying queue from outside this package it does nothing.
+// Wake ends the parks that wait for event; see [Typed.Wake].
 func (q *TypedRateLimitingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc ends the parks that wait for event and that accept accepts;
-// see [Typed.WakeFunc]. Over a delaying queue from outside this package it
-// does nothing.
+// WakeFunc ends the parks that wait for event and that accept accepts; see
+// [Typed.WakeFunc].
 func (q *TypedRateLimitingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
@@ -203,8 +171,7 @@ func (q *TypedRateLimitingQueue[T]) WakeFunc(event string, accept func(item T) b
 	return 0
 }
 
-// WakeItem ends item's park and queues it at once; see [Typed.WakeItem].
-// Over a delaying queue from outside this package it does nothing.
+// WakeItem ends item's park; see [Typed.WakeItem].
 func (q *TypedRateLimitingQueue[T]) WakeItem(item T) bool {
 	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		return p.WakeItem(item)
@@ -212,14 +179,15 @@ func (q *TypedRateLimitingQueue[T]) WakeItem(item T) bool {
 	return false
 }
 
-// NumRequeues returns rateLimiter.NumRequeues(item).
+// NumRequeues returns how many failures the rate limiter counts for item.
 func (q *TypedRateLimitingQueue[T]) NumRequeues(item T) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.rateLimiter.NumRequeues(item)
 }
 
-// Forget clears item's failures (rateLimiter.Forget) and its park backoff.
+// Forget clears item's failures in the rate limiter and its park backoff. The
+// queue itself is unchanged: Done must still be called.
 func (q *TypedRateLimitingQueue[T]) Forget(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -227,18 +195,12 @@ func (q *TypedRateLimitingQueue[T]) Forget(item T) {
 	q.parkBackoff.Forget(item)
 }
 
-// GetContext hands out the next ready item or returns when ctx ends; see
-// [Typed.GetContext]. A delaying queue from outside this package needs a
-// GetContext method of the same shape; without one, GetContext returns an
-// error that wraps [errors.ErrUnsupported].
+// GetContext is Get with a context; see [Typed.GetContext].
 func (q *TypedRateLimitingQueue[T]) GetContext(ctx context.Context) (T, error) {
 	return getContext(ctx, q.delaying)
 }
 
-// Remove takes item back from the delaying queue, with its Remove, and
-// forgets it as Forget does, as one step; it reports whether the delaying
-// queue took anything back. A delaying queue from outside this package
-// without a Remove method keeps the item; it is forgotten all the same.
+// Remove takes item back and forgets it, as Forget does; see [Typed.Remove].
 func (q *TypedRateLimitingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -248,19 +210,19 @@ func (q *TypedRateLimitingQueue[T]) Remove(item T) bool {
 	return ok && r.Remove(item)
 }
 
-// ShutDown begins the delaying queue's shutdown under mu, then shuts it
-// down without holding mu, so that workers calling Forget are not held up
-// while its goroutines are joined.
+// ShutDown begins a shutdown; see [Typed.ShutDown].
 func (q *TypedRateLimitingQueue[T]) ShutDown() {
+	// mu is not held while the delaying queue's goroutines are joined, so
+	// that workers calling Forget are not held up.
 	q.beginShutDown()
 	q.delaying.ShutDown()
 }
 
-// ShutDownWithDrain begins the delaying queue's shutdown, then drains it
-// with its ShutDownWithDrain without holding mu, so that workers can still
-// call AddRateLimited (which does nothing) and Forget while the drain waits
-// for them.
+// ShutDownWithDrain begins a shutdown and drains the queue; see
+// [Typed.ShutDownWithDrain].
 func (q *TypedRateLimitingQueue[T]) ShutDownWithDrain() {
+	// mu is not held while the drain waits: workers still call
+	// AddRateLimited (which does nothing) and Forget.
 	q.beginShutDown()
 	q.delaying.ShutDownWithDrain()
 }
@@ -278,8 +240,8 @@ func (q *TypedRateLimitingQueue[T]) beginShutDown() {
 	}
 }
 
-// Snapshot returns a view of the queue at one instant, with the failure
-// counts of the items it lists; see [TypedDelayingQueue.Snapshot].
+// Snapshot returns a view of the queue with the failure counts of the items it
+// lists; see [Typed.Snapshot].
 func (q *TypedRateLimitingQueue[T]) Snapshot(n int) Snapshot[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
