@@ -13,8 +13,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ErrShutDown is the error GetContext returns once a shutdown has begun and
-// no item is left to hand out.
+// ErrShutDown is returned by GetContext once a shutdown has left no item.
 var ErrShutDown = errors.New("workqueue: queue is shut down")
 
 // pending is what an item that the queue holds waits for, apart from the end

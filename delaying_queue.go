@@ -11,49 +11,41 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// TypedDelayingInterface is client-go's delaying work queue interface;
-// [TypedDelayingQueue] implements it.
+// TypedDelayingInterface is client-go's delaying queue interface.
 type TypedDelayingInterface[T comparable] interface {
 	TypedInterface[T]
 	AddAfter(item T, duration time.Duration)
 }
 
-// TypedDelayingQueueConfig configures a queue made by
-// [NewTypedDelayingQueueWithConfig]. The zero value is valid.
+// TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]. The
+// zero value is valid.
 type TypedDelayingQueueConfig[T comparable] struct {
-	// Name, Logger, MetricsProvider and Clock are as in
-	// [TypedQueueConfig]. The Logger also gets a panic in the goroutine
-	// that ends delays.
+	// Name, Logger, MetricsProvider, Clock and MaxParkTime are as in
+	// [TypedQueueConfig].
 	Name            string
 	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
-	// MaxParkTime is as in [TypedQueueConfig].
-	MaxParkTime time.Duration
+	MaxParkTime     time.Duration
 	// Queue receives the items whose delay has ended; nil means a new
-	// [Typed] with this config's settings. A queue from outside this
-	// package begins its shutdown only in its own ShutDown or
-	// ShutDownWithDrain, after this layer's.
+	// Typed with this config's settings.
 	Queue TypedInterface[T]
 }
 
-// NewTypedDelayingQueue returns a new delaying queue with no name and no
-// metrics. It is shorthand for
-// NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{}).
+// NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.
 func NewTypedDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 	return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{})
 }
 
-// TypedNewDelayingQueue is NewTypedDelayingQueue under the other name
-// client-go exports.
+// TypedNewDelayingQueue is NewTypedDelayingQueue under client-go's other name.
 //
-// Deprecated: use NewTypedDelayingQueue, as in client-go.
+// Deprecated: use NewTypedDelayingQueue.
 func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 	return NewTypedDelayingQueue[T]()
 }
 
-// NewTypedDelayingQueueWithConfig returns a new delaying queue configured by
-// config. It panics if config.MaxParkTime is negative.
+// NewTypedDelayingQueueWithConfig returns a new delaying queue. It panics if
+// MaxParkTime is negative.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
@@ -81,17 +73,13 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// TypedDelayingQueue is a work queue that can also add an item after a delay:
-// a [TypedDelayingInterface] that adds GetContext, Remove, Snapshot, Park,
-// Wake, WakeFunc and WakeItem. Items wait for their delay in this layer, then
-// are added to the queue below it (the config's Queue). Its methods are safe
+// TypedDelayingQueue is a [TypedDelayingInterface] that adds GetContext,
+// Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods are safe
 // for concurrent use. The zero value is not usable: make one with
-// [NewTypedDelayingQueue] or [NewTypedDelayingQueueWithConfig].
-//
-// Over a queue below from outside this package, the additions that queue lacks
-// degrade: GetContext returns an error wrapping [errors.ErrUnsupported],
-// Remove and Snapshot cover only the delayed items, Park adds the item after
-// MaxParkTime, and Wake, WakeFunc and WakeItem do nothing.
+// [NewTypedDelayingQueue]. Over a config Queue from outside this package, the
+// additions do what that queue supports: GetContext returns an error wrapping
+// [errors.ErrUnsupported], Park adds the item after MaxParkTime, the others
+// cover the delayed items or nothing.
 type TypedDelayingQueue[T comparable] struct {
 	queue   TypedInterface[T]
 	logger  *slog.Logger
@@ -119,7 +107,7 @@ func (q *TypedDelayingQueue[T]) Get() (T, bool) { return q.queue.Get() }
 // Done marks item as done processing; see [Typed.Done].
 func (q *TypedDelayingQueue[T]) Done(item T) { q.queue.Done(item) }
 
-// ShuttingDown reports whether a shutdown has begun; see [Typed.ShuttingDown].
+// ShuttingDown reports whether a shutdown has begun.
 func (q *TypedDelayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
 
 // GetContext is Get with a context; see [Typed.GetContext].
@@ -127,7 +115,7 @@ func (q *TypedDelayingQueue[T]) GetContext(ctx context.Context) (T, error) {
 	return getContext(ctx, q.queue)
 }
 
-// Remove takes item back, from its delay too; see [Typed.Remove].
+// Remove also takes back a delayed item; see [Typed.Remove].
 func (q *TypedDelayingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -146,9 +134,8 @@ func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T,
 	return item, fmt.Errorf("workqueue: GetContext needs an underlying queue with a GetContext method, %T has none: %w", q, errors.ErrUnsupported)
 }
 
-// AddAfter adds item once duration has passed on the queue's clock; zero or
-// less adds it at once. If item is already waiting, the earlier ready time
-// wins. After a shutdown has begun AddAfter does nothing.
+// AddAfter adds item after duration; if it waits already, the earlier time
+// wins.
 func (q *TypedDelayingQueue[T]) AddAfter(item T, duration time.Duration) {
 	if duration <= 0 {
 		q.addNow(item)
@@ -208,8 +195,7 @@ func (q *TypedDelayingQueue[T]) park(item T, backoff func() time.Duration, event
 // Wake ends the parks that wait for event; see [Typed.Wake].
 func (q *TypedDelayingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc ends the parks that wait for event and that accept accepts; see
-// [Typed.WakeFunc].
+// WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedDelayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
@@ -225,15 +211,13 @@ func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
 	return false
 }
 
-// ShutDown begins a shutdown, which drops the delayed items; see
-// [Typed.ShutDown].
+// ShutDown also drops delayed items; see [Typed.ShutDown].
 func (q *TypedDelayingQueue[T]) ShutDown() {
 	q.queue.ShutDown()
 	q.stopWaiting()
 }
 
-// ShutDownWithDrain drops the delayed items and drains the queue; see
-// [Typed.ShutDownWithDrain].
+// ShutDownWithDrain also drops delayed items; see [Typed.ShutDownWithDrain].
 func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
 	q.stopAdds()
 	q.stopWaiting()
@@ -277,8 +261,7 @@ func (q *TypedDelayingQueue[T]) dropWaiting() int {
 	return q.delays.dropAll(nil)
 }
 
-// Snapshot returns a view of the queue, its delayed items included; see
-// [Typed.Snapshot].
+// Snapshot lists delayed items too; see [Typed.Snapshot].
 func (q *TypedDelayingQueue[T]) Snapshot(n int) Snapshot[T] {
 	q.mu.Lock() // held while the queue below takes its part: one instant
 	defer q.mu.Unlock()

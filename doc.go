@@ -1,5 +1,5 @@
 // Package workqueue provides generic work queues for reconcile loops with
-// client-go's typed workqueue API, so a program switches by changing its
+// client-go's typed workqueue API: a program switches by changing its
 // import path.
 //
 // Guarantees:
@@ -14,35 +14,34 @@
 //   - Linearizable: every method takes effect at one instant between its
 //     call and its return; ShutDownWithDrain at two, the shutdown and the
 //     drain's end.
-//   - Shutdown: from the instant a shutdown begins, every add does nothing
-//     and AddRateLimited records no failure; queued items are still handed
-//     out. ShutDown stops the queue's goroutines before it returns;
-//     ShutDownWithDrain also waits until no item is queued or processing.
+//   - Shutdown: from the instant a shutdown begins, adds do nothing and
+//     AddRateLimited records no failure; items queued, or added while
+//     processed, before it are still handed out. ShutDown stops the queue's
+//     goroutines before it returns; ShutDownWithDrain also waits until no
+//     item is queued or processing.
 //
-// The queues, each with client-go's constructors, which return the
-// concrete type, so its additions need no type assertion:
+// The queues keep client-go's constructors, which return the concrete
+// types, so the additions need no type assertion:
 //   - [Typed] (a [TypedInterface]) is the queue.
 //   - [TypedDelayingQueue] (a [TypedDelayingInterface]) adds AddAfter.
 //   - [TypedRateLimitingQueue] (a [TypedRateLimitingInterface]) adds
 //     AddRateLimited, Forget and NumRequeues, with delays from a
-//     [TypedRateLimiter]: client-go's limiters are here.
+//     [TypedRateLimiter]: client-go's rate limiters are here.
 //   - [TypedPriorityQueue] is a rate-limiting queue that hands out higher
 //     priorities first: AddWithOpts, GetWithPriority, and in its config
 //     Fairness (keys take turns within a priority) and MaxWait (a bound on
 //     the wait behind higher priorities).
 //
-// Every queue also has:
-//   - GetContext: a Get that a context can end.
-//   - Remove: take back an item that no longer needs work.
-//   - Snapshot: a bounded view of what the queue holds.
-//   - Park, Wake, WakeFunc, WakeItem: hold an item until an event instead
-//     of polling, for at most the config's MaxParkTime. A park is not a
-//     failure; on a rate-limiting queue a woken item waits its ParkBackoff.
+// Every queue also has GetContext (a Get that a context can end), Remove
+// (take back an item that no longer needs work), Snapshot (a bounded view
+// of what it holds), and Park, Wake, WakeFunc and WakeItem: hold an item
+// until an event instead of polling, for at most MaxParkTime. A park is not
+// a failure; on a rate-limiting queue a woken item waits its ParkBackoff.
 //
-// [Runner] runs the worker loop: it reconciles each item, retries failures
-// with backoff (at the item's priority on a priority queue, unless
-// [Result.Priority] says otherwise), and, when its context is cancelled,
-// stops after a grace period, or with [WithDrain] drains the queue first.
+// [Runner] runs the worker loop: it retries failures with backoff, at the
+// item's priority on a priority queue unless [Result.Priority] says
+// otherwise, and when its context is cancelled stops after a grace period
+// or, with [WithDrain], drains the queue first.
 //
 // Metrics come from a [MetricsProvider] in a queue's config. There is no
 // global provider: a named queue made without one logs a warning, once per

@@ -13,64 +13,45 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// AddOpts says how [TypedPriorityQueue.AddWithOpts] adds items. The zero value
-// adds them at once at priority 0, as Add does.
+// AddOpts configures [TypedPriorityQueue.AddWithOpts]; the zero value is Add.
 type AddOpts struct {
-	// After delays the add; zero or less adds at once.
-	After time.Duration
-	// RateLimited delays the add by the rate limiter's delay for each
-	// item, which records a failure, as AddRateLimited does. With After
-	// also set, the shorter delay wins.
-	RateLimited bool
-	// Priority is the items' priority, higher first; nil means 0.
-	Priority *int
+	After       time.Duration // delays the add; 0 or less adds at once
+	RateLimited bool          // delays it as AddRateLimited; the shorter delay wins
+	Priority    *int          // higher is handed out first; nil means 0
 }
 
-// TypedPriorityQueueConfig configures a queue made by [NewTypedPriorityQueue].
-// The zero value is valid.
+// TypedPriorityQueueConfig configures [NewTypedPriorityQueue]. The zero value
+// is valid.
 type TypedPriorityQueueConfig[T comparable] struct {
-	// Name, MetricsProvider, Clock and Logger are as in
-	// [TypedQueueConfig]; the provider may also be a
-	// [PriorityMetricsProvider].
+	// Name, MetricsProvider, Clock, Logger, MaxParkTime and ParkBackoff
+	// are as in [TypedQueueConfig] and [TypedRateLimitingQueueConfig].
 	Name            string
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	Logger          *slog.Logger
-	// MaxParkTime is as in [TypedQueueConfig].
-	MaxParkTime time.Duration
-	// ParkBackoff is as in [TypedRateLimitingQueueConfig].
-	ParkBackoff TypedRateLimiter[T]
-	// Fairness, if not empty, shares each priority among the keys these
-	// functions give the items: the first function's keys take turns, one
-	// item each; within one such key the second function's keys do, and
-	// so on (cluster, then namespace, say). An item whose key has nothing
-	// queued waits for at most one item of each other key, whatever their
-	// backlog. Empty means first in, first out within each priority. The
-	// functions are called with the queue locked: they must return the
-	// same key for an item every time, and must neither panic nor call
-	// the queue.
+	MaxParkTime     time.Duration
+	ParkBackoff     TypedRateLimiter[T]
+	// Fairness, if not empty, makes the keys these functions give the
+	// items take turns within a priority, one item each: the first
+	// function's keys, then within each the second's, and so on (cluster,
+	// then namespace, say). An item whose key has nothing queued waits
+	// for at most one item of each other key. The functions are called
+	// with the queue locked; they must return the same key for an item
+	// every time, and must neither panic nor call the queue.
 	Fairness []func(item T) string
-	// MaxWait, if positive, bounds how long a ready item waits: one ready
-	// for MaxWait is handed out first, the oldest first, whatever its
-	// priority and keys, and its keys keep their turns. Zero means a
-	// higher priority always goes first.
+	// MaxWait, if positive, hands out an item ready for that long before
+	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
 }
 
-// TypedPriorityQueue is a rate-limiting work queue that hands out items of
-// higher priority first; within a priority, first in, first out, or in turns
-// of keys with the config's Fairness. It is a [TypedRateLimitingInterface]
-// with the additions of [TypedRateLimitingQueue], and adds AddWithOpts and
-// GetWithPriority, the shape of controller-runtime's priority queue.
-//
-// It holds an item once however often it is added: a re-add keeps the highest
-// priority and the earliest ready time asked for, and an item whose priority
-// rises goes behind the items queued at its new priority. An item added while
-// processed is queued again at its Done, at the highest priority asked for
-// meanwhile.
-//
-// Its methods are safe for concurrent use. The zero value is not usable: make
-// one with [NewTypedPriorityQueue].
+// TypedPriorityQueue is a rate-limiting queue, with the additions of
+// [TypedRateLimitingQueue], that hands out higher priorities first: within a
+// priority first in, first out, or in turns of Fairness keys. It adds
+// AddWithOpts and GetWithPriority, as controller-runtime's priority queue
+// does. A re-add keeps the highest priority and earliest ready time asked for;
+// an item whose priority rises goes behind those queued at its new one. Its
+// methods are safe for concurrent use. The zero value is not usable: make one
+// with [NewTypedPriorityQueue].
 type TypedPriorityQueue[T comparable] struct {
 	core  core[T]
 	order *priorityOrder[T]
@@ -89,10 +70,8 @@ type TypedPriorityQueue[T comparable] struct {
 	depthByPriority PriorityGaugeMetric
 }
 
-// NewTypedPriorityQueue returns a new priority queue configured by config that
-// takes the delays of AddRateLimited from rateLimiter. It panics if
-// rateLimiter is nil, if a Fairness function is nil, or if config.MaxWait or
-// config.MaxParkTime is negative.
+// NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter
+// or a Fairness function is nil, or if MaxWait or MaxParkTime is negative.
 func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config TypedPriorityQueueConfig[T]) *TypedPriorityQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")
@@ -134,8 +113,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	return q
 }
 
-// Add adds item at once at priority 0; it is shorthand for
-// AddWithOpts(AddOpts{}, item).
+// Add is AddWithOpts(AddOpts{}, item): at once, at priority 0.
 func (q *TypedPriorityQueue[T]) Add(item T) {
 	hash := q.core.items.Hash(item) // before the lock: the hot path's one hash
 	q.core.mu.Lock()
@@ -145,24 +123,18 @@ func (q *TypedPriorityQueue[T]) Add(item T) {
 	}
 }
 
-// AddAfter adds item at priority 0 once duration has passed; it is shorthand
-// for AddWithOpts(AddOpts{After: duration}, item).
+// AddAfter is AddWithOpts(AddOpts{After: duration}, item).
 func (q *TypedPriorityQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.AddWithOpts(AddOpts{After: duration}, item)
 }
 
-// AddRateLimited adds item at priority 0 after the rate limiter's delay; it is
-// shorthand for AddWithOpts(AddOpts{RateLimited: true}, item).
+// AddRateLimited is AddWithOpts(AddOpts{RateLimited: true}, item).
 func (q *TypedPriorityQueue[T]) AddRateLimited(item T) {
 	q.AddWithOpts(AddOpts{RateLimited: true}, item)
 }
 
-// AddWithOpts adds items as opts says, all at one instant, merging each with
-// what the queue holds of it: the highest priority and the earliest ready time
-// win, an item whose priority rises goes behind the items queued at its new
-// priority, an item being processed is queued again at its Done, and a parked
-// item's park ends. After a shutdown has begun it does nothing, and records no
-// failure.
+// AddWithOpts adds items as opts says, at one instant, merging each with what
+// the queue holds of it; after a shutdown has begun it does nothing.
 func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	priority := 0
 	if opts.Priority != nil {
@@ -294,10 +266,8 @@ func (q *TypedPriorityQueue[T]) Get() (item T, shutdown bool) {
 	return item, err != nil
 }
 
-// GetWithPriority is Get (see [Typed.Get]) that also returns the priority the
-// item was queued at. It hands out the item of the highest priority that
-// became ready first (or the next in turn with Fairness), unless an item has
-// been ready for MaxWait: that one goes first.
+// GetWithPriority is Get that also returns the item's priority. An item ready
+// for MaxWait goes first; otherwise the highest priority does.
 func (q *TypedPriorityQueue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 	item, priority, err := q.get(context.Background())
 	return item, priority, err != nil
@@ -334,8 +304,7 @@ func (q *TypedPriorityQueue[T]) Done(item T) {
 	q.core.done(item, hash)
 }
 
-// Remove takes item back, from its delay too, and forgets it, as Forget does;
-// see [Typed.Remove].
+// Remove also forgets item, as Forget does; see [Typed.Remove].
 func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 	hash := q.core.items.Hash(item)
 	q.limiterMu.Lock()
@@ -362,8 +331,7 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 	return true
 }
 
-// Park holds item until one of events, as [TypedRateLimitingQueue.Park] does;
-// a woken item is queued at the priority it was handed out at.
+// Park is [TypedRateLimitingQueue.Park]; a woken item keeps its priority.
 func (q *TypedPriorityQueue[T]) Park(item T, events ...string) {
 	hash := q.core.items.Hash(item)
 	q.limiterMu.Lock()
@@ -388,8 +356,7 @@ func (q *TypedPriorityQueue[T]) park(item T, backoff func() time.Duration, event
 // Wake ends the parks that wait for event; see [Typed.Wake].
 func (q *TypedPriorityQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc ends the parks that wait for event and that accept accepts; see
-// [Typed.WakeFunc].
+// WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedPriorityQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
@@ -404,8 +371,7 @@ func (q *TypedPriorityQueue[T]) WakeItem(item T) bool {
 	return q.core.wakeItemLocked(item, hash)
 }
 
-// Forget clears item's failures and park backoff; see
-// [TypedRateLimitingQueue.Forget].
+// Forget clears item's failures and park backoff; Done must still be called.
 func (q *TypedPriorityQueue[T]) Forget(item T) {
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
@@ -413,18 +379,17 @@ func (q *TypedPriorityQueue[T]) Forget(item T) {
 	q.parkBackoff.Forget(item)
 }
 
-// NumRequeues returns how many failures the rate limiter counts for item.
+// NumRequeues returns the rate limiter's failure count for item.
 func (q *TypedPriorityQueue[T]) NumRequeues(item T) int {
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
 	return q.rateLimiter.NumRequeues(item)
 }
 
-// ShuttingDown reports whether a shutdown has begun; see [Typed.ShuttingDown].
+// ShuttingDown reports whether a shutdown has begun.
 func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.core.shuttingDown.Load() }
 
-// ShutDown begins a shutdown, which drops the delayed items; see
-// [Typed.ShutDown].
+// ShutDown also drops delayed items; see [Typed.ShutDown].
 func (q *TypedPriorityQueue[T]) ShutDown() {
 	q.limiterMu.Lock()
 	q.core.mu.Lock()
@@ -435,8 +400,7 @@ func (q *TypedPriorityQueue[T]) ShutDown() {
 	q.stopGoroutines()
 }
 
-// ShutDownWithDrain drops the delayed items and drains the queue; see
-// [Typed.ShutDownWithDrain]. It panics on a zero TypedPriorityQueue.
+// ShutDownWithDrain also drops delayed items; see [Typed.ShutDownWithDrain].
 func (q *TypedPriorityQueue[T]) ShutDownWithDrain() {
 	const zero = "TypedPriorityQueue; make one with NewTypedPriorityQueue"
 	if q.core.drained.L == nil {
@@ -459,9 +423,8 @@ func (q *TypedPriorityQueue[T]) stopGoroutines() {
 	q.core.stopMetrics()
 }
 
-// Snapshot returns a view of the queue, its delayed items and failure counts
-// included; see [Typed.Snapshot]. Queued lists the ready items in the order
-// Get would hand them out at that instant.
+// Snapshot lists Queued in hand-out order; see
+// [TypedRateLimitingQueue.Snapshot].
 func (q *TypedPriorityQueue[T]) Snapshot(n int) Snapshot[T] {
 	// limiterMu is held from the view to the failure counts, so that they
 	// are those of the view's instant, without calling the rate limiter

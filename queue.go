@@ -11,8 +11,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// TypedInterface is client-go's work queue interface; [Typed] implements it
-// and documents its methods.
+// TypedInterface is client-go's work queue interface; see [Typed].
 type TypedInterface[T comparable] interface {
 	Add(item T)
 	Len() int
@@ -23,13 +22,10 @@ type TypedInterface[T comparable] interface {
 	ShuttingDown() bool
 }
 
-// Queue is the storage that orders the items [Typed] hands out. Typed calls it
-// under its own lock, so implementations need not be safe for concurrent use.
-//
-// Typed calls Push for an item not stored, Touch for a stored item added again
-// (a priority queue may reorder it), and Pop only when Len is positive; it
-// never stores an item twice. Pop must return an item that was pushed and not
-// yet popped, or Get panics.
+// Queue is custom storage for [Typed], which calls it under its lock: Push for
+// an item not stored, Touch for a stored one added again, Pop only when Len is
+// positive. Pop must return an item pushed and not popped, or Get panics.
+// Items it holds at construction are added in the order it pops them.
 type Queue[T comparable] interface {
 	Touch(item T)
 	Push(item T)
@@ -37,39 +33,24 @@ type Queue[T comparable] interface {
 	Pop() (item T)
 }
 
-// DefaultQueue returns first-in, first-out storage, the order of a config with
-// no Queue. Pop on an empty DefaultQueue returns the zero value. It is not
-// safe for concurrent use on its own.
+// DefaultQueue returns FIFO storage; it is not safe for concurrent use.
 func DefaultQueue[T comparable]() Queue[T] {
 	return new(ring.Ring[T])
 }
 
-// TypedQueueConfig configures a queue made by [NewTypedWithConfig]. The zero
-// value is valid: no metrics, the real clock, FIFO order.
+// TypedQueueConfig configures [NewTypedWithConfig]. The zero value is valid.
 type TypedQueueConfig[T comparable] struct {
-	// Name names the queue in metrics. A queue records metrics only with
-	// a Name and a MetricsProvider; a named queue without a provider logs
-	// a warning, once per process.
-	Name string
-	// MetricsProvider creates the queue's metrics; nil records none.
-	MetricsProvider MetricsProvider
-	// Clock times metrics, delays and parks; nil means the real clock.
-	Clock clock.WithTicker
-	// Logger receives the rare log lines, such as the count of items
-	// dropped at shutdown; nil means slog.Default().
-	Logger *slog.Logger
-	// MaxParkTime bounds a park without an event, after which the item is
-	// queued as if woken. Zero means [DefaultMaxParkTime].
-	MaxParkTime time.Duration
-	// Queue stores the queued items; nil means FIFO. Items it holds at
-	// construction are added in the order it pops them.
-	Queue Queue[T]
+	Name            string           // the queue's name in metrics
+	MetricsProvider MetricsProvider  // nil records no metrics
+	Clock           clock.WithTicker // nil means the real clock
+	Logger          *slog.Logger     // nil means slog.Default()
+	MaxParkTime     time.Duration    // see Typed.Park; 0 means DefaultMaxParkTime
+	Queue           Queue[T]         // custom storage; nil means FIFO
 }
 
 // Typed is a work queue with the guarantees listed in the package
-// documentation. Its methods are safe for concurrent use. The zero value is
-// not usable: make one with [NewTyped] or [NewTypedWithConfig]; Get and
-// ShutDownWithDrain panic on a zero Typed.
+// documentation; its methods are safe for concurrent use. The zero value is
+// not usable: make one with [NewTyped] or [NewTypedWithConfig].
 type Typed[T comparable] struct {
 	core core[T]
 	// storage is the order of custom storage, nil for FIFO: it is told of
@@ -77,14 +58,12 @@ type Typed[T comparable] struct {
 	storage *storageOrder[T]
 }
 
-// NewTyped returns a new FIFO queue with no name and no metrics. It is
-// shorthand for NewTypedWithConfig(TypedQueueConfig[T]{}).
+// NewTyped is shorthand for NewTypedWithConfig(TypedQueueConfig[T]{}).
 func NewTyped[T comparable]() *Typed[T] {
 	return NewTypedWithConfig(TypedQueueConfig[T]{})
 }
 
-// NewTypedWithConfig returns a new queue configured by config. It panics if
-// config.MaxParkTime is negative.
+// NewTypedWithConfig returns a new queue; it panics if MaxParkTime < 0.
 func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
@@ -113,10 +92,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	return q
 }
 
-// Add marks item as needing processing. An item already queued is not queued
-// again (custom storage is told with Touch), one being processed is queued
-// again at its Done, and a parked one is queued at once. After a shutdown has
-// begun Add does nothing.
+// Add marks item as needing processing; after a shutdown it does nothing.
 func (q *Typed[T]) Add(item T) { q.tryAdd(item) }
 
 // tryAdd is Add; it reports whether the add was accepted, that is whether
@@ -170,8 +146,7 @@ func (q *Typed[T]) insertStored(item T, hash uint32) {
 	stored = true
 }
 
-// Len returns the number of items waiting to be handed out. An item added
-// while being processed counts from its Done.
+// Len returns the number of items waiting to be handed out.
 func (q *Typed[T]) Len() int {
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
@@ -179,17 +154,15 @@ func (q *Typed[T]) Len() int {
 }
 
 // Get blocks until an item is queued, marks it as being processed and returns
-// it; the caller must call Done with it. After a shutdown has begun Get still
-// hands out queued items; once none is left it returns shutdown true at once.
-// It panics if custom storage pops an item the queue did not push.
+// it; the caller must call Done with it. Once a shutdown has left no item, it
+// returns shutdown true.
 func (q *Typed[T]) Get() (item T, shutdown bool) {
 	item, err := q.get(context.Background())
 	return item, err != nil
 }
 
-// GetContext is Get with a context. If ctx ends before an item can be handed
-// out, it returns ctx.Err() and takes no item; once a shutdown has begun and
-// no item is left, it returns [ErrShutDown].
+// GetContext is Get that returns ctx.Err(), taking no item, if ctx ends first,
+// and [ErrShutDown] where Get returns shutdown true.
 func (q *Typed[T]) GetContext(ctx context.Context) (item T, err error) {
 	if err := ctx.Err(); err != nil {
 		return item, err
@@ -204,9 +177,9 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 	return item, err
 }
 
-// Done marks item as done processing. If it was added while being processed,
-// it is queued again, even after a shutdown has begun. Done of an item not
-// being processed does nothing.
+// Done marks item as done processing and queues it again, even after a
+// shutdown has begun, if it was added meanwhile. Done of an item not being
+// processed does nothing.
 func (q *Typed[T]) Done(item T) {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
@@ -215,10 +188,8 @@ func (q *Typed[T]) Done(item T) {
 }
 
 // Remove takes item back and reports whether it took anything: a queued or
-// parked item leaves the queue, and an item being processed, which goes on
-// being processed, is not queued again or parked at its Done. With custom
-// storage, an item added again before Get reaches its old place is handed out
-// from there.
+// parked item leaves the queue; one being processed is not queued again or
+// parked at Done.
 func (q *Typed[T]) Remove(item T) bool {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
@@ -240,17 +211,14 @@ func (q *Typed[T]) Remove(item T) bool {
 
 // Park holds item, which the caller got from Get and has not yet marked done,
 // until one of events: from its Done on, the queue neither hands it out nor
-// counts it in Len, until a [Typed.Wake] of one of events, a [Typed.WakeItem],
-// an add of the item or MaxParkTime (see [TypedQueueConfig]) ends the park and
-// queues the item again. With no events, only the last three do. If one of
-// events was woken since the item's Get, which may have changed what the
-// worker saw, the park ends at Done.
-//
-// An add of the item since its Get, or a wake of an earlier Park of it, wins
-// over the park; otherwise a later Park replaces an earlier one. Park does
-// nothing for an item not being processed and after a shutdown has begun; a
-// shutdown drops parked items and logs how many. Event names should come from
-// a small fixed set: the queue keeps the last wake of each.
+// counts it in Len until [Typed.Wake] of one of events, [Typed.WakeItem], an
+// add of the item or the config's MaxParkTime ends the park and queues it. If
+// one of events was woken since the item's Get, which may have changed what
+// the worker saw, the park ends at Done. An add since the Get, or a wake of an
+// earlier Park, wins over the park; otherwise a later Park replaces an earlier
+// one. Park does nothing for an item not being processed or after a shutdown
+// has begun, which drops parked items. Events should come from a small fixed
+// set: the queue keeps the last wake of each.
 func (q *Typed[T]) Park(item T, events ...string) { q.park(item, nil, events) }
 
 // park is Park with a backoff: a wake before it has passed queues the
@@ -262,28 +230,21 @@ func (q *Typed[T]) park(item T, backoff func() time.Duration, events []string) {
 	q.core.parkLocked(item, hash, backoff, events)
 }
 
-// Wake ends the park of every item parked until event, queues them in the
-// order they were parked, and returns how many parks it ended. An item still
-// being processed is queued at its Done; on a rate-limiting queue, each item
-// waits for its park backoff first. After a shutdown has begun Wake does
-// nothing.
+// Wake ends the parks waiting for event, queues their items in park order (one
+// being processed at its Done), and returns how many it ended. After a
+// shutdown has begun it does nothing.
 func (q *Typed[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc is Wake for the items for which accept returns true, as
-// kube-scheduler's queueing hints decide which pods an event may help; a nil
-// accept accepts every item. accept is called with the queue locked: it must
-// be quick and must not call the queue, or it deadlocks. If it panics, the
-// parks it accepted stay ended and the others stay parked.
+// WakeFunc is Wake for the items accept returns true for; nil accepts all.
+// accept is called with the queue locked and must not call the queue; if it
+// panics, the parks it accepted stay ended.
 func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
 	return q.core.wakeLocked(event, accept)
 }
 
-// WakeItem ends item's park and queues it at once, without a park backoff, as
-// kube-scheduler's Activate does, and reports whether item was parked. An item
-// that a wake ended already, waiting for its backoff, is not parked; Add
-// queues it at once.
+// WakeItem ends item's park, queuing it without backoff; false if not parked.
 func (q *Typed[T]) WakeItem(item T) bool {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
@@ -291,10 +252,8 @@ func (q *Typed[T]) WakeItem(item T) bool {
 	return q.core.wakeItemLocked(item, hash)
 }
 
-// ShutDown begins a shutdown (see the package documentation): Get callers hand
-// out what is queued, then return shutdown true; ShutDownWithDrain callers
-// return; parked items are dropped. ShutDown returns once the queue's
-// goroutines have exited. Calling it again does nothing.
+// ShutDown begins a shutdown, which drops parked items, and returns once the
+// queue's goroutines have exited. A second call does nothing.
 func (q *Typed[T]) ShutDown() {
 	q.core.mu.Lock()
 	q.core.releaseDrains()
@@ -303,10 +262,9 @@ func (q *Typed[T]) ShutDown() {
 	q.core.stopMetrics()
 }
 
-// ShutDownWithDrain begins a shutdown and waits until no item is queued or
-// being processed; workers must keep calling Get and Done meanwhile. Parked
-// items are dropped rather than waited for. A ShutDown, before or during the
-// wait, makes it return at once. It panics on a zero Typed.
+// ShutDownWithDrain begins a shutdown, then waits until no item is queued or
+// being processed (workers must go on calling Get and Done) or a ShutDown is
+// called. It panics on a zero value.
 func (q *Typed[T]) ShutDownWithDrain() {
 	q.core.mu.Lock()
 	q.core.stopAddsLocked()
@@ -325,15 +283,12 @@ func (q *Typed[T]) stopAdds() {
 	q.core.mu.Unlock()
 }
 
-// ShuttingDown reports whether a shutdown of the queue, or of a layer above
-// it, has begun.
+// ShuttingDown reports whether a shutdown has begun, here or in a layer above.
 func (q *Typed[T]) ShuttingDown() bool {
 	return q.core.shuttingDown.Load()
 }
 
-// Snapshot returns a view of the queue at one instant, listing at most n items
-// of each kind (none for n <= 0; the counts are always set). It is cheap
-// enough to call on a busy queue every second.
+// Snapshot returns a view of the queue, listing at most n items of each kind.
 func (q *Typed[T]) Snapshot(n int) Snapshot[T] {
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()

@@ -8,8 +8,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// TypedRateLimitingInterface is client-go's rate-limiting work queue
-// interface; [TypedRateLimitingQueue] implements it.
+// TypedRateLimitingInterface is client-go's rate-limiting queue interface.
 type TypedRateLimitingInterface[T comparable] interface {
 	TypedDelayingInterface[T]
 	AddRateLimited(item T)
@@ -17,36 +16,31 @@ type TypedRateLimitingInterface[T comparable] interface {
 	NumRequeues(item T) int
 }
 
-// TypedRateLimitingQueueConfig configures a queue made by
+// TypedRateLimitingQueueConfig configures
 // [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
 type TypedRateLimitingQueueConfig[T comparable] struct {
-	// Name, MetricsProvider and Clock are as in [TypedQueueConfig].
+	// Name, MetricsProvider, Clock and MaxParkTime are as in
+	// [TypedQueueConfig].
 	Name            string
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
-	// MaxParkTime is as in [TypedQueueConfig].
-	MaxParkTime time.Duration
-	// ParkBackoff gives the least wait of an item after a wake ends its
-	// park, counted apart from failures; Forget and Remove reset it. It is
-	// called with the queue locked and must not call the queue. Nil means
-	// a per-item exponential backoff from 5 ms to 10 s.
+	MaxParkTime     time.Duration
+	// ParkBackoff gives an item's least wait after a wake ends its park;
+	// Forget and Remove reset it. It is called with the queue locked and
+	// must not call the queue. Nil means a backoff from 5 ms to 10 s.
 	ParkBackoff TypedRateLimiter[T]
-	// DelayingQueue is the queue below this layer; nil means a new
-	// [TypedDelayingQueue] with this config's settings.
+	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
 }
 
-// NewTypedRateLimitingQueue returns a new rate-limiting queue with no name and
-// no metrics. It is shorthand for
-// NewTypedRateLimitingQueueWithConfig(rateLimiter,
-// TypedRateLimitingQueueConfig[T]{}).
+// NewTypedRateLimitingQueue is shorthand for
+// NewTypedRateLimitingQueueWithConfig with a zero config.
 func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *TypedRateLimitingQueue[T] {
 	return NewTypedRateLimitingQueueWithConfig(rateLimiter, TypedRateLimitingQueueConfig[T]{})
 }
 
-// NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue
-// configured by config that takes its delays from rateLimiter. It panics if
-// rateLimiter is nil or config.MaxParkTime is negative.
+// NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
+// panics if rateLimiter is nil or MaxParkTime is negative.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
@@ -75,16 +69,11 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 	}
 }
 
-// TypedRateLimitingQueue is a delaying queue that also adds items after a
-// delay from a [TypedRateLimiter], to retry failures with backoff: a
-// [TypedRateLimitingInterface] that adds GetContext, Remove, Snapshot, Park,
-// Wake, WakeFunc and WakeItem. Its methods are safe for concurrent use. The
-// zero value is not usable: make one with [NewTypedRateLimitingQueue] or
-// [NewTypedRateLimitingQueueWithConfig].
-//
-// Over a delaying queue from outside this package (the config's
-// DelayingQueue), the additions degrade as on [TypedDelayingQueue], and Park
-// adds the item after MaxParkTime or its park backoff, whichever is longer.
+// TypedRateLimitingQueue is a [TypedRateLimitingInterface] that adds
+// GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods
+// are safe for concurrent use. The zero value is not usable: make one with
+// [NewTypedRateLimitingQueue]. Over a config DelayingQueue from outside this
+// package, the additions do what that queue supports.
 type TypedRateLimitingQueue[T comparable] struct {
 	// It starts no goroutine of its own: its shutdowns begin the delaying
 	// queue's under mu, then leave the rest to it.
@@ -111,8 +100,7 @@ type TypedRateLimitingQueue[T comparable] struct {
 // Add adds item at once; see [Typed.Add].
 func (q *TypedRateLimitingQueue[T]) Add(item T) { q.delaying.Add(item) }
 
-// AddAfter adds item once duration has passed; see
-// [TypedDelayingQueue.AddAfter].
+// AddAfter is [TypedDelayingQueue.AddAfter].
 func (q *TypedRateLimitingQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.delaying.AddAfter(item, duration)
 }
@@ -126,12 +114,10 @@ func (q *TypedRateLimitingQueue[T]) Get() (item T, shutdown bool) { return q.del
 // Done marks item as done processing; see [Typed.Done].
 func (q *TypedRateLimitingQueue[T]) Done(item T) { q.delaying.Done(item) }
 
-// ShuttingDown reports whether a shutdown has begun; see [Typed.ShuttingDown].
+// ShuttingDown reports whether a shutdown has begun.
 func (q *TypedRateLimitingQueue[T]) ShuttingDown() bool { return q.delaying.ShuttingDown() }
 
-// AddRateLimited adds item after the delay the rate limiter gives it, which
-// records a failure. After a shutdown has begun it does nothing and records no
-// failure.
+// AddRateLimited adds item after a rate-limited delay, recording a failure.
 func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -141,10 +127,8 @@ func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.AddAfter(item, q.rateLimiter.When(item))
 }
 
-// Park holds item until one of events, as [Typed.Park] does, except that a
-// woken item waits its park backoff (the config's ParkBackoff) first, so that
-// events that do not help it cannot make it loop. A park is not a failure:
-// NumRequeues does not count it.
+// Park is [Typed.Park], except that a woken item first waits its ParkBackoff.
+// A park is not a failure: NumRequeues does not count it.
 func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -162,8 +146,7 @@ func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 // Wake ends the parks that wait for event; see [Typed.Wake].
 func (q *TypedRateLimitingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc ends the parks that wait for event and that accept accepts; see
-// [Typed.WakeFunc].
+// WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedRateLimitingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
@@ -179,15 +162,14 @@ func (q *TypedRateLimitingQueue[T]) WakeItem(item T) bool {
 	return false
 }
 
-// NumRequeues returns how many failures the rate limiter counts for item.
+// NumRequeues returns the rate limiter's failure count for item.
 func (q *TypedRateLimitingQueue[T]) NumRequeues(item T) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.rateLimiter.NumRequeues(item)
 }
 
-// Forget clears item's failures in the rate limiter and its park backoff. The
-// queue itself is unchanged: Done must still be called.
+// Forget clears item's failures and park backoff; Done must still be called.
 func (q *TypedRateLimitingQueue[T]) Forget(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -200,7 +182,7 @@ func (q *TypedRateLimitingQueue[T]) GetContext(ctx context.Context) (T, error) {
 	return getContext(ctx, q.delaying)
 }
 
-// Remove takes item back and forgets it, as Forget does; see [Typed.Remove].
+// Remove also forgets item, as Forget does; see [Typed.Remove].
 func (q *TypedRateLimitingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -218,8 +200,7 @@ func (q *TypedRateLimitingQueue[T]) ShutDown() {
 	q.delaying.ShutDown()
 }
 
-// ShutDownWithDrain begins a shutdown and drains the queue; see
-// [Typed.ShutDownWithDrain].
+// ShutDownWithDrain drains the queue; see [Typed.ShutDownWithDrain].
 func (q *TypedRateLimitingQueue[T]) ShutDownWithDrain() {
 	// mu is not held while the drain waits: workers still call
 	// AddRateLimited (which does nothing) and Forget.
@@ -240,8 +221,7 @@ func (q *TypedRateLimitingQueue[T]) beginShutDown() {
 	}
 }
 
-// Snapshot returns a view of the queue with the failure counts of the items it
-// lists; see [Typed.Snapshot].
+// Snapshot adds the listed items' failure counts; see [Typed.Snapshot].
 func (q *TypedRateLimitingQueue[T]) Snapshot(n int) Snapshot[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
