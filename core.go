@@ -13,8 +13,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ErrShutDown is the error GetContext returns once a shutdown has begun and
-// no item is left to hand out.
+// ErrShutDown is returned by GetContext once a shutdown has left no item.
 var ErrShutDown = errors.New("workqueue: queue is shut down")
 
 // pending is what an item that the queue holds waits for, apart from the end
@@ -78,12 +77,8 @@ type handOutOrder interface {
 // core with a hand-out order, and its own add rules on top.
 type core[T comparable] struct {
 	mu lock.Mutex
-	// The fields every Get, Add and Done reads and writes come first,
-	// beside the lock, so that a hand-off between cores moves as few cache
-	// lines as it can. With them after the item table and the order, the
-	// paced/P=8/W=8 case of bench/cmd/compare ran 1,232-1,286 ns per item
-	// on the priority queue and 1,044-1,155 on Typed; with them here,
-	// 1,032-1,159 and 983-1,030 (3 interleaved runs each, 2-core VM).
+	// The fields every Get, Add and Done reads and writes sit beside the
+	// lock, so that a hand-off between cores moves fewer cache lines.
 	queued     int // items in the order
 	processing int // items handed out and not yet done
 	// sleepers are the Get callers asleep and not yet woken, and

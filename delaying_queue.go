@@ -11,70 +11,40 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// TypedDelayingInterface is a work queue that can also add an item after a
-// delay. The implementation in this package is safe for concurrent use.
+// TypedDelayingInterface is client-go's delaying queue interface.
 type TypedDelayingInterface[T comparable] interface {
 	TypedInterface[T]
-	// AddAfter adds item once duration has passed.
 	AddAfter(item T, duration time.Duration)
 }
 
-// TypedDelayingQueueConfig configures a queue made by
-// [NewTypedDelayingQueueWithConfig]. The zero value is valid.
+// TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]. The
+// zero value is valid.
 type TypedDelayingQueueConfig[T comparable] struct {
-	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics; a named queue without a MetricsProvider records none
-	// either, and the first one made in a process logs a warning saying
-	// so.
-	Name string
-
-	// Logger receives the queue's rare log lines: items dropped at shutdown
-	// (debug level) and a panic in the waiting goroutine (error level). It
-	// is a *slog.Logger, where client-go takes a *klog.Logger. Nil means
-	// slog.Default().
-	Logger *slog.Logger
-
-	// MetricsProvider creates the queue's metrics. A nil provider records
-	// nothing and costs nothing.
+	// Name, Logger, MetricsProvider, Clock and MaxParkTime are as in
+	// [TypedQueueConfig].
+	Name            string
+	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
-
-	// Clock decides when delays end. Nil means the real clock.
-	Clock clock.WithTicker
-
-	// MaxParkTime bounds how long an item stays parked without an event;
-	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
-	// Over a Queue from outside this package, which cannot park, Park adds
-	// the item after MaxParkTime, as if no event came.
-	MaxParkTime time.Duration
-
-	// Queue receives the items whose delay has ended. Nil means a new [Typed]
-	// queue with this config's name, provider and clock. A queue from
-	// outside this package begins its shutdown only in its own ShutDown or
-	// ShutDownWithDrain, so a drain of this layer refuses AddAfter with a
-	// delay a moment before it refuses Add.
+	Clock           clock.WithTicker
+	MaxParkTime     time.Duration
+	// Queue receives the items whose delay has ended; nil means a new
+	// Typed with this config's settings.
 	Queue TypedInterface[T]
 }
 
-// NewTypedDelayingQueue returns a new delaying queue with no name and no
-// metrics. It is shorthand for
-// NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{}).
+// NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.
 func NewTypedDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 	return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[T]{})
 }
 
-// TypedNewDelayingQueue is NewTypedDelayingQueue under the name client-go
-// also exports, so that code using it compiles after switching.
+// TypedNewDelayingQueue is NewTypedDelayingQueue under client-go's other name.
 //
-// Deprecated: use NewTypedDelayingQueue, as in client-go.
+// Deprecated: use NewTypedDelayingQueue.
 func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 	return NewTypedDelayingQueue[T]()
 }
 
-// NewTypedDelayingQueueWithConfig returns a new delaying queue configured by
-// config. It starts one goroutine, which moves items to the underlying queue
-// when their delay ends; ShutDown and ShutDownWithDrain stop it and wait for
-// it to exit. Items still waiting for their delay at shutdown are dropped.
-// All methods of the result are safe for concurrent use. It panics if
+// NewTypedDelayingQueueWithConfig returns a new delaying queue. It panics if
 // MaxParkTime is negative.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	if config.Clock == nil {
@@ -103,12 +73,13 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// TypedDelayingQueue is the delaying queue this package makes: a
-// [TypedDelayingInterface] that also has GetContext, Remove, Snapshot and
-// parking. Items wait for their delay in this layer and are then added to
-// the queue below it. Its methods are safe for concurrent use. The zero
-// value is not usable: make one with [NewTypedDelayingQueue] or
-// [NewTypedDelayingQueueWithConfig].
+// TypedDelayingQueue is a [TypedDelayingInterface] that adds GetContext,
+// Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods are safe
+// for concurrent use. The zero value is not usable: make one with
+// [NewTypedDelayingQueue]. Over a config Queue from outside this package, the
+// additions do what that queue supports: GetContext returns an error wrapping
+// [errors.ErrUnsupported], Park adds the item after MaxParkTime, the others
+// cover the delayed items or nothing.
 type TypedDelayingQueue[T comparable] struct {
 	queue   TypedInterface[T]
 	logger  *slog.Logger
@@ -127,8 +98,7 @@ type TypedDelayingQueue[T comparable] struct {
 // Add adds item at once; see [Typed.Add].
 func (q *TypedDelayingQueue[T]) Add(item T) { q.queue.Add(item) }
 
-// Len returns the number of items ready to be handed out; items waiting for
-// their delay are not counted.
+// Len returns the number of ready items; see [Typed.Len].
 func (q *TypedDelayingQueue[T]) Len() int { return q.queue.Len() }
 
 // Get hands out the next ready item; see [Typed.Get].
@@ -140,18 +110,12 @@ func (q *TypedDelayingQueue[T]) Done(item T) { q.queue.Done(item) }
 // ShuttingDown reports whether a shutdown has begun.
 func (q *TypedDelayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
 
-// GetContext hands out the next ready item or returns when ctx ends; see
-// [Typed.GetContext]. An underlying queue from outside this package needs a
-// GetContext method of the same shape; without one, GetContext returns an
-// error that wraps [errors.ErrUnsupported].
+// GetContext is Get with a context; see [Typed.GetContext].
 func (q *TypedDelayingQueue[T]) GetContext(ctx context.Context) (T, error) {
 	return getContext(ctx, q.queue)
 }
 
-// Remove takes item out of the items waiting for their delay and, with the
-// underlying queue's Remove, out of the queue, in O(log n), and reports
-// whether it took anything back; see [Typed.Remove]. An underlying queue
-// from outside this package without a Remove method keeps the item.
+// Remove also takes back a delayed item; see [Typed.Remove].
 func (q *TypedDelayingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -170,12 +134,8 @@ func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T,
 	return item, fmt.Errorf("workqueue: GetContext needs an underlying queue with a GetContext method, %T has none: %w", q, errors.ErrUnsupported)
 }
 
-// AddAfter adds item once duration has passed on the queue's clock. A
-// duration of zero or less adds it at once, as Add does. If item is already
-// waiting, the earlier of the two ready times wins. AddAfter never blocks on
-// the waiting goroutine and inserts in O(log n). After a shutdown has begun
-// it does nothing: the underlying queue's flag decides, for AddAfter as for
-// Add.
+// AddAfter adds item after duration; if it waits already, the earlier time
+// wins.
 func (q *TypedDelayingQueue[T]) AddAfter(item T, duration time.Duration) {
 	if duration <= 0 {
 		q.addNow(item)
@@ -216,9 +176,7 @@ func (q *TypedDelayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bo
 	return q.delays.add(item, delay)
 }
 
-// Park parks item until one of events in the underlying queue; see
-// [Typed.Park]. Over a queue from outside this package, which cannot park,
-// it adds the item after MaxParkTime instead, as if no event came.
+// Park holds item until one of events; see [Typed.Park].
 func (q *TypedDelayingQueue[T]) Park(item T, events ...string) { q.park(item, nil, events) }
 
 // park is Park with a backoff, for the rate-limiting layer.
@@ -234,13 +192,10 @@ func (q *TypedDelayingQueue[T]) park(item T, backoff func() time.Duration, event
 	q.AddAfter(item, wait)
 }
 
-// Wake ends the parks that wait for event in the underlying queue; see
-// [Typed.Wake]. Over a queue from outside this package it does nothing.
+// Wake ends the parks that wait for event; see [Typed.Wake].
 func (q *TypedDelayingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc ends the parks that wait for event and that accept accepts in
-// the underlying queue; see [Typed.WakeFunc]. Over a queue from outside
-// this package it does nothing.
+// WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedDelayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
@@ -248,8 +203,7 @@ func (q *TypedDelayingQueue[T]) WakeFunc(event string, accept func(item T) bool)
 	return 0
 }
 
-// WakeItem ends item's park in the underlying queue; see [Typed.WakeItem].
-// Over a queue from outside this package it does nothing.
+// WakeItem ends item's park; see [Typed.WakeItem].
 func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		return p.WakeItem(item)
@@ -257,17 +211,13 @@ func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
 	return false
 }
 
-// ShutDown shuts the underlying queue down, which ignores adds from then
-// on, then drops the items waiting for their delay and stops the waiting
-// goroutine, waiting for it to exit.
+// ShutDown also drops delayed items; see [Typed.ShutDown].
 func (q *TypedDelayingQueue[T]) ShutDown() {
 	q.queue.ShutDown()
 	q.stopWaiting()
 }
 
-// ShutDownWithDrain makes the underlying queue ignore adds, drops the items
-// waiting for their delay, stops the waiting goroutine and waits for it to
-// exit, then drains the underlying queue with its ShutDownWithDrain.
+// ShutDownWithDrain also drops delayed items; see [Typed.ShutDownWithDrain].
 func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
 	q.stopAdds()
 	q.stopWaiting()
@@ -311,11 +261,7 @@ func (q *TypedDelayingQueue[T]) dropWaiting() int {
 	return q.delays.dropAll(nil)
 }
 
-// Snapshot returns a view of the queue at one instant; see [Typed.Snapshot].
-// It lists the items waiting for their delay too, the n that are ready
-// first, which takes O(n log n) steps under the delays' lock. Over a queue
-// from outside this package without a Snapshot method, only the waiting
-// items are listed.
+// Snapshot lists delayed items too; see [Typed.Snapshot].
 func (q *TypedDelayingQueue[T]) Snapshot(n int) Snapshot[T] {
 	q.mu.Lock() // held while the queue below takes its part: one instant
 	defer q.mu.Unlock()

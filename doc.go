@@ -1,50 +1,51 @@
-// Package workqueue provides generic work queues for reconcile loops: a
-// queue that hands each item to one worker at a time, a delaying layer that
-// adds items later, and a rate-limiting layer that retries failures with
-// backoff.
-//
-// The API is client-go's typed workqueue API (k8s.io/client-go/util/workqueue),
-// so a program switches by changing its import path. The package has no
-// Kubernetes dependencies.
+// Package workqueue provides generic work queues for reconcile loops with
+// client-go's typed workqueue API: a program switches by changing its
+// import path.
 //
 // Guarantees:
-//   - Fair: items are handed out in the order in which they were added
-//     (with the default storage; see [Queue] to plug in another order).
+//   - Fair: items are handed out in the order they were added (with the
+//     default storage; see [Queue]).
 //   - Stingy: an item added several times before it is handed out is
 //     handed out once.
-//   - One worker at a time: an item is never handed to two workers at once.
-//     An item added while it is being processed is handed out again after
-//     [Typed.Done].
+//   - One worker at a time: an item is never handed to two workers at
+//     once; one added while it is processed is handed out again after Done.
 //   - Multiple producers and consumers: every method of every queue is safe
-//     for concurrent use, and an item may be added while it is processed.
+//     for concurrent use.
 //   - Linearizable: every method takes effect at one instant between its
-//     call and its return, so any concurrent history of calls is one that
-//     the same calls made one at a time could produce. ShutDownWithDrain is
-//     two such instants: the shutdown, then the drain's end. The test suite
-//     checks recorded concurrent histories with a linearizability checker.
-//   - Shutdown: a shutdown begins at one instant for every layer: from then
-//     on Add, AddAfter and AddRateLimited do nothing, and AddRateLimited
-//     records no failure. Items queued before it are still handed out, and
-//     an item added while processing before it is queued again by Done.
-//     ShutDown stops the queue's goroutines before it returns;
-//     ShutDownWithDrain also waits until no item is queued or processing.
+//     call and its return; ShutDownWithDrain at two, the shutdown and the
+//     drain's end.
+//   - Shutdown: from the instant a shutdown begins, adds do nothing and
+//     AddRateLimited records no failure; items queued, or added while
+//     processed, before it are still handed out. ShutDown stops the queue's
+//     goroutines before it returns; ShutDownWithDrain also waits until no
+//     item is queued or processing.
 //
-// The three layers nest: [TypedInterface] is the queue,
-// [TypedDelayingInterface] adds AddAfter, and [TypedRateLimitingInterface]
-// adds AddRateLimited, Forget and NumRequeues on top of a [TypedRateLimiter].
+// The queues keep client-go's constructors, which return the concrete
+// types, so the additions need no type assertion:
+//   - [Typed] (a [TypedInterface]) is the queue.
+//   - [TypedDelayingQueue] (a [TypedDelayingInterface]) adds AddAfter.
+//   - [TypedRateLimitingQueue] (a [TypedRateLimitingInterface]) adds
+//     AddRateLimited, Forget and NumRequeues, with delays from a
+//     [TypedRateLimiter]: client-go's rate limiters are here.
+//   - [TypedPriorityQueue] is a rate-limiting queue that hands out higher
+//     priorities first: AddWithOpts, GetWithPriority, and in its config
+//     Fairness (keys take turns within a priority) and MaxWait (a bound on
+//     the wait behind higher priorities).
 //
-// Beyond client-go's API, every queue of this package has GetContext (a Get
-// that a context can end), Remove (take back an item that no longer needs
-// work) and Snapshot (a bounded view of what the queue holds, for
-// inspection). The constructors keep client-go's signatures; reach these
-// methods on the delaying and rate-limiting layers through
-// [TypedDelayingQueue] and [TypedRateLimitingQueue].
+// Every queue also has GetContext (a Get that a context can end), Remove
+// (take back an item that no longer needs work), Snapshot (a bounded view
+// of what it holds), and Park, Wake, WakeFunc and WakeItem: hold an item
+// until an event instead of polling, for at most MaxParkTime. A park is not
+// a failure; on a rate-limiting queue a woken item waits its ParkBackoff.
 //
-// [Runner] runs the worker loop over a rate-limiting queue: it reconciles
-// each item, retries failures with backoff up to a limit, gives up on
-// terminal errors, recovers panics, bounds each reconcile with a timeout and
-// drains the queue when its context is cancelled.
+// [Runner] runs the worker loop: it retries failures with backoff, at the
+// item's priority on a priority queue unless [Result.Priority] says
+// otherwise, and when its context is cancelled stops after a grace period
+// or, with [WithDrain], drains the queue first.
 //
-// Where client-go has known bugs, this package differs; the README lists each
-// difference.
+// Metrics come from a [MetricsProvider] in a queue's config. There is no
+// global provider: a named queue made without one logs a warning, once per
+// process.
+//
+// docs/design.md lists where this package differs from client-go.
 package workqueue

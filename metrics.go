@@ -9,99 +9,61 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// GaugeMetric is a metric that goes up and down, such as a queue's depth.
-// Implementations must be safe for concurrent use.
+// GaugeMetric is a gauge. Implementations must be safe for concurrent use.
 type GaugeMetric interface {
 	Inc()
 	Dec()
 }
 
-// SettableGaugeMetric is a metric set to an absolute value, such as the
-// seconds of unfinished work. Implementations must be safe for concurrent
-// use.
+// SettableGaugeMetric is set to a value; it must be safe for concurrent use.
 type SettableGaugeMetric interface {
 	Set(float64)
 }
 
-// CounterMetric is a metric that only goes up, such as the number of adds.
-// Implementations must be safe for concurrent use.
+// CounterMetric counts up. Implementations must be safe for concurrent use.
 type CounterMetric interface {
 	Inc()
 }
 
-// SummaryMetric records observations into a summary. It is kept for
-// compatibility with client-go's metric interfaces; the queues use
-// [HistogramMetric]. Implementations must be safe for concurrent use.
+// SummaryMetric is client-go's; the queues use [HistogramMetric] instead.
 type SummaryMetric interface {
 	Observe(float64)
 }
 
-// HistogramMetric records observations, such as latencies in seconds, into
-// a histogram. Implementations must be safe for concurrent use.
+// HistogramMetric records observations; it must be safe for concurrent use.
 type HistogramMetric interface {
 	Observe(float64)
 }
 
-// MetricsProvider creates the metrics of one named queue. A queue calls each
-// method once, at construction, with its name; a nil result disables that
-// one metric. Pass a provider in a queue's config; there is no global
-// provider, and a named queue made without one logs a warning, once per
-// process. The github.com/go-workqueue/workqueue/prometheus package provides
-// one for Prometheus. A provider may also implement
-// [DelayedItemsMetricsProvider] and [UnfinishedWorkUpdatePeriodProvider].
+// MetricsProvider creates the metrics of a queue with a Name, once each, at
+// construction; a nil metric disables that one. A queue takes it from its
+// config: there is no global provider. The prometheus subpackage provides one.
 type MetricsProvider interface {
-	// NewDepthMetric: items waiting to be handed out.
-	NewDepthMetric(name string) GaugeMetric
-	// NewAddsMetric: items that entered the queue (collapsed duplicates do
-	// not count).
-	NewAddsMetric(name string) CounterMetric
-	// NewLatencyMetric: seconds from an item's first add to its Get.
-	NewLatencyMetric(name string) HistogramMetric
-	// NewWorkDurationMetric: seconds from Get to Done.
-	NewWorkDurationMetric(name string) HistogramMetric
-	// NewUnfinishedWorkSecondsMetric: the summed age of every item being
-	// processed, refreshed periodically.
-	NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric
-	// NewLongestRunningProcessorSecondsMetric: the age of the oldest item
-	// being processed, refreshed periodically.
-	NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric
-	// NewRetriesMetric: accepted calls to AddAfter, which AddRateLimited
-	// makes; calls after a shutdown began do not count.
-	NewRetriesMetric(name string) CounterMetric
+	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
+	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item
+	NewLatencyMetric(name string) HistogramMetric                            // seconds from an item's first add to its Get
+	NewWorkDurationMetric(name string) HistogramMetric                       // seconds from Get to Done
+	NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric          // summed age of the items being processed
+	NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric // age of the oldest item being processed
+	NewRetriesMetric(name string) CounterMetric                              // AddAfter calls accepted, AddRateLimited's too
 }
 
-// DelayedItemsMetricsProvider is a [MetricsProvider] that also reports how
-// many items wait for their delay in a delaying queue, a figure client-go
-// does not offer. Delaying queues look for it with a type assertion, so a
-// provider written for client-go's interface keeps working unchanged.
+// DelayedItemsMetricsProvider is a [MetricsProvider] that also reports delays.
 type DelayedItemsMetricsProvider interface {
 	MetricsProvider
-	// NewDelayedItemsMetric: items waiting for their delay, counting those
-	// whose delay has passed until they are in the queue, so that an item is
-	// always in this gauge or the queue's depth; set after every change, so
-	// it follows the delaying queue exactly.
-	NewDelayedItemsMetric(name string) SettableGaugeMetric
+	NewDelayedItemsMetric(name string) SettableGaugeMetric // items waiting for their delay
 }
 
-// ParkingMetricsProvider is a [MetricsProvider] that also reports the items
-// parked until an event (see [Typed.Park]). Queues look for it with a type
-// assertion; a nil result disables that one metric.
+// ParkingMetricsProvider is a [MetricsProvider] that also reports parks; the
+// wakes metric should bound its series of events.
 type ParkingMetricsProvider interface {
 	MetricsProvider
-	// NewParkedItemsMetric: items parked until an event, from the Done
-	// that followed their Park; set after every change.
-	NewParkedItemsMetric(name string) SettableGaugeMetric
-	// NewWakesMetric: parks ended by Wake or WakeFunc, by event. Event
-	// names are chosen by the queue's callers, so the metric should bound
-	// the number of series it keeps.
-	NewWakesMetric(name string) EventCounterMetric
-	// NewParkTimeoutsMetric: parks ended by MaxParkTime, without an event;
-	// steady growth means events that never come.
-	NewParkTimeoutsMetric(name string) CounterMetric
+	NewParkedItemsMetric(name string) SettableGaugeMetric // items parked, from the Done after their Park
+	NewWakesMetric(name string) EventCounterMetric        // parks ended by Wake or WakeFunc, by event
+	NewParkTimeoutsMetric(name string) CounterMetric      // parks ended by MaxParkTime
 }
 
-// EventCounterMetric counts occurrences by event, such as the parks that
-// each event ended. Implementations must be safe for concurrent use.
+// EventCounterMetric counts by event; it must be safe for concurrent use.
 type EventCounterMetric interface {
 	Inc(event string)
 }
@@ -132,10 +94,8 @@ type noopEventCounter struct{}
 
 func (noopEventCounter) Inc(string) {}
 
-// UnfinishedWorkUpdatePeriodProvider is a [MetricsProvider] that chooses how
-// often a queue refreshes its unfinished-work and longest-running gauges.
-// Queues look for it with a type assertion; without it, or with a period
-// that is not positive, they refresh every 500 ms, as Kubernetes does.
+// UnfinishedWorkUpdatePeriodProvider is a [MetricsProvider] that sets the
+// unfinished-work gauges' refresh period; 500 ms without it.
 type UnfinishedWorkUpdatePeriodProvider interface {
 	MetricsProvider
 	UnfinishedWorkUpdatePeriod() time.Duration

@@ -7,23 +7,17 @@ import (
 	"sync/atomic"
 )
 
-// DoWorkPieceFunc does the work of one piece, numbered from 0.
-// [ParallelizeUntil] calls it from several goroutines at once, each time for
-// another piece. A nil DoWorkPieceFunc is not usable: ParallelizeUntil
-// panics on one when there are pieces to do.
+// DoWorkPieceFunc does one piece; [ParallelizeUntil] calls it concurrently.
 type DoWorkPieceFunc func(piece int)
 
 type options struct {
 	chunkSize int
 }
 
-// Options configures [ParallelizeUntil]. A nil Options is not usable:
-// ParallelizeUntil panics on one when there are pieces to do.
+// Options configures [ParallelizeUntil], which panics on a nil one.
 type Options func(*options)
 
-// WithChunkSize makes each worker take c consecutive pieces at a time
-// instead of one, which cuts coordination when pieces are small. Values
-// below 1 mean 1.
+// WithChunkSize makes each worker take c pieces at a time; below 1 means 1.
 func WithChunkSize(c int) func(*options) {
 	return func(o *options) {
 		o.chunkSize = c
@@ -31,15 +25,10 @@ func WithChunkSize(c int) func(*options) {
 }
 
 // ParallelizeUntil calls doWorkPiece for every piece in [0, pieces) on up to
-// workers goroutines (the calling goroutine among them) and returns when all
-// of them have finished. Once ctx is done, no further piece starts; a nil
-// ctx never ends. If doWorkPiece panics, no further piece starts and, once
-// every worker has stopped, ParallelizeUntil panics with the first panic's
-// value in the calling goroutine, where it can be recovered.
-//
-// With pieces == 0 it returns at once. It panics if pieces is negative, or if
-// there are pieces to do and workers is less than 1, doWorkPiece is nil or
-// an option is nil.
+// workers goroutines, the caller's among them. No piece starts after ctx is
+// done (a nil ctx never is) or a piece panicked; the panic is raised again in
+// the caller. It panics if pieces is negative or, with pieces to do, if
+// workers is less than 1 or doWorkPiece or an option is nil.
 func ParallelizeUntil(ctx context.Context, workers, pieces int, doWorkPiece DoWorkPieceFunc, opts ...Options) {
 	if pieces < 0 {
 		panic(fmt.Sprintf("workqueue: ParallelizeUntil needs a non-negative number of pieces, got %d", pieces))

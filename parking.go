@@ -11,10 +11,7 @@ import (
 	"github.com/go-workqueue/workqueue/internal/list"
 )
 
-// DefaultMaxParkTime is how long an item stays parked without an event
-// when a queue's config leaves MaxParkTime zero: the safety net of
-// kube-scheduler's unschedulable pods, which are retried after 5 minutes
-// whatever happens.
+// DefaultMaxParkTime is the MaxParkTime of a config that leaves it zero.
 const DefaultMaxParkTime = 5 * time.Minute
 
 // parking holds a core's parked items: those whose worker parked them and

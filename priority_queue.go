@@ -13,105 +13,45 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// AddOpts says how [TypedPriorityQueue.AddWithOpts] adds its items. The
-// zero value adds them at once at priority 0, as Add does.
+// AddOpts configures [TypedPriorityQueue.AddWithOpts]; the zero value is Add.
 type AddOpts struct {
-	// After delays the add: the items become ready once it has passed on
-	// the queue's clock. Zero or less adds them at once.
-	After time.Duration
-	// RateLimited delays the add by the delay the queue's rate limiter
-	// gives each item, which records a failure for it, as AddRateLimited
-	// does. With After also set, the shorter of the two delays wins.
-	RateLimited bool
-	// Priority is the items' priority: higher priorities are handed out
-	// first. Nil means 0.
-	Priority *int
+	After       time.Duration // delays the add; 0 or less adds at once
+	RateLimited bool          // delays it as AddRateLimited; the shorter delay wins
+	Priority    *int          // higher is handed out first; nil means 0
 }
 
-// TypedPriorityQueueConfig configures a queue made by
-// [NewTypedPriorityQueue]. The zero value is valid.
+// TypedPriorityQueueConfig configures [NewTypedPriorityQueue]. The zero value
+// is valid.
 type TypedPriorityQueueConfig[T comparable] struct {
-	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics; a named queue without a MetricsProvider records none
-	// either, and the first one made in a process logs a warning saying
-	// so.
-	Name string
-
-	// MetricsProvider creates the queue's metrics: the Kubernetes ones of
-	// [MetricsProvider], the delayed items of
-	// [DelayedItemsMetricsProvider], and the depth by priority of
-	// [PriorityMetricsProvider] when the provider offers them. A nil
-	// provider records nothing and costs nothing.
+	// Name, MetricsProvider, Clock, Logger, MaxParkTime and ParkBackoff
+	// are as in [TypedQueueConfig] and [TypedRateLimitingQueueConfig].
+	Name            string
 	MetricsProvider MetricsProvider
-
-	// Clock decides when delays end and MaxWait passes. Nil means the real
-	// clock.
-	Clock clock.WithTicker
-
-	// Logger receives the queue's rare log lines: items dropped at
-	// shutdown (debug level for delayed items, info for parked ones). Nil
-	// means slog.Default().
-	Logger *slog.Logger
-
-	// MaxParkTime bounds how long an item stays parked without an event;
-	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
-	MaxParkTime time.Duration
-
-	// ParkBackoff gives the least time an item waits after a wake ends its
-	// park; see [TypedRateLimitingQueueConfig.ParkBackoff]. Nil means an
-	// exponential backoff per item from 5 ms up to 10 s.
-	ParkBackoff TypedRateLimiter[T]
-
-	// Fairness, if not empty, shares each priority level fairly among the
-	// keys these functions give the items: within a level, the first
-	// function's keys take turns, one item each, round-robin; within one
-	// such key the second function's keys take turns, and so on (for
-	// example cluster, then namespace). An item whose key has nothing
-	// queued at its level waits for at most one item of each other key
-	// with items queued there, at each dimension, whatever their backlog.
-	// Empty means first-in, first-out within each level. The functions
-	// are called with the queue's lock held, once per dimension whenever
-	// an item is queued at a level; they must return the same key for the
-	// same item every time, and must neither panic nor call the queue.
+	Clock           clock.WithTicker
+	Logger          *slog.Logger
+	MaxParkTime     time.Duration
+	ParkBackoff     TypedRateLimiter[T]
+	// Fairness, if not empty, makes the keys these functions give the
+	// items take turns within a priority, one item each: the first
+	// function's keys, then within each the second's, and so on (cluster,
+	// then namespace, say). An item whose key has nothing queued waits
+	// for at most one item of each other key. The functions are called
+	// with the queue locked; they must return the same key for an item
+	// every time, and must neither panic nor call the queue.
 	Fairness []func(item T) string
-
-	// MaxWait, if positive, bounds how long a ready item waits behind
-	// higher priorities: an item that has been ready for MaxWait or longer
-	// is handed out before any other, the oldest such item first,
-	// whatever its priority and fairness key. Such an item is handed out
-	// out of turn: its keys keep their places in the fairness rotations.
-	// It costs a clock reading per Get and per item that becomes ready. Zero means no bound: a higher
-	// priority always goes first.
+	// MaxWait, if positive, hands out an item ready for that long before
+	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
 }
 
-// TypedPriorityQueue is a rate-limiting work queue that hands out items of
-// higher priority first, first-in first-out within one priority, or fairly
-// among keys with [TypedPriorityQueueConfig.Fairness]. It satisfies
-// [TypedRateLimitingQueue] (and so client-go's
-// TypedRateLimitingInterface), and adds [TypedPriorityQueue.AddWithOpts]
-// and [TypedPriorityQueue.GetWithPriority], the shape of controller-runtime's
-// priority queue.
-//
-// An item is held once, however often it is added:
-//   - a re-add keeps the highest priority and the earliest ready time
-//     asked for;
-//   - an item whose priority rises goes behind the items already queued
-//     at its new priority; a re-add at the same or a lower priority does
-//     not move it;
-//   - an item is never handed to two workers at once: one added while it
-//     is processed is queued again when it is marked done, at the highest
-//     priority asked for meanwhile;
-//   - Len counts only items ready to be handed out.
-//
-// Shutdown follows the package's other queues: from ShutDown or
-// ShutDownWithDrain on, every add does nothing, items waiting for their
-// delay are dropped, and Get keeps handing out what is queued.
-//
-// Create one with [NewTypedPriorityQueue]; the zero value is not usable.
-// All methods are safe for concurrent use, and each takes effect at one
-// instant between its call and its return (Get and ShutDownWithDrain may
-// block before that instant).
+// TypedPriorityQueue is a rate-limiting queue, with the additions of
+// [TypedRateLimitingQueue], that hands out higher priorities first: within a
+// priority first in, first out, or in turns of Fairness keys. It adds
+// AddWithOpts and GetWithPriority, as controller-runtime's priority queue
+// does. A re-add keeps the highest priority and earliest ready time asked for;
+// an item whose priority rises goes behind those queued at its new one. Its
+// methods are safe for concurrent use. The zero value is not usable: make one
+// with [NewTypedPriorityQueue].
 type TypedPriorityQueue[T comparable] struct {
 	core  core[T]
 	order *priorityOrder[T]
@@ -130,13 +70,8 @@ type TypedPriorityQueue[T comparable] struct {
 	depthByPriority PriorityGaugeMetric
 }
 
-// NewTypedPriorityQueue returns a new priority queue configured by config
-// that takes the delays of AddRateLimited from rateLimiter. It starts one
-// goroutine, which queues items when their delay ends, and, with a name
-// and a metrics provider, one that refreshes the unfinished-work metrics;
-// ShutDown and ShutDownWithDrain stop both and wait for them to exit. It
-// panics if rateLimiter is nil, if a Fairness function is nil, or if
-// MaxWait is negative.
+// NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter
+// or a Fairness function is nil, or if MaxWait or MaxParkTime is negative.
 func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config TypedPriorityQueueConfig[T]) *TypedPriorityQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")
@@ -178,8 +113,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	return q
 }
 
-// Add adds item at once at priority 0; it is shorthand for
-// AddWithOpts(AddOpts{}, item).
+// Add is AddWithOpts(AddOpts{}, item): at once, at priority 0.
 func (q *TypedPriorityQueue[T]) Add(item T) {
 	hash := q.core.items.Hash(item) // before the lock: the hot path's one hash
 	q.core.mu.Lock()
@@ -189,29 +123,18 @@ func (q *TypedPriorityQueue[T]) Add(item T) {
 	}
 }
 
-// AddAfter adds item at priority 0 once duration has passed; it is
-// shorthand for AddWithOpts(AddOpts{After: duration}, item).
+// AddAfter is AddWithOpts(AddOpts{After: duration}, item).
 func (q *TypedPriorityQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.AddWithOpts(AddOpts{After: duration}, item)
 }
 
-// AddRateLimited adds item at priority 0 after the delay the rate limiter
-// gives it; it is shorthand for AddWithOpts(AddOpts{RateLimited: true},
-// item). After a shutdown has begun it does nothing, and does not consult
-// the rate limiter, so no failure is recorded for an item that will never
-// be retried.
+// AddRateLimited is AddWithOpts(AddOpts{RateLimited: true}, item).
 func (q *TypedPriorityQueue[T]) AddRateLimited(item T) {
 	q.AddWithOpts(AddOpts{RateLimited: true}, item)
 }
 
-// AddWithOpts adds each of items as opts says, merging it with what the
-// queue holds of it already: the highest priority and the earliest ready
-// time win, an item whose priority rises goes behind the items queued at
-// its new priority, and an item being processed is queued again when it is
-// marked done. A parked item's park ends, and it is added as if it were
-// not held, at the add's priority. All items are added at one instant.
-// After a shutdown has begun it does nothing. It never blocks on a worker or on the delay
-// goroutine.
+// AddWithOpts adds items as opts says, at one instant, merging each with what
+// the queue holds of it; after a shutdown has begun it does nothing.
 func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	priority := 0
 	if opts.Priority != nil {
@@ -330,9 +253,7 @@ func (q *TypedPriorityQueue[T]) raise(entry *table.Entry[T, record], id int32, p
 	q.order.raise(id, priority)
 }
 
-// Len returns the number of items ready to be handed out by Get. Items
-// waiting for their delay, and items added again while being processed,
-// are not counted.
+// Len returns the number of ready items; see [Typed.Len].
 func (q *TypedPriorityQueue[T]) Len() int {
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
@@ -345,13 +266,8 @@ func (q *TypedPriorityQueue[T]) Get() (item T, shutdown bool) {
 	return item, err != nil
 }
 
-// GetWithPriority blocks until an item is ready, marks it as being
-// processed and returns it with the priority it was queued at: the item
-// with the highest priority, the one that became ready first among them
-// (or the next in turn with Fairness), unless an item has waited longer
-// than MaxWait. The caller must call Done with the item when it has
-// finished with it. After a shutdown has begun it keeps handing out queued
-// items; once none is left it returns shutdown true at once.
+// GetWithPriority is Get that also returns the item's priority. An item ready
+// for MaxWait goes first; otherwise the highest priority does.
 func (q *TypedPriorityQueue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 	item, priority, err := q.get(context.Background())
 	return item, priority, err != nil
@@ -380,9 +296,7 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 	return item, priority, nil
 }
 
-// Done marks item as done processing. If it was added while being
-// processed, it is queued again, even after a shutdown has begun. Done for
-// an item that is not being processed does nothing.
+// Done marks item as done processing; see [Typed.Done].
 func (q *TypedPriorityQueue[T]) Done(item T) {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
@@ -390,11 +304,7 @@ func (q *TypedPriorityQueue[T]) Done(item T) {
 	q.core.done(item, hash)
 }
 
-// Remove takes item back: a queued item or one waiting for its delay
-// leaves the queue, and an item being processed that was added again
-// meanwhile is not queued again by Done; its failures are forgotten as by
-// Forget. It reports whether it took anything back; an item being
-// processed keeps being processed.
+// Remove also forgets item, as Forget does; see [Typed.Remove].
 func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 	hash := q.core.items.Hash(item)
 	q.limiterMu.Lock()
@@ -421,11 +331,7 @@ func (q *TypedPriorityQueue[T]) Remove(item T) bool {
 	return true
 }
 
-// Park parks item, which the caller got from Get and has not yet marked
-// done, until one of events, as [TypedRateLimitingQueue.Park] does: a
-// park is not a failure, and a woken item waits its park backoff (see
-// ParkBackoff in [TypedPriorityQueueConfig]). A woken item is queued at
-// the priority it was handed out at.
+// Park is [TypedRateLimitingQueue.Park]; a woken item keeps its priority.
 func (q *TypedPriorityQueue[T]) Park(item T, events ...string) {
 	hash := q.core.items.Hash(item)
 	q.limiterMu.Lock()
@@ -450,15 +356,14 @@ func (q *TypedPriorityQueue[T]) park(item T, backoff func() time.Duration, event
 // Wake ends the parks that wait for event; see [Typed.Wake].
 func (q *TypedPriorityQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc ends the parks that wait for event and that accept accepts;
-// see [Typed.WakeFunc].
+// WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedPriorityQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
 	return q.core.wakeLocked(event, accept)
 }
 
-// WakeItem ends item's park and queues it at once; see [Typed.WakeItem].
+// WakeItem ends item's park; see [Typed.WakeItem].
 func (q *TypedPriorityQueue[T]) WakeItem(item T) bool {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
@@ -466,9 +371,7 @@ func (q *TypedPriorityQueue[T]) WakeItem(item T) bool {
 	return q.core.wakeItemLocked(item, hash)
 }
 
-// Forget tells the rate limiter that item is finished with, so its failure
-// history is cleared. The queue itself is unchanged: Done must still be
-// called.
+// Forget clears item's failures and park backoff; Done must still be called.
 func (q *TypedPriorityQueue[T]) Forget(item T) {
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
@@ -476,7 +379,7 @@ func (q *TypedPriorityQueue[T]) Forget(item T) {
 	q.parkBackoff.Forget(item)
 }
 
-// NumRequeues returns how many failures the rate limiter counts for item.
+// NumRequeues returns the rate limiter's failure count for item.
 func (q *TypedPriorityQueue[T]) NumRequeues(item T) int {
 	q.limiterMu.Lock()
 	defer q.limiterMu.Unlock()
@@ -486,11 +389,7 @@ func (q *TypedPriorityQueue[T]) NumRequeues(item T) int {
 // ShuttingDown reports whether a shutdown has begun.
 func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.core.shuttingDown.Load() }
 
-// ShutDown makes the queue ignore further adds, drops the items waiting for
-// their delay, wakes every Get caller (which then drain what is queued and
-// return shutdown true), releases every ShutDownWithDrain caller, and stops
-// the queue's goroutines, waiting for them to exit. Calling it again does
-// nothing.
+// ShutDown also drops delayed items; see [Typed.ShutDown].
 func (q *TypedPriorityQueue[T]) ShutDown() {
 	q.limiterMu.Lock()
 	q.core.mu.Lock()
@@ -501,13 +400,7 @@ func (q *TypedPriorityQueue[T]) ShutDown() {
 	q.stopGoroutines()
 }
 
-// ShutDownWithDrain makes the queue ignore further adds, drops the items
-// waiting for their delay, and waits until no item is queued or being
-// processed, including items added while being processed and queued again
-// by Done. Workers must keep calling Get and Done meanwhile, or it waits
-// forever. A concurrent ShutDown releases it at once; after ShutDown it
-// returns at once. It stops the queue's goroutines before it returns. It
-// panics on a zero TypedPriorityQueue.
+// ShutDownWithDrain also drops delayed items; see [Typed.ShutDownWithDrain].
 func (q *TypedPriorityQueue[T]) ShutDownWithDrain() {
 	const zero = "TypedPriorityQueue; make one with NewTypedPriorityQueue"
 	if q.core.drained.L == nil {
@@ -530,14 +423,8 @@ func (q *TypedPriorityQueue[T]) stopGoroutines() {
 	q.core.stopMetrics()
 }
 
-// Snapshot returns a view of the queue at one instant, listing at most n
-// items of each kind (n <= 0 lists none; the counts are always there); see
-// [Typed.Snapshot]. Queued lists the ready items in the order Get would
-// hand them out if called again and again at that instant: with MaxWait,
-// the overdue items first, then each priority from the highest, each in
-// turn of its fairness keys. Delayed lists the items waiting for their
-// delay that are ready first, and Failures the failure counts of the items
-// listed. It is safe for concurrent use.
+// Snapshot lists Queued in hand-out order; see
+// [TypedRateLimitingQueue.Snapshot].
 func (q *TypedPriorityQueue[T]) Snapshot(n int) Snapshot[T] {
 	// limiterMu is held from the view to the failure counts, so that they
 	// are those of the view's instant, without calling the rate limiter

@@ -9,22 +9,16 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// TypedRateLimiter decides how long an item waits before it is retried.
-// Implementations must be safe for concurrent use.
+// TypedRateLimiter gives retry delays. It must be safe for concurrent use.
 type TypedRateLimiter[T comparable] interface {
-	// When records a failure of item and returns how long it should wait.
-	When(item T) time.Duration
-	// Forget clears item's failure history, typically after a success.
-	Forget(item T)
-	// NumRequeues returns how many failures of item have been recorded since
-	// it was last forgotten.
-	NumRequeues(item T) int
+	When(item T) time.Duration // records a failure of item and returns its delay
+	Forget(item T)             // clears item's failures
+	NumRequeues(item T) int    // item's failures since it was last forgotten
 }
 
-// DefaultTypedControllerRateLimiter returns the limiter that Kubernetes
-// controllers use: the larger of a per-item exponential backoff from 5 ms
-// to 1000 s and an overall token bucket of 10 items per second with a burst
-// of 100.
+// DefaultTypedControllerRateLimiter returns Kubernetes controllers' limiter:
+// the larger of a per-item backoff from 5 ms to 1000 s and a bucket of 10 per
+// second, burst 100.
 func DefaultTypedControllerRateLimiter[T comparable]() TypedRateLimiter[T] {
 	return NewTypedMaxOfRateLimiter(
 		NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 1000*time.Second),
@@ -32,8 +26,7 @@ func DefaultTypedControllerRateLimiter[T comparable]() TypedRateLimiter[T] {
 	)
 }
 
-// DefaultTypedItemBasedRateLimiter returns a per-item exponential backoff
-// from 1 ms to 1000 s, with no overall limit.
+// DefaultTypedItemBasedRateLimiter returns a backoff from 1 ms to 1000 s.
 func DefaultTypedItemBasedRateLimiter[T comparable]() TypedRateLimiter[T] {
 	return NewTypedItemExponentialFailureRateLimiter[T](time.Millisecond, 1000*time.Second)
 }
@@ -81,20 +74,17 @@ func (f *failureCounts[T]) forget(item T) {
 	}
 }
 
-// TypedItemExponentialFailureRateLimiter delays an item by baseDelay *
-// 2^failures, where failures counts the item's earlier failures since it was
-// last forgotten, and never by more than maxDelay. The delay is never
-// negative and never decreases as failures grow, whatever the base and the
-// count. The zero value never delays. It is safe for concurrent use.
+// TypedItemExponentialFailureRateLimiter delays an item's n-th failure since
+// it was forgotten by baseDelay * 2^(n-1), at most maxDelay. The zero value
+// never delays. It is safe for concurrent use.
 type TypedItemExponentialFailureRateLimiter[T comparable] struct {
 	failures  failureCounts[T]
 	baseDelay time.Duration
 	maxDelay  time.Duration
 }
 
-// NewTypedItemExponentialFailureRateLimiter returns an exponential backoff
-// from baseDelay to maxDelay. It panics if either is negative or if maxDelay
-// is less than baseDelay.
+// NewTypedItemExponentialFailureRateLimiter returns an exponential backoff. It
+// panics if a delay is negative or maxDelay is less than baseDelay.
 func NewTypedItemExponentialFailureRateLimiter[T comparable](baseDelay time.Duration, maxDelay time.Duration) TypedRateLimiter[T] {
 	if baseDelay < 0 || maxDelay < 0 {
 		panic(fmt.Sprintf("workqueue: exponential rate limiter needs non-negative delays, got base %v and max %v", baseDelay, maxDelay))
@@ -105,7 +95,7 @@ func NewTypedItemExponentialFailureRateLimiter[T comparable](baseDelay time.Dura
 	return &TypedItemExponentialFailureRateLimiter[T]{baseDelay: baseDelay, maxDelay: maxDelay}
 }
 
-// When records a failure of item and returns its backoff.
+// When records a failure of item and returns its delay.
 func (r *TypedItemExponentialFailureRateLimiter[T]) When(item T) time.Duration {
 	return exponentialBackoff(r.baseDelay, r.maxDelay, r.failures.record(item))
 }
@@ -122,20 +112,19 @@ func exponentialBackoff(base, max time.Duration, exp int) time.Duration {
 	return base << exp
 }
 
-// NumRequeues returns the number of failures of item since it was last
-// forgotten.
+// NumRequeues returns item's failures since it was last forgotten.
 func (r *TypedItemExponentialFailureRateLimiter[T]) NumRequeues(item T) int {
 	return r.failures.get(item)
 }
 
-// Forget clears item's failures; the limiter then holds nothing for it.
+// Forget clears item's failures.
 func (r *TypedItemExponentialFailureRateLimiter[T]) Forget(item T) {
 	r.failures.forget(item)
 }
 
-// TypedItemFastSlowRateLimiter delays an item by fastDelay for its first
-// maxFastAttempts failures and by slowDelay after that. The zero value never
-// delays. It is safe for concurrent use.
+// TypedItemFastSlowRateLimiter delays an item's first maxFastAttempts failures
+// by fastDelay, later ones by slowDelay. The zero value never delays. It is
+// safe for concurrent use.
 type TypedItemFastSlowRateLimiter[T comparable] struct {
 	failures        failureCounts[T]
 	fastDelay       time.Duration
@@ -143,9 +132,8 @@ type TypedItemFastSlowRateLimiter[T comparable] struct {
 	maxFastAttempts int
 }
 
-// NewTypedItemFastSlowRateLimiter returns a limiter that delays an item by
-// fastDelay for its first maxFastAttempts failures and by slowDelay after
-// that. It panics if any argument is negative.
+// NewTypedItemFastSlowRateLimiter returns a fast-slow limiter. It panics if an
+// argument is negative.
 func NewTypedItemFastSlowRateLimiter[T comparable](fastDelay, slowDelay time.Duration, maxFastAttempts int) TypedRateLimiter[T] {
 	if fastDelay < 0 || slowDelay < 0 {
 		panic(fmt.Sprintf("workqueue: fast-slow rate limiter needs non-negative delays, got fast %v and slow %v", fastDelay, slowDelay))
@@ -156,7 +144,7 @@ func NewTypedItemFastSlowRateLimiter[T comparable](fastDelay, slowDelay time.Dur
 	return &TypedItemFastSlowRateLimiter[T]{fastDelay: fastDelay, slowDelay: slowDelay, maxFastAttempts: maxFastAttempts}
 }
 
-// When records a failure of item and returns the fast or the slow delay.
+// When records a failure of item and returns its delay.
 func (r *TypedItemFastSlowRateLimiter[T]) When(item T) time.Duration {
 	if r.failures.record(item) < r.maxFastAttempts {
 		return r.fastDelay
@@ -164,23 +152,19 @@ func (r *TypedItemFastSlowRateLimiter[T]) When(item T) time.Duration {
 	return r.slowDelay
 }
 
-// NumRequeues returns the number of failures of item since it was last
-// forgotten.
+// NumRequeues returns item's failures since it was last forgotten.
 func (r *TypedItemFastSlowRateLimiter[T]) NumRequeues(item T) int {
 	return r.failures.get(item)
 }
 
-// Forget clears item's failures; the limiter then holds nothing for it.
+// Forget clears item's failures.
 func (r *TypedItemFastSlowRateLimiter[T]) Forget(item T) {
 	r.failures.forget(item)
 }
 
-// TypedBucketRateLimiter limits all items together with a token bucket: each
-// When takes a token and returns how long until that token is available.
-// Failures are not counted per item. Build it as a struct literal,
-// &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}. The zero
-// value, with a nil Limiter, is not usable: When panics on it. It is safe
-// for concurrent use.
+// TypedBucketRateLimiter limits all items together with a token bucket. Build
+// it as &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}; When
+// panics on a nil Limiter. It is safe for concurrent use.
 type TypedBucketRateLimiter[T comparable] struct {
 	*rate.Limiter
 }
@@ -189,11 +173,8 @@ type TypedBucketRateLimiter[T comparable] struct {
 // token, the largest delay of the default controller limiter.
 const maxUnreservableDelay = 1000 * time.Second
 
-// When takes a token and returns the wait for it. If the bucket can never
-// grant the token (a burst of 0, or a zero rate with the burst spent), x/time
-// would answer with a wait of centuries that loses the item; When instead
-// returns one token interval at the bucket's rate, at most 1000 s, counted
-// from now for each item. It panics if Limiter is nil.
+// When takes a token and returns the wait for it; a bucket that never grants
+// one gives a token interval, at most 1000 s.
 func (r *TypedBucketRateLimiter[T]) When(item T) time.Duration {
 	if r.Limiter == nil {
 		panic("workqueue: TypedBucketRateLimiter needs a Limiter, got nil; build it as &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}")
@@ -213,24 +194,22 @@ func (r *TypedBucketRateLimiter[T]) When(item T) time.Duration {
 	return time.Duration(float64(time.Second) / limit)
 }
 
-// NumRequeues returns 0: the bucket does not count failures per item.
+// NumRequeues returns 0.
 func (r *TypedBucketRateLimiter[T]) NumRequeues(item T) int {
 	return 0
 }
 
-// Forget does nothing: the bucket keeps no per-item state.
+// Forget does nothing.
 func (r *TypedBucketRateLimiter[T]) Forget(item T) {}
 
-// TypedMaxOfRateLimiter combines limiters: it returns the longest delay and
-// the largest requeue count of any of them, and forgets an item in all of
-// them. With no limiters, as in the zero value, it never delays. It is safe
+// TypedMaxOfRateLimiter answers with the longest delay and largest count of
+// its limiters, and forgets in all. The zero value never delays. It is safe
 // for concurrent use.
 type TypedMaxOfRateLimiter[T comparable] struct {
 	limiters []TypedRateLimiter[T]
 }
 
-// NewTypedMaxOfRateLimiter returns a limiter that combines limiters. It
-// panics if any of them is nil.
+// NewTypedMaxOfRateLimiter combines limiters. It panics if one is nil.
 func NewTypedMaxOfRateLimiter[T comparable](limiters ...TypedRateLimiter[T]) TypedRateLimiter[T] {
 	for i, limiter := range limiters {
 		if limiter == nil {
@@ -240,8 +219,7 @@ func NewTypedMaxOfRateLimiter[T comparable](limiters ...TypedRateLimiter[T]) Typ
 	return &TypedMaxOfRateLimiter[T]{limiters: append([]TypedRateLimiter[T](nil), limiters...)}
 }
 
-// When records a failure of item in every limiter and returns the longest
-// delay.
+// When records a failure in every limiter and returns the longest delay.
 func (r *TypedMaxOfRateLimiter[T]) When(item T) time.Duration {
 	var longest time.Duration
 	for _, limiter := range r.limiters {
@@ -266,17 +244,15 @@ func (r *TypedMaxOfRateLimiter[T]) Forget(item T) {
 	}
 }
 
-// TypedWithMaxWaitRateLimiter caps the delay of another limiter at
-// maxDelay. It is safe for concurrent use if the wrapped limiter is. The
-// zero value is not usable: make one with [NewTypedWithMaxWaitRateLimiter];
-// its methods panic on a zero value.
+// TypedWithMaxWaitRateLimiter caps another limiter's delays, and is as safe
+// for concurrent use as it. Its methods panic on a zero value.
 type TypedWithMaxWaitRateLimiter[T comparable] struct {
 	limiter  TypedRateLimiter[T]
 	maxDelay time.Duration
 }
 
-// NewTypedWithMaxWaitRateLimiter returns limiter with its delays capped at
-// maxDelay. It panics if limiter is nil or maxDelay is negative.
+// NewTypedWithMaxWaitRateLimiter caps limiter's delays at maxDelay. It panics
+// if limiter is nil or maxDelay is negative.
 func NewTypedWithMaxWaitRateLimiter[T comparable](limiter TypedRateLimiter[T], maxDelay time.Duration) TypedRateLimiter[T] {
 	if limiter == nil {
 		panic("workqueue: max-wait rate limiter needs a rate limiter, got nil")
@@ -287,19 +263,17 @@ func NewTypedWithMaxWaitRateLimiter[T comparable](limiter TypedRateLimiter[T], m
 	return &TypedWithMaxWaitRateLimiter[T]{limiter: limiter, maxDelay: maxDelay}
 }
 
-// When returns the wrapped limiter's delay, at most maxDelay. It panics on a
-// zero value.
+// When returns the wrapped limiter's delay, at most maxDelay.
 func (w TypedWithMaxWaitRateLimiter[T]) When(item T) time.Duration {
 	return min(w.wrapped("When").When(item), w.maxDelay)
 }
 
-// Forget forgets item in the wrapped limiter. It panics on a zero value.
+// Forget forgets item in the wrapped limiter.
 func (w TypedWithMaxWaitRateLimiter[T]) Forget(item T) {
 	w.wrapped("Forget").Forget(item)
 }
 
-// NumRequeues returns the wrapped limiter's count. It panics on a zero
-// value.
+// NumRequeues returns the wrapped limiter's count.
 func (w TypedWithMaxWaitRateLimiter[T]) NumRequeues(item T) int {
 	return w.wrapped("NumRequeues").NumRequeues(item)
 }

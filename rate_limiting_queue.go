@@ -8,74 +8,39 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// TypedRateLimitingInterface is a delaying work queue that also adds items
-// after a delay chosen by a [TypedRateLimiter], typically to retry failures
-// with backoff. The implementation in this package is safe for concurrent
-// use.
+// TypedRateLimitingInterface is client-go's rate-limiting queue interface.
 type TypedRateLimitingInterface[T comparable] interface {
 	TypedDelayingInterface[T]
-	// AddRateLimited adds item after the delay the rate limiter gives it.
 	AddRateLimited(item T)
-	// Forget tells the rate limiter that item is finished with, successfully
-	// or for good, so its failure history is cleared. The queue itself is
-	// unchanged: Done must still be called.
 	Forget(item T)
-	// NumRequeues returns how many times item has been rate limited since it
-	// was last forgotten.
 	NumRequeues(item T) int
 }
 
-// TypedRateLimitingQueueConfig configures a queue made by
+// TypedRateLimitingQueueConfig configures
 // [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
 type TypedRateLimitingQueueConfig[T comparable] struct {
-	// Name identifies the queue in metrics. A queue without a name records
-	// no metrics; a named queue without a MetricsProvider records none
-	// either, and the first one made in a process logs a warning saying
-	// so.
-	Name string
-
-	// MetricsProvider creates the queue's metrics. A nil provider records
-	// nothing and costs nothing.
+	// Name, MetricsProvider, Clock and MaxParkTime are as in
+	// [TypedQueueConfig].
+	Name            string
 	MetricsProvider MetricsProvider
-
-	// Clock decides when delays end. Nil means the real clock.
-	Clock clock.WithTicker
-
-	// MaxParkTime bounds how long an item stays parked without an event;
-	// see [TypedQueueConfig.MaxParkTime]. Zero means [DefaultMaxParkTime].
-	// Over a DelayingQueue from outside this package, which cannot park,
-	// Park adds the item after MaxParkTime or its backoff, whichever is
-	// longer, as if no event came.
-	MaxParkTime time.Duration
-
-	// ParkBackoff gives the least time an item waits after a wake ends its
-	// park; see [TypedRateLimitingQueue.Park]. It counts parks apart from
-	// failures: Forget and Remove reset it, NumRequeues does not read it.
-	// It is called with the queue's lock held and must not call the
-	// queue. Nil means an exponential backoff per item from 5 ms up to
-	// 10 s.
+	Clock           clock.WithTicker
+	MaxParkTime     time.Duration
+	// ParkBackoff gives an item's least wait after a wake ends its park;
+	// Forget and Remove reset it. It is called with the queue locked and
+	// must not call the queue. Nil means a backoff from 5 ms to 10 s.
 	ParkBackoff TypedRateLimiter[T]
-
-	// DelayingQueue is the queue below this layer. Nil means a new delaying
-	// queue with this config's name, provider and clock. A delaying queue
-	// from outside this package begins its shutdown only in its own
-	// ShutDown or ShutDownWithDrain, so a shutdown of this layer refuses
-	// AddRateLimited a moment before that queue refuses Add.
+	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
 }
 
-// NewTypedRateLimitingQueue returns a new rate-limiting queue with no name
-// and no metrics that takes its delays from rateLimiter. It is shorthand for
-// NewTypedRateLimitingQueueWithConfig(rateLimiter,
-// TypedRateLimitingQueueConfig[T]{}). It panics if rateLimiter is nil.
+// NewTypedRateLimitingQueue is shorthand for
+// NewTypedRateLimitingQueueWithConfig with a zero config.
 func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *TypedRateLimitingQueue[T] {
 	return NewTypedRateLimitingQueueWithConfig(rateLimiter, TypedRateLimitingQueueConfig[T]{})
 }
 
-// NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue
-// configured by config that takes its delays from rateLimiter. All methods
-// of the result are safe for concurrent use. It panics if rateLimiter is
-// nil or MaxParkTime is negative.
+// NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
+// panics if rateLimiter is nil or MaxParkTime is negative.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
@@ -104,11 +69,11 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 	}
 }
 
-// TypedRateLimitingQueue is the rate-limiting queue this package makes: a
-// [TypedRateLimitingInterface] that also has GetContext, Remove, Snapshot
-// and parking. Its methods are safe for concurrent use. The zero value is
-// not usable: make one with [NewTypedRateLimitingQueue] or
-// [NewTypedRateLimitingQueueWithConfig].
+// TypedRateLimitingQueue is a [TypedRateLimitingInterface] that adds
+// GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods
+// are safe for concurrent use. The zero value is not usable: make one with
+// [NewTypedRateLimitingQueue]. Over a config DelayingQueue from outside this
+// package, the additions do what that queue supports.
 type TypedRateLimitingQueue[T comparable] struct {
 	// It starts no goroutine of its own: its shutdowns begin the delaying
 	// queue's under mu, then leave the rest to it.
@@ -135,13 +100,12 @@ type TypedRateLimitingQueue[T comparable] struct {
 // Add adds item at once; see [Typed.Add].
 func (q *TypedRateLimitingQueue[T]) Add(item T) { q.delaying.Add(item) }
 
-// AddAfter adds item once duration has passed; see
-// [TypedDelayingQueue.AddAfter].
+// AddAfter is [TypedDelayingQueue.AddAfter].
 func (q *TypedRateLimitingQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.delaying.AddAfter(item, duration)
 }
 
-// Len returns the number of items ready to be handed out.
+// Len returns the number of ready items; see [Typed.Len].
 func (q *TypedRateLimitingQueue[T]) Len() int { return q.delaying.Len() }
 
 // Get hands out the next ready item; see [Typed.Get].
@@ -153,9 +117,7 @@ func (q *TypedRateLimitingQueue[T]) Done(item T) { q.delaying.Done(item) }
 // ShuttingDown reports whether a shutdown has begun.
 func (q *TypedRateLimitingQueue[T]) ShuttingDown() bool { return q.delaying.ShuttingDown() }
 
-// AddRateLimited adds item after rateLimiter.When(item). After a shutdown
-// has begun it does nothing, and does not consult the rate limiter, so no
-// failure is recorded for an item that will never be retried.
+// AddRateLimited adds item after a rate-limited delay, recording a failure.
 func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -165,16 +127,8 @@ func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.AddAfter(item, q.rateLimiter.When(item))
 }
 
-// Park parks item, which the caller got from Get and has not yet marked
-// done, until one of events, as [Typed.Park] does. A wake queues it once
-// its park backoff has passed (see ParkBackoff in
-// [TypedRateLimitingQueueConfig]), so that events that come often but do
-// not help it cannot make it loop. A park is not a failure: it does not
-// consult the rate limiter and NumRequeues does not count it. Park does
-// nothing after a shutdown has begun, for an item not being processed, or
-// for one added again since its Get. Over a delaying queue from outside
-// this package, which cannot park, it adds the item after MaxParkTime or
-// its park backoff, whichever is longer, as if no event came.
+// Park is [Typed.Park], except that a woken item first waits its ParkBackoff.
+// A park is not a failure: NumRequeues does not count it.
 func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -189,13 +143,10 @@ func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 	q.delaying.AddAfter(item, max(backoff(), q.maxPark))
 }
 
-// Wake ends the parks that wait for event; see [Typed.Wake]. Over a
-// delaying queue from outside this package it does nothing.
+// Wake ends the parks that wait for event; see [Typed.Wake].
 func (q *TypedRateLimitingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 
-// WakeFunc ends the parks that wait for event and that accept accepts;
-// see [Typed.WakeFunc]. Over a delaying queue from outside this package it
-// does nothing.
+// WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedRateLimitingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
@@ -203,8 +154,7 @@ func (q *TypedRateLimitingQueue[T]) WakeFunc(event string, accept func(item T) b
 	return 0
 }
 
-// WakeItem ends item's park and queues it at once; see [Typed.WakeItem].
-// Over a delaying queue from outside this package it does nothing.
+// WakeItem ends item's park; see [Typed.WakeItem].
 func (q *TypedRateLimitingQueue[T]) WakeItem(item T) bool {
 	if p, ok := q.delaying.(parkingQueue[T]); ok {
 		return p.WakeItem(item)
@@ -212,14 +162,14 @@ func (q *TypedRateLimitingQueue[T]) WakeItem(item T) bool {
 	return false
 }
 
-// NumRequeues returns rateLimiter.NumRequeues(item).
+// NumRequeues returns the rate limiter's failure count for item.
 func (q *TypedRateLimitingQueue[T]) NumRequeues(item T) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.rateLimiter.NumRequeues(item)
 }
 
-// Forget clears item's failures (rateLimiter.Forget) and its park backoff.
+// Forget clears item's failures and park backoff; Done must still be called.
 func (q *TypedRateLimitingQueue[T]) Forget(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -227,18 +177,12 @@ func (q *TypedRateLimitingQueue[T]) Forget(item T) {
 	q.parkBackoff.Forget(item)
 }
 
-// GetContext hands out the next ready item or returns when ctx ends; see
-// [Typed.GetContext]. A delaying queue from outside this package needs a
-// GetContext method of the same shape; without one, GetContext returns an
-// error that wraps [errors.ErrUnsupported].
+// GetContext is Get with a context; see [Typed.GetContext].
 func (q *TypedRateLimitingQueue[T]) GetContext(ctx context.Context) (T, error) {
 	return getContext(ctx, q.delaying)
 }
 
-// Remove takes item back from the delaying queue, with its Remove, and
-// forgets it as Forget does, as one step; it reports whether the delaying
-// queue took anything back. A delaying queue from outside this package
-// without a Remove method keeps the item; it is forgotten all the same.
+// Remove also forgets item, as Forget does; see [Typed.Remove].
 func (q *TypedRateLimitingQueue[T]) Remove(item T) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -248,19 +192,18 @@ func (q *TypedRateLimitingQueue[T]) Remove(item T) bool {
 	return ok && r.Remove(item)
 }
 
-// ShutDown begins the delaying queue's shutdown under mu, then shuts it
-// down without holding mu, so that workers calling Forget are not held up
-// while its goroutines are joined.
+// ShutDown begins a shutdown; see [Typed.ShutDown].
 func (q *TypedRateLimitingQueue[T]) ShutDown() {
+	// mu is not held while the delaying queue's goroutines are joined, so
+	// that workers calling Forget are not held up.
 	q.beginShutDown()
 	q.delaying.ShutDown()
 }
 
-// ShutDownWithDrain begins the delaying queue's shutdown, then drains it
-// with its ShutDownWithDrain without holding mu, so that workers can still
-// call AddRateLimited (which does nothing) and Forget while the drain waits
-// for them.
+// ShutDownWithDrain drains the queue; see [Typed.ShutDownWithDrain].
 func (q *TypedRateLimitingQueue[T]) ShutDownWithDrain() {
+	// mu is not held while the drain waits: workers still call
+	// AddRateLimited (which does nothing) and Forget.
 	q.beginShutDown()
 	q.delaying.ShutDownWithDrain()
 }
@@ -278,8 +221,7 @@ func (q *TypedRateLimitingQueue[T]) beginShutDown() {
 	}
 }
 
-// Snapshot returns a view of the queue at one instant, with the failure
-// counts of the items it lists; see [TypedDelayingQueue.Snapshot].
+// Snapshot adds the listed items' failure counts; see [Typed.Snapshot].
 func (q *TypedRateLimitingQueue[T]) Snapshot(n int) Snapshot[T] {
 	q.mu.Lock()
 	defer q.mu.Unlock()

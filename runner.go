@@ -11,70 +11,35 @@ import (
 	"time"
 )
 
-// Result tells a [Runner] what to do with an item whose reconcile succeeded.
-// The zero value means the item is finished: its failure history is
-// forgotten and it is not queued again until someone adds it.
+// Result tells a [Runner] what to do after a successful reconcile;
+// RequeueAfter wins over Requeue, Requeue over WaitFor, and none counts as a
+// retry. The zero value forgets the item's failures and does not requeue it; a
+// nil Priority keeps the item's. WaitFor on a queue that cannot park is
+// Requeue.
 type Result struct {
-	// RequeueAfter, when positive, forgets the item's failures and adds it
-	// again after this long (AddAfter): a scheduled recheck, not a retry.
-	// Zero or negative means no timed requeue.
-	RequeueAfter time.Duration
-
-	// Requeue adds the item again through the rate limiter (AddRateLimited),
-	// for "not ready yet" polling with backoff. It does not count towards
-	// the maximum number of retries. RequeueAfter wins over Requeue.
-	Requeue bool
-
-	// WaitFor, if not empty, parks the item until one of these events
-	// (see [TypedRateLimitingQueue.Park]) instead of polling: for "not
-	// ready until something else changes". A park is not a failure: it
-	// does not count towards the maximum number of retries, and the
-	// Runner does not forget the item, so its park backoff grows until a
-	// reconcile ends otherwise. RequeueAfter and Requeue win over WaitFor.
-	// On a queue that cannot park (one from outside this package), it is
-	// Requeue.
-	WaitFor []string
-
-	// Priority, if not nil, is the priority at which RequeueAfter or
-	// Requeue adds the item again on a [TypedPriorityQueue]. Nil keeps
-	// the priority the item was handed out at, as a retry of a failure
-	// does. Other queues ignore it.
-	Priority *int
+	RequeueAfter time.Duration // if positive, forget the item and add it after this
+	Requeue      bool          // add the item with AddRateLimited
+	WaitFor      []string      // park the item until one of these events
+	Priority     *int          // the requeue's priority on a TypedPriorityQueue
 }
 
-// WaitFor returns a Result that parks the item until one of events; see
-// [Result.WaitFor]. A ReconcileFunc returns it as
-//
-//	return workqueue.WaitFor("node-added", "pod-deleted"), nil
+// WaitFor returns a Result that parks the item until one of events.
 func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 
-// ReconcileFunc brings the state named by item to where it should be. It
-// returns an error to have the item retried with backoff, a
-// [TerminalError] to give up on it at once, or a [Result] asking for a
-// requeue; with an error the Result is ignored. The context carries the
-// values of the context given to [Runner.Run]; it is cancelled when the
-// item's timeout (see [WithItemTimeout]) expires, and when the grace
-// period after Run's context ends (see [WithGracePeriod]) runs out. A Runner with several
-// workers calls it concurrently, never for one item twice at once. A nil
-// ReconcileFunc is not usable: NewRunner panics on one.
+// ReconcileFunc reconciles item. An error retries it with backoff, a
+// [TerminalError] gives up on it, and a [Result] may requeue it. Its context
+// ends at [WithItemTimeout] and at the end of [WithGracePeriod]. Workers call
+// it concurrently, never for one item twice at once.
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
-// Runner runs the worker loop every controller writes: Get an item,
-// reconcile it, then Forget it, retry it with backoff or requeue it as the
-// reconcile asked, and mark it Done. A reconcile that panics is recovered,
-// logged and counted as a failure. On a [TypedPriorityQueue], a retry or
-// requeue keeps the priority the item was handed out at unless
-// [Result.Priority] says otherwise. A Runner runs once, and owns the
-// shutdown of its queue: see [Runner.Run].
-//
-// A Runner logs, to slog.Default() or the [WithLogger] logger: a failure
-// it will retry at debug level (see [WithRetryLogLevel]), a retry dropped
-// because the queue is shutting down at warn level, and a reconcile that
-// panicked and an item it gives up on at error level.
-//
-// A Runner is safe for concurrent use. The zero value is not usable: make a
-// Runner with [NewRunner] or [NewRunnerWithDeadLetter]; Run panics on a
-// zero Runner.
+// Runner runs a controller's worker loop: Get an item, reconcile it, then
+// Forget it, retry it or requeue it as the reconcile asked, and mark it Done.
+// It recovers and logs a panic in a reconcile and counts it as a failure. On a
+// [TypedPriorityQueue], retries and requeues keep the item's priority unless
+// [Result.Priority] says otherwise. It logs retried failures at debug level
+// ([WithRetryLogLevel]), retries dropped at shutdown at warn, and panics and
+// items given up on at error. A Runner is safe for concurrent use. The zero
+// value is not usable: make one with [NewRunner].
 type Runner[T comparable] struct {
 	queue      TypedRateLimitingInterface[T]
 	reconcile  ReconcileFunc[T]
@@ -102,19 +67,11 @@ type Runner[T comparable] struct {
 	started atomic.Bool
 }
 
-// DeadLetterFunc receives an item that a [Runner] made by
-// [NewRunnerWithDeadLetter] gives up on: after the maximum number of retries
-// (see [WithMaxRetries]), or at once for a [TerminalError]. It gets the item
-// and the last error, runs on the worker before the item is marked Done (so
-// an Add from it queues the item again after Done), and must be safe for
-// concurrent use when there are several workers. A panic in it is not
-// recovered. A nil DeadLetterFunc means no callback.
+// DeadLetterFunc receives an item a [Runner] gives up on and its last error,
+// on the worker before Done. It must be safe for concurrent use.
 type DeadLetterFunc[T comparable] func(item T, err error)
 
-// RunnerOption configures a [Runner] made by [NewRunner] or
-// [NewRunnerWithDeadLetter]. Options do not depend on the item type, so one
-// option value can configure Runners of different item types. A nil
-// RunnerOption is not usable: NewRunner panics on one.
+// RunnerOption configures a [Runner]; NewRunner panics on a nil one.
 type RunnerOption func(*runnerOptions)
 
 type runnerOptions struct {
@@ -127,87 +84,57 @@ type runnerOptions struct {
 	observers  []ErrorObserver
 }
 
-// DefaultGracePeriod is how long the reconciles in flight when [Runner.Run]'s
-// context ends have before their context is cancelled, unless
-// [WithGracePeriod] says otherwise.
+// DefaultGracePeriod is the grace period of a Runner without
+// [WithGracePeriod].
 const DefaultGracePeriod = 10 * time.Second
 
-// UnlimitedRetries passed to [WithMaxRetries] retries a failing item for as
-// long as the Runner runs.
+// UnlimitedRetries, the default of [WithMaxRetries], never gives up.
 const UnlimitedRetries = -1
 
 // WithMaxRetries sets how many times a failing item is retried before the
-// Runner gives up on it, forgets it and hands it to the dead-letter callback,
-// if it has one (see [NewRunnerWithDeadLetter]): an item is reconciled at
-// most n+1 times in a row without success. 0 means never retry;
-// [UnlimitedRetries] (-1), the default, means retry for as long as the
-// Runner runs. NewRunner panics if n is below -1.
+// Runner gives up on it; 0 means never. NewRunner panics if n < -1.
 func WithMaxRetries(n int) RunnerOption {
 	return func(o *runnerOptions) { o.maxRetries = n }
 }
 
-// WithItemTimeout bounds each reconcile: its context is cancelled with
-// context.DeadlineExceeded after d. The Runner still waits for the reconcile
-// to return; a reconcile that ignores its context is not stopped. 0, the
-// default, means no timeout. NewRunner panics if d is negative.
+// WithItemTimeout cancels each reconcile's context after d; 0 means never.
+// NewRunner panics if d is negative.
 func WithItemTimeout(d time.Duration) RunnerOption {
 	return func(o *runnerOptions) { o.timeout = d }
 }
 
-// WithLogger sets where the Runner logs; see [Runner] for what it logs at
-// which level. Nil or unset means slog.Default().
+// WithLogger sets where the Runner logs; nil means slog.Default().
 func WithLogger(logger *slog.Logger) RunnerOption {
 	return func(o *runnerOptions) { o.logger = logger }
 }
 
-// WithRetryLogLevel sets the level at which the Runner logs a failed
-// reconcile that it will retry. The default, slog.LevelDebug, keeps
-// transient failures out of the logs; the retries still show in the
-// queue's metrics and in an [ErrorObserver].
+// WithRetryLogLevel sets the level of a retried failure's log; default debug.
 func WithRetryLogLevel(level slog.Level) RunnerOption {
 	return func(o *runnerOptions) { o.retryLevel = level }
 }
 
-// WithGracePeriod sets how long the reconciles in flight when Run's
-// context ends may go on before their context is cancelled: 0 cancels it
-// at once. The default is [DefaultGracePeriod]. Run waits for them to
-// return either way. NewRunner panics if d is negative.
+// WithGracePeriod sets how long reconciles in flight when Run's context ends
+// go on before their context ends; 0 means at once. NewRunner panics if d is
+// negative.
 func WithGracePeriod(d time.Duration) RunnerOption {
 	return func(o *runnerOptions) { o.grace = d }
 }
 
-// WithDrain makes Run reconcile every item already queued when its context
-// ends before it returns, as [TypedInterface.ShutDownWithDrain] drains a
-// queue: items waiting for a delay or parked are dropped, and so are
-// retries that fall due during the drain. Reconciles then get a context
-// that Run's does not cancel; bound them with [WithItemTimeout].
+// WithDrain makes Run, when its context ends, reconcile the queued items
+// before it returns; delayed and parked items are dropped. Reconciles then get
+// a context Run's does not cancel: bound them with [WithItemTimeout].
 func WithDrain() RunnerOption {
 	return func(o *runnerOptions) { o.drain = true }
 }
 
-// ErrorObserver is told how a [Runner]'s reconciles end, to show which
-// items keep failing and why: the inspect package's registrations are
-// ErrorObservers. Pass one to a Runner with [WithErrorObserver]. Its methods
-// are called on the worker that ran the reconcile, before the item is
-// retried, handed to the dead-letter callback or marked Done, so the calls
-// for one item come one at a time in the order of its reconciles; calls
-// for different items come concurrently when the Runner has several
-// workers. A panic in them is not recovered.
+// ErrorObserver is told how a [Runner]'s reconciles end, on the worker before
+// Done; a panic in it is not recovered.
 type ErrorObserver interface {
-	// ObserveError is called after a reconcile of item failed. err is its
-	// error (a *PanicError for a panic), failures the number of failed
-	// reconciles of item in a row, this one included, as [WithMaxRetries]
-	// counts them, and retrying whether the Runner retries the item:
-	// false when it gives up on it or drops the retry at shutdown.
-	ObserveError(item any, err error, failures int, retrying bool)
-	// ObserveSuccess is called after each reconcile of item that returned
-	// no error, whatever the Result.
+	ObserveError(item any, err error, failures int, retrying bool) // err may be a *PanicError
 	ObserveSuccess(item any)
 }
 
-// WithErrorObserver has the Runner tell o how each reconcile ends; see
-// [ErrorObserver]. Each WithErrorObserver adds one observer, and the Runner
-// calls them in the order given. A nil o adds none.
+// WithErrorObserver adds o to the Runner's observers; nil adds none.
 func WithErrorObserver(o ErrorObserver) RunnerOption {
 	return func(opts *runnerOptions) {
 		if o != nil {
@@ -216,20 +143,14 @@ func WithErrorObserver(o ErrorObserver) RunnerOption {
 	}
 }
 
-// NewRunner returns a Runner that reconciles the items of queue with
-// reconcile, configured by opts. An item it gives up on is logged and
-// forgotten; [NewRunnerWithDeadLetter] also hands it to a callback. It
-// panics with a "workqueue:" message if queue, reconcile or an option is nil,
-// or an option is invalid.
+// NewRunner returns a Runner that reconciles queue's items with reconcile. It
+// panics if queue, reconcile or an option is nil or invalid.
 func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], opts ...RunnerOption) *Runner[T] {
 	return newRunner("NewRunner", queue, reconcile, nil, opts)
 }
 
-// NewRunnerWithDeadLetter is [NewRunner] with a callback, deadLetter, for
-// the items the Runner gives up on; see [DeadLetterFunc]. The callback takes
-// the queue's item type, so a mismatch is a compile error. A nil deadLetter
-// means none, as with NewRunner. It may be called concurrently, and it
-// panics as NewRunner does.
+// NewRunnerWithDeadLetter is NewRunner that hands given-up items to
+// deadLetter.
 func NewRunnerWithDeadLetter[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], deadLetter DeadLetterFunc[T], opts ...RunnerOption) *Runner[T] {
 	return newRunner("NewRunnerWithDeadLetter", queue, reconcile, deadLetter, opts)
 }
@@ -278,26 +199,13 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	return r
 }
 
-// Run starts workers goroutines that reconcile items until ctx ends or the
-// queue is shut down and empty, and returns when every worker has exited.
-//
-// When ctx ends, Run stops handing out items and waits for the reconciles
-// in flight, whose context is cancelled after the grace period (see
-// [WithGracePeriod]); then it shuts the queue down, which drops what this
-// package's queues still hold. The retries and requeues those reconciles
-// ask for reach the queue before its shutdown: a queue shared with other
-// processes keeps them. [WithDrain] reconciles the queued items first
-// instead. A shutdown of the queue by someone else ends Run once the queue
-// has handed out what it holds.
-//
-// A Runner runs once, as a controller starts its workers once: start them
-// all with one Run, whose workers argument says how many. Run owns the
-// queue's shutdown, so give each Runner a queue of its own: a second Runner
-// reading the same queue would stop when the first does. Run may be called
-// from any goroutine. It panics on a Runner not made by NewRunner or
-// NewRunnerWithDeadLetter, if workers is less than 1, or if Run was called
-// on this Runner before, even if that call has returned; a call that
-// panicked on its workers argument does not count.
+// Run reconciles items on workers goroutines until ctx ends or the queue is
+// shut down and empty, and returns once every worker has exited. When ctx
+// ends, Run stops handing out items, waits for the reconciles in flight,
+// cancelling their context after the grace period, then shuts the queue down,
+// which drops what it holds; with [WithDrain] it reconciles the queued items
+// first. Run owns the queue's shutdown: give each Runner a queue of its own.
+// It panics on a zero Runner, if workers is less than 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
 		panic("workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter")
@@ -506,10 +414,8 @@ type terminalError struct{ err error }
 func (e *terminalError) Error() string { return e.err.Error() }
 func (e *terminalError) Unwrap() error { return e.err }
 
-// TerminalError marks err as one that retrying cannot fix: a [Runner] that
-// gets it from a reconcile gives up on the item at once, without retries.
-// errors.Is and errors.As see through the mark. TerminalError(nil) returns
-// nil. It is safe for concurrent use.
+// TerminalError marks err so that a [Runner] gives up on the item at once;
+// errors.Is and errors.As see through the mark. TerminalError(nil) is nil.
 func TerminalError(err error) error {
 	if err == nil {
 		return nil
@@ -517,16 +423,13 @@ func TerminalError(err error) error {
 	return &terminalError{err: err}
 }
 
-// IsTerminal reports whether err, or any error it wraps, was marked with
-// [TerminalError]. It is safe for concurrent use.
+// IsTerminal reports whether err or an error it wraps is a [TerminalError].
 func IsTerminal(err error) bool {
 	var terminal *terminalError
 	return errors.As(err, &terminal)
 }
 
-// PanicError is the failure a [Runner] records when a reconcile panics: the
-// value passed to panic and the stack of the panicking goroutine. It counts
-// as an ordinary failure, so the item is retried.
+// PanicError is a reconcile's panic as a [Runner] records and retries it.
 type PanicError struct {
 	Value any
 	Stack []byte

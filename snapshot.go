@@ -5,70 +5,41 @@ import (
 	"time"
 )
 
-// Snapshot is a view of a queue at one instant, for inspection: how much
-// it holds, and the first few items of each kind. Take one with the
-// Snapshot method of any queue of this package; the inspect package serves
-// them.
+// Snapshot is a view of a queue at one instant: the counts, and the first few
+// items of each kind.
 type Snapshot[T comparable] struct {
-	// Taken is when the view was taken, on the queue's clock.
-	Taken time.Time
-	// ShuttingDown reports whether a shutdown has begun.
-	ShuttingDown bool
-	// Depth is the number of items waiting to be handed out, as Len.
-	Depth int
-	// Queued holds the first of them in the order Get hands them out. It
-	// is empty with custom storage, which cannot be read without popping.
-	Queued []T
-	// Processing is the number of items handed out and not yet done.
-	Processing int
-	// InFlight holds the longest-running of them, longest first: of the
-	// items handed out since the queue's first Snapshot, or since it was
-	// made if it records metrics.
-	InFlight []InFlightItem[T]
-	// Waiting is the number of items waiting for their delay, on a
-	// delaying or rate-limiting queue.
-	Waiting int
-	// Delayed holds the waiting items that are ready first, soonest first.
-	Delayed []DelayedItem[T]
-	// Parked is the number of items parked until an event (see
-	// [Typed.Park]), from the Done that followed their park.
-	Parked int
-	// ParkedItems holds the items parked longest, longest first.
-	ParkedItems []ParkedItem[T]
-	// Adds counts the adds that queued an item or marked one being
-	// processed to be queued again, since the queue was made; the rate of
-	// adds is its difference between two snapshots over their Taken times.
-	Adds uint64
-	// Failures holds, on a rate-limiting queue, the number of failures the
-	// rate limiter counts for each item listed in Queued, InFlight,
-	// Delayed and ParkedItems that has any.
-	Failures map[T]int
+	Taken        time.Time         // on the queue's clock
+	ShuttingDown bool              // whether a shutdown has begun
+	Depth        int               // as Len
+	Queued       []T               // the next to be handed out; none with custom storage
+	Processing   int               // items handed out and not yet done
+	InFlight     []InFlightItem[T] // the longest-running, tracked from the first Snapshot
+	Waiting      int               // items waiting for their delay
+	Delayed      []DelayedItem[T]  // those ready first
+	Parked       int               // items parked, from the Done after their Park
+	ParkedItems  []ParkedItem[T]   // those parked longest
+	Adds         uint64            // adds that queued an item, since construction
+	Failures     map[T]int         // the listed items' failure counts, if any
 }
 
 // InFlightItem is an item being processed.
 type InFlightItem[T comparable] struct {
-	Item T
-	// Since is when Get handed the item out.
-	Since time.Time
-	// Requeue reports whether the item was added again while being
-	// processed, so that Done queues it again.
-	Requeue bool
+	Item    T
+	Since   time.Time // when Get handed it out
+	Requeue bool      // whether it was added again, so that Done queues it
 }
 
 // DelayedItem is an item waiting for its delay.
 type DelayedItem[T comparable] struct {
-	Item T
-	// ReadyAt is when the item will be added to the queue.
-	ReadyAt time.Time
+	Item    T
+	ReadyAt time.Time // when it will be added
 }
 
-// ParkedItem is an item parked until an event.
+// ParkedItem is a parked item.
 type ParkedItem[T comparable] struct {
-	Item T
-	// Events are the events that wake it.
-	Events []string
-	// Since is when its park took effect: the Done that followed Park.
-	Since time.Time
+	Item   T
+	Events []string  // the events that wake it
+	Since  time.Time // when its park took effect: the Done after Park
 }
 
 // soonestDelayed returns the n of delayed that are ready first, soonest

@@ -52,9 +52,8 @@ func (t *Table[T, V]) Len() int { return t.index.count }
 
 // Lookup returns the entry of item, whose hash is hash, and its id, or nil.
 func (t *Table[T, V]) Lookup(item T, hash uint32) (*Entry[T, V], int32) {
-	// The index's probe run, walked here rather than through a callback
-	// per entry, which made the Add/Get/Done cycle 2.7 ns (4%) slower
-	// (medians of 5 runs, 72.4 vs 69.6 ns).
+	// The index's probe run is walked here rather than through a
+	// callback per entry: this is the queues' hottest path.
 	entries, start := t.index.run(hash)
 	mask := uint32(len(entries) - 1)
 	for i := start; entries != nil; i = (i + 1) & mask {
@@ -107,9 +106,6 @@ func (t *Table[T, V]) Remove(id int32) (shrunk bool) {
 // and keeps its entries on the free list when it empties rather than
 // truncating them: an Add/Get/Done cycle, which empties the table every
 // time, then refiles its item from the free list instead of appending it.
-// That took the cycle of the rate-limiting queue (what bench/cmd/compare
-// times) from 1,246 to 1,210 instructions, and Typed's from 1,166 to
-// 1,130 (callgrind).
 func (t *Table[T, V]) free(id int32) (shrunk bool) {
 	*t.entries.At(int(id)) = Entry[T, V]{Hash: t.freePlus1} // cleared for the garbage collector
 	t.freePlus1 = uint32(id) + 1
