@@ -341,6 +341,21 @@ func (c *core[T]) stopAddsLocked() {
 	}
 }
 
+// doneItem is Done, which the queues share.
+func (c *core[T]) doneItem(item T) {
+	hash := c.items.Hash(item)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done(item, hash)
+}
+
+// length is Len, which the queues share.
+func (c *core[T]) length() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queued
+}
+
 // releaseDrains is ShutDown's part under mu: the shutdown begins, and every
 // ShutDownWithDrain caller is released.
 func (c *core[T]) releaseDrains() {

@@ -353,3 +353,18 @@ func (c *core[T]) snapshotParked(n int) (parked int, first []ParkedItem[T]) {
 	}
 	return c.parking.parked(), first
 }
+
+// wakeFunc is WakeFunc, which the queues share.
+func (c *core[T]) wakeFunc(event string, accept func(item T) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wakeLocked(event, accept)
+}
+
+// wakeItem is WakeItem, which the queues share.
+func (c *core[T]) wakeItem(item T) bool {
+	hash := c.items.Hash(item)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wakeItemLocked(item, hash)
+}

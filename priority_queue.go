@@ -254,11 +254,7 @@ func (q *TypedPriorityQueue[T]) raise(entry *table.Entry[T, record], id int32, p
 }
 
 // Len returns the number of ready items; see [Typed.Len].
-func (q *TypedPriorityQueue[T]) Len() int {
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.core.queued
-}
+func (q *TypedPriorityQueue[T]) Len() int { return q.core.length() }
 
 // Get is GetWithPriority without the priority.
 func (q *TypedPriorityQueue[T]) Get() (item T, shutdown bool) {
@@ -297,12 +293,7 @@ func (q *TypedPriorityQueue[T]) get(ctx context.Context) (item T, priority int, 
 }
 
 // Done marks item as done processing; see [Typed.Done].
-func (q *TypedPriorityQueue[T]) Done(item T) {
-	hash := q.core.items.Hash(item)
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	q.core.done(item, hash)
-}
+func (q *TypedPriorityQueue[T]) Done(item T) { q.core.doneItem(item) }
 
 // Remove also forgets item, as Forget does; see [Typed.Remove].
 func (q *TypedPriorityQueue[T]) Remove(item T) bool {
@@ -358,18 +349,11 @@ func (q *TypedPriorityQueue[T]) Wake(event string) int { return q.WakeFunc(event
 
 // WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedPriorityQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.core.wakeLocked(event, accept)
+	return q.core.wakeFunc(event, accept)
 }
 
 // WakeItem ends item's park; see [Typed.WakeItem].
-func (q *TypedPriorityQueue[T]) WakeItem(item T) bool {
-	hash := q.core.items.Hash(item)
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.core.wakeItemLocked(item, hash)
-}
+func (q *TypedPriorityQueue[T]) WakeItem(item T) bool { return q.core.wakeItem(item) }
 
 // Forget clears item's failures and park backoff; Done must still be called.
 func (q *TypedPriorityQueue[T]) Forget(item T) {
@@ -393,7 +377,6 @@ func (q *TypedPriorityQueue[T]) ShuttingDown() bool { return q.core.shuttingDown
 func (q *TypedPriorityQueue[T]) ShutDown() {
 	q.limiterMu.Lock()
 	q.core.mu.Lock()
-	q.core.stopAddsLocked()
 	q.core.releaseDrains()
 	q.core.mu.Unlock()
 	q.limiterMu.Unlock()

@@ -147,11 +147,7 @@ func (q *Typed[T]) insertStored(item T, hash uint32) {
 }
 
 // Len returns the number of items waiting to be handed out.
-func (q *Typed[T]) Len() int {
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.core.queued
-}
+func (q *Typed[T]) Len() int { return q.core.length() }
 
 // Get blocks until an item is queued, marks it as being processed and returns
 // it; the caller must call Done with it. Once a shutdown has left no item, it
@@ -180,12 +176,7 @@ func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
 // Done marks item as done processing and queues it again, even after a
 // shutdown has begun, if it was added meanwhile. Done of an item not being
 // processed does nothing.
-func (q *Typed[T]) Done(item T) {
-	hash := q.core.items.Hash(item)
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	q.core.done(item, hash)
-}
+func (q *Typed[T]) Done(item T) { q.core.doneItem(item) }
 
 // Remove takes item back and reports whether it took anything: a queued or
 // parked item leaves the queue; one being processed is not queued again or
@@ -239,18 +230,11 @@ func (q *Typed[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
 // accept is called with the queue locked and must not call the queue; if it
 // panics, the parks it accepted stay ended.
 func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.core.wakeLocked(event, accept)
+	return q.core.wakeFunc(event, accept)
 }
 
 // WakeItem ends item's park, queuing it without backoff; false if not parked.
-func (q *Typed[T]) WakeItem(item T) bool {
-	hash := q.core.items.Hash(item)
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.core.wakeItemLocked(item, hash)
-}
+func (q *Typed[T]) WakeItem(item T) bool { return q.core.wakeItem(item) }
 
 // ShutDown begins a shutdown, which drops parked items, and returns once the
 // queue's goroutines have exited. A second call does nothing.
