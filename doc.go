@@ -36,7 +36,8 @@
 // (take back an item that no longer needs work), Snapshot (a bounded view
 // of what it holds), and Park, Wake, WakeFunc and WakeItem: hold an item
 // until an event instead of polling, for at most MaxParkTime. A park is not
-// a failure; on a rate-limiting queue a woken item waits its ParkBackoff.
+// a failure; on a rate-limiting queue a wake queues the item no sooner than
+// its ParkBackoff after the Park.
 //
 // [Runner] runs the worker loop: it retries failures with backoff, at the
 // item's priority on a priority queue unless [Result.Priority] says

@@ -25,9 +25,11 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// ParkBackoff gives an item's least wait after a wake ends its park;
-	// Forget and Remove reset it. It is called with the queue locked and
-	// must not call the queue. Nil means a backoff from 5 ms to 10 s.
+	// ParkBackoff gives, at each Park that takes effect, how long from the
+	// Park a wake waits before it queues the item (WakeItem does not
+	// wait); Forget and Remove reset it for the next park. It is called
+	// with the queue locked and must not call the queue. Nil means a
+	// backoff per item from 5 ms, doubling up to 10 s.
 	ParkBackoff TypedRateLimiter[T]
 	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
@@ -127,7 +129,8 @@ func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.AddAfter(item, q.rateLimiter.When(item))
 }
 
-// Park is [Typed.Park], except that a woken item first waits its ParkBackoff.
+// Park is [Typed.Park], except that a wake does not queue the item before
+// its ParkBackoff has passed since the Park.
 // A park is not a failure: NumRequeues does not count it.
 func (q *TypedRateLimitingQueue[T]) Park(item T, events ...string) {
 	q.mu.Lock()

@@ -37,8 +37,8 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // It recovers and logs a panic in a reconcile and counts it as a failure. On a
 // [TypedPriorityQueue], retries and requeues keep the item's priority unless
 // [Result.Priority] says otherwise. It logs retried failures at debug level
-// ([WithRetryLogLevel]), retries dropped at shutdown at warn, and panics and
-// items given up on at error. A Runner is safe for concurrent use. The zero
+// ([WithRetryLogLevel]), a failure while Run stops or during a drain at
+// warn, and panics and items given up on at error. A Runner is safe for concurrent use. The zero
 // value is not usable: make one with [NewRunner].
 type Runner[T comparable] struct {
 	queue      TypedRateLimitingInterface[T]
@@ -63,8 +63,9 @@ type Runner[T comparable] struct {
 	// previous worker left.
 	failing atomic.Int64
 
-	// started is set by the one Run a Runner allows.
-	started atomic.Bool
+	// started is set by the one Run a Runner allows, stopping when its
+	// context has ended.
+	started, stopping atomic.Bool
 }
 
 // DeadLetterFunc receives an item a [Runner] gives up on and its last error,
@@ -202,9 +203,13 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 // Run reconciles items on workers goroutines until ctx ends or the queue is
 // shut down and empty, and returns once every worker has exited. When ctx
 // ends, Run stops handing out items, waits for the reconciles in flight,
-// cancelling their context after the grace period, then shuts the queue down,
-// which drops what it holds; with [WithDrain] it reconciles the queued items
-// first. Run owns the queue's shutdown: give each Runner a queue of its own.
+// cancelling their context after the grace period, then shuts the queue
+// down: the items still queued are left unreconciled, and what waits for a
+// delay or an event is dropped. The retries and requeues of the reconciles
+// in flight reach the queue before its shutdown, so a queue shared with
+// other processes keeps them. With [WithDrain] Run reconciles the queued
+// items first. Run owns the queue's shutdown: give each Runner a queue of
+// its own.
 // It panics on a zero Runner, if workers is less than 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
@@ -238,6 +243,7 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}()
 	select {
 	case <-ctx.Done():
+		r.stopping.Store(true)
 	case <-allExited: // the queue was shut down by someone else
 		r.queue.ShutDown()
 		return
@@ -363,6 +369,12 @@ func (r *Runner[T]) handleFailure(item T, priority *int, err error) {
 			r.logger.Warn("workqueue: reconcile failed during shutdown, retry dropped", "item", item, "error", err, "failures", failures)
 			r.observeError(item, err, failures, false)
 			r.clearFailures(item)
+			return
+		}
+		if r.stopping.Load() {
+			r.logger.Warn("workqueue: reconcile failed as the Runner stops; its retry goes to the queue before the shutdown", "item", item, "error", err, "failures", failures)
+			r.observeError(item, err, failures, true)
+			r.requeue(item, priority, AddOpts{RateLimited: true})
 			return
 		}
 		r.logger.Log(context.Background(), r.retryLevel, "workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)

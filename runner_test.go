@@ -913,3 +913,24 @@ func TestRunnerHandsRetriesToTheQueueAtStop(t *testing.T) {
 		assert.True(t, q.ShuttingDown())
 	})
 }
+
+// TestRunnerWarnsOfAFailureAsItStops checks that a reconcile that fails
+// while Run stops is logged at warn level, whatever the retry level, as its
+// retry goes to a queue that is about to shut down.
+func TestRunnerWarnsOfAFailureAsItStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs bytes.Buffer
+		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		runner := NewRunner(q, func(context.Context, string) (Result, error) {
+			time.Sleep(time.Second)
+			return Result{}, errors.New("boom")
+		}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 1)
+		q.Add("a")
+		synctest.Wait() // "a" is being reconciled
+		cancel()
+		<-exited
+		assert.Contains(t, logs.String(), `level=WARN msg="workqueue: reconcile failed as the Runner stops; its retry goes to the queue before the shutdown"`)
+	})
+}
