@@ -296,9 +296,7 @@ func (m *queueModel) park(item int, events uint8) (backoff time.Duration, parked
 	if m.shuttingDown || !m.processing[item] || m.dirty[item] || woken {
 		return 0, false
 	}
-	backoff, ended := m.parking.park(m.now, item, events)
-	m.release(ended...)
-	return backoff, true
+	return m.parking.park(m.now, item, events, m.release), true
 }
 
 // release makes the items of ended parks ready: queued, or waiting in the
@@ -312,26 +310,6 @@ func (m *queueModel) release(ended ...endedPark) {
 		}
 		m.add(p.item)
 	}
-}
-
-// wake applies Wake of the event with bit and returns how many parks it
-// ended.
-func (m *queueModel) wake(bit uint8) int {
-	if m.shuttingDown {
-		return 0
-	}
-	ended := m.parking.wake(bit)
-	m.release(ended...)
-	return len(ended)
-}
-
-// wakeItem applies WakeItem.
-func (m *queueModel) wakeItem(item int) bool {
-	p, ok := m.parking.wakeItem(m.now, item)
-	if ok {
-		m.release(p)
-	}
-	return ok
 }
 
 // remove takes item out of the queue and the waiting items, and forgets
@@ -479,24 +457,15 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 			}
 		case opPark:
 			op.item, key = m.heldItem(op.item)
-			limiter.last, parkLimiter.last = -1, -1
-			q.Park(key, linEvents(modelEvents(op.dur))...)
-			if limiter.last != -1 {
-				return diverged(i, op, "Park consulted the rate limiter")
-			}
-			want, parked := m.park(op.item, modelEvents(op.dur))
-			if !parked {
-				want = -1
-			}
-			if parkLimiter.last != want {
-				return diverged(i, op, "park backoff = %v, model %v", parkLimiter.last, want)
+			if div := modelParkOp(q, limiter, parkLimiter, m, op.item, modelEvents(op.dur)); div != "" {
+				return diverged(i, op, "%s", div)
 			}
 		case opWake:
-			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
+			if got, want := q.Wake(linEventNames[op.item%2]), m.parking.wake(1<<(op.item%2), m.release); got != want {
 				return diverged(i, op, "Wake = %d, model %d", got, want)
 			}
 		case opWakeItem:
-			if got, want := q.WakeItem(key), m.wakeItem(op.item); got != want {
+			if got, want := q.WakeItem(key), m.parking.wakeItem(m.now, op.item, m.release); got != want {
 				return diverged(i, op, "WakeItem = %v, model %v", got, want)
 			}
 		case opLen:

@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"cmp"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -12,7 +13,7 @@ import (
 // processing item's Get, and the parks counted for the park backoff. It
 // decides when a park ends; what an ended park's item becomes (queued, or
 // waiting for its backoff) is the owning model's to say, so the methods
-// that end parks return them instead.
+// that end parks hand them to the owner's release.
 //
 // The rules: Park takes the park backoff and, if one of its events woke
 // since the item's Get, ends at once; otherwise it waits for a wake of one
@@ -26,6 +27,7 @@ type parkingModel struct {
 	fired   map[int]uint8 // the events woken since each processing item's Get
 	counts  map[int]int   // parks since the item's last Forget or Remove
 	seq     uint64
+	down    bool // shut down: no park, and no wake
 }
 
 // modelPark is a park: its events, whether it took effect (at Done) and
@@ -58,16 +60,17 @@ func (p *parkingModel) handOut(item int) { p.fired[item] = 0 }
 
 // park applies Park(item, events) to an item the owner found may park:
 // processing, and neither added again nor woken since its Get. It returns
-// the park backoff it took and, if one of events woke since the item's Get,
-// the park, ended at once.
-func (p *parkingModel) park(now time.Duration, item int, events uint8) (backoff time.Duration, ended []endedPark) {
-	backoff = modelBackoff(p.counts, item)
+// the park backoff it took. If one of events woke since the item's Get,
+// the park ends at once, and release gets it.
+func (p *parkingModel) park(now time.Duration, item int, events uint8, release func(...endedPark)) time.Duration {
+	backoff := modelBackoff(p.counts, item)
 	delete(p.parks, item)
 	if p.fired[item]&events != 0 {
-		return backoff, []endedPark{{item, now + backoff}}
+		release(endedPark{item, now + backoff})
+		return backoff
 	}
 	p.parks[item] = &modelPark{events: events, backoffUntil: now + backoff, seq: p.next()}
-	return backoff, nil
+	return backoff
 }
 
 // done notes that item's processing ended at now: its park, if it has
@@ -80,8 +83,12 @@ func (p *parkingModel) done(now time.Duration, item int) {
 }
 
 // wake applies Wake of the events in bit: it ends the parks waiting for
-// them, in the order of their Park calls.
-func (p *parkingModel) wake(bit uint8) []endedPark {
+// them and hands them to release in the order of their Park calls. It
+// returns how many it ended.
+func (p *parkingModel) wake(bit uint8, release func(...endedPark)) int {
+	if p.down {
+		return 0
+	}
 	for item := range p.fired {
 		p.fired[item] |= bit
 	}
@@ -92,16 +99,19 @@ func (p *parkingModel) wake(bit uint8) []endedPark {
 		}
 	}
 	slices.SortFunc(woken, func(a, b int) int { return cmp.Compare(p.parks[a].seq, p.parks[b].seq) })
-	return p.end(woken)
+	release(p.end(woken)...)
+	return len(woken)
 }
 
 // wakeItem applies WakeItem(item) at now: it ends item's park, if it has
-// one, with no backoff left.
-func (p *parkingModel) wakeItem(now time.Duration, item int) (endedPark, bool) {
+// one, with no backoff left, hands it to release, and reports whether it
+// did.
+func (p *parkingModel) wakeItem(now time.Duration, item int, release func(...endedPark)) bool {
 	if !p.drop(item) {
-		return endedPark{}, false
+		return false
 	}
-	return endedPark{item, now}, true
+	release(endedPark{item, now})
+	return true
 }
 
 // nextExpiry returns the first instant at which a settled park has lasted
@@ -153,8 +163,11 @@ func (p *parkingModel) drop(item int) bool {
 // forget resets item's park backoff, as Forget and Remove do.
 func (p *parkingModel) forget(item int) { delete(p.counts, item) }
 
-// shutDown drops every park.
-func (p *parkingModel) shutDown() { clear(p.parks) }
+// shutDown drops every park; from here on nothing parks or wakes.
+func (p *parkingModel) shutDown() {
+	clear(p.parks)
+	p.down = true
+}
 
 // settledOrder returns the items of the parks in effect, oldest first.
 func (p *parkingModel) settledOrder() []int {
@@ -170,6 +183,33 @@ func (p *parkingModel) settledOrder() []int {
 
 // parked returns the number of parks in effect.
 func (p *parkingModel) parked() int { return len(p.settledOrder()) }
+
+// parkingRef is a reference model that parks: queueModel or pqModel.
+type parkingRef interface {
+	// park applies a worker's Park(item, events), and reports whether it
+	// took effect and then the park backoff it took.
+	park(item int, events uint8) (backoff time.Duration, parked bool)
+}
+
+// modelParkOp applies a worker's Park(item, events) to q and to the model
+// m, and describes how the park backoff q took differs from m's, or "". A
+// park consults the queue's ParkBackoff (parkLimiter), never its rate
+// limiter.
+func modelParkOp(q parkingUnderTest, limiter, parkLimiter *recordingLimiter, m parkingRef, item int, events uint8) string {
+	limiter.last, parkLimiter.last = -1, -1
+	q.Park(modelKeys[item], linEvents(events)...)
+	if limiter.last != -1 {
+		return "Park consulted the rate limiter"
+	}
+	want, parked := m.park(item, events)
+	if !parked {
+		want = -1
+	}
+	if parkLimiter.last != want {
+		return fmt.Sprintf("park backoff = %v, model %v", parkLimiter.last, want)
+	}
+	return ""
+}
 
 // clone returns a copy of p that can be changed without changing p.
 func (p *parkingModel) clone() parkingModel {

@@ -299,9 +299,7 @@ func (m *pqModel) park(item int, events uint8) (backoff time.Duration, parked bo
 	if m.shuttingDown || it == nil || !it.processing || it.pending == pendingReady || it.pending == pendingDelay {
 		return 0, false
 	}
-	backoff, ended := m.parking.park(m.now, item, events)
-	m.release(ended...)
-	return backoff, true
+	return m.parking.park(m.now, item, events, m.release), true
 }
 
 // release makes the items of ended parks ready: queued, or delayed until
@@ -318,26 +316,6 @@ func (m *pqModel) release(ended ...endedPark) {
 			m.makeReady(p.item)
 		}
 	}
-}
-
-// wake applies Wake of the event with bit and returns how many parks it
-// ended.
-func (m *pqModel) wake(bit uint8) int {
-	if m.shuttingDown {
-		return 0
-	}
-	ended := m.parking.wake(bit)
-	m.release(ended...)
-	return len(ended)
-}
-
-// wakeItem applies WakeItem.
-func (m *pqModel) wakeItem(item int) bool {
-	p, ok := m.parking.wakeItem(m.now, item)
-	if ok {
-		m.release(p)
-	}
-	return ok
 }
 
 // heldItem returns an item being processed, chosen by n, and its key, as
@@ -547,24 +525,15 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 			m.parking.forget(op.item)
 		case pqOpPark:
 			op.item, key = m.heldItem(op.item)
-			limiter.last, parkLimiter.last = -1, -1
-			q.Park(key, linEvents(pqModelEvents(op))...)
-			if limiter.last != -1 {
-				return diverged(i, op, "Park consulted the rate limiter")
-			}
-			want, parked := m.park(op.item, pqModelEvents(op))
-			if !parked {
-				want = -1
-			}
-			if parkLimiter.last != want {
-				return diverged(i, op, "park backoff = %v, model %v", parkLimiter.last, want)
+			if div := modelParkOp(q, limiter, parkLimiter, m, op.item, pqModelEvents(op)); div != "" {
+				return diverged(i, op, "%s", div)
 			}
 		case pqOpWake:
-			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
+			if got, want := q.Wake(linEventNames[op.item%2]), m.parking.wake(1<<(op.item%2), m.release); got != want {
 				return diverged(i, op, "Wake = %d, model %d", got, want)
 			}
 		case pqOpWakeItem:
-			if got, want := q.WakeItem(key), m.wakeItem(op.item); got != want {
+			if got, want := q.WakeItem(key), m.parking.wakeItem(m.now, op.item, m.release); got != want {
 				return diverged(i, op, "WakeItem = %v, model %v", got, want)
 			}
 		case pqOpSnapshot:
