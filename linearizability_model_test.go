@@ -268,6 +268,17 @@ func (c *linCommon) wake(events uint8) (woken []int8, n int) {
 	return woken, n
 }
 
+// wakeItem applies WakeItem(key): it ends key's park, if it has one, and
+// reports whether it did and whether to queue key now (parked since its
+// Done). A key still processing is queued again at its Done.
+func (c *linCommon) wakeItem(key int8) (woken, queue bool) {
+	parked, parking := c.unpark(key)
+	if parking {
+		c.dirty |= 1 << key
+	}
+	return parked || parking, parked
+}
+
 // dropParks is the shutdown's part: every park ends, and nothing is
 // queued.
 func (c *linCommon) dropParks() {
@@ -439,14 +450,11 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		}
 		return out.n == n, s
 	case linWakeItem:
-		parked, parking := s.unpark(key)
-		switch {
-		case parked:
+		woken, queue := s.wakeItem(key)
+		if queue {
 			s = s.add(key)
-		case parking:
-			s.dirty |= 1 << key
 		}
-		return out.n == 1 == (parked || parking), s
+		return out.n == 1 == woken, s
 	case linRemove:
 		bit := uint8(1) << key
 		parked, parking := s.unpark(key)

@@ -221,14 +221,11 @@ func (s linPrioState) step(in linInput, out linOutput) (bool, linPrioState) {
 		}
 		return out.n == n, s
 	case linWakeItem:
-		parked, parking := s.unpark(key)
-		switch {
-		case parked:
+		woken, queue := s.wakeItem(key)
+		if queue {
 			s = s.enqueue(key)
-		case parking:
-			s.dirty |= 1 << key
 		}
-		return out.n == 1 == (parked || parking), s
+		return out.n == 1 == woken, s
 	}
 	panic(fmt.Sprintf("linPrioState.step: unexpected operation %v", in.kind))
 }
