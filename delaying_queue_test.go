@@ -3,6 +3,7 @@ package workqueue
 import (
 	"fmt"
 	"math"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -211,4 +212,46 @@ func TestShutDownJoinsGoroutines(t *testing.T) {
 			})
 		}
 	}
+}
+
+// panickyGaugeProvider's delayed-items gauge panics on its first Set with a
+// non-zero value.
+type panickyGaugeProvider struct {
+	recordingProvider
+	once sync.Once
+}
+
+type panickyGauge struct{ p *panickyGaugeProvider }
+
+func (g panickyGauge) Set(v float64) {
+	if v != 0 {
+		g.p.once.Do(func() { panic("gauge") })
+	}
+}
+
+func (p *panickyGaugeProvider) NewDelayedItemsMetric(string) SettableGaugeMetric {
+	return panickyGauge{p}
+}
+
+// A panic under the delaying queue's lock (an interface item holding a value
+// that cannot be hashed, or a metric's Set) must not leave the lock held:
+// every later AddAfter and ShutDown would hang.
+func TestAddAfterPanicReleasesLock(t *testing.T) {
+	t.Run("unhashable item", func(t *testing.T) {
+		q := NewTypedDelayingQueue[any]()
+		assert.Panics(t, func() { q.AddAfter([]int{1}, time.Hour) })
+		assert.True(t, returnsWithin(10*time.Second, func() { q.AddAfter("y", time.Hour) }), "AddAfter hangs")
+		assert.True(t, returnsWithin(10*time.Second, q.ShutDown), "ShutDown hangs")
+	})
+	t.Run("gauge panics", func(t *testing.T) {
+		q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "q", MetricsProvider: &panickyGaugeProvider{}})
+		assert.Panics(t, func() { q.AddAfter("x", time.Hour) })
+		assert.True(t, returnsWithin(10*time.Second, q.ShutDown), "ShutDown hangs")
+	})
+	// For contrast: Typed.Add hashes before the lock and defers Unlock.
+	t.Run("Typed.Add is fine", func(t *testing.T) {
+		q := NewTyped[any]()
+		assert.Panics(t, func() { q.Add([]int{1}) })
+		assert.True(t, returnsWithin(10*time.Second, q.ShutDown))
+	})
 }

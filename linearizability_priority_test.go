@@ -1,20 +1,15 @@
 package workqueue
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"testing"
-	"time"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/stretchr/testify/assert"
 )
 
 // The sequential specification of TypedPriorityQueue for the
-// linearizability test: the histories of linearizability_test.go, with
+// linearizability test: the histories of linearizability_harness_test.go, with
 // adds at priorities 0 to 2 and, with fairness, two fairness keys.
 
 // linLevels is the number of priorities the histories add at: 0, 1 and 2.
@@ -226,14 +221,11 @@ func (s linPrioState) step(in linInput, out linOutput) (bool, linPrioState) {
 		}
 		return out.n == n, s
 	case linWakeItem:
-		parked, parking := s.unpark(key)
-		switch {
-		case parked:
+		woken, queue := s.wakeItem(key)
+		if queue {
 			s = s.enqueue(key)
-		case parking:
-			s.dirty |= 1 << key
 		}
-		return out.n == 1 == (parked || parking), s
+		return out.n == 1 == woken, s
 	}
 	panic(fmt.Sprintf("linPrioState.step: unexpected operation %v", in.kind))
 }
@@ -278,240 +270,3 @@ var (
 )
 
 func linPrioModelFor(fair bool) porcupine.Model { return linModelOf(newLinPrioState(fair)) }
-
-// linRefPriorityQueue is a priority queue written to be obviously right:
-// one mutex, one condition variable, and the model's state. With a bug set
-// it is wrong on purpose, to show that the checker notices.
-type linRefPriorityQueue struct {
-	mu      sync.Mutex
-	changed *sync.Cond
-	s       linPrioState
-	bug     linPrioBug
-}
-
-type linPrioBug uint8
-
-const (
-	linPrioNoBug linPrioBug = iota
-	// linBugRaiseKeepsPlace: a queued item raised to a higher priority
-	// keeps its place in the FIFO instead of going to the back of its new
-	// level.
-	linBugRaiseKeepsPlace
-	// linBugRequeueAtZero: Done queues an item added while processed at
-	// priority 0 instead of the priority asked for.
-	linBugRequeueAtZero
-	// linBugUnfair: Get ignores the fairness rotation and hands out the
-	// first item of the level.
-	linBugUnfair
-)
-
-var (
-	_ TypedRateLimitingInterface[string] = (*linRefPriorityQueue)(nil)
-	_ linPrioritized                     = (*linRefPriorityQueue)(nil)
-)
-
-func newLinRefPriorityQueue(fair bool, bug linPrioBug) *linRefPriorityQueue {
-	q := &linRefPriorityQueue{s: newLinPrioState(fair), bug: bug}
-	q.changed = sync.NewCond(&q.mu)
-	return q
-}
-
-func (q *linRefPriorityQueue) do(f func()) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	f()
-	q.changed.Broadcast()
-}
-
-func (q *linRefPriorityQueue) addLocked(key, priority int8) {
-	s := q.s
-	if q.bug == linBugRaiseKeepsPlace && !s.shutdown && s.processing&(1<<key) == 0 && s.isQueued(key) && priority > s.prio[key] {
-		q.s.prio[key] = priority
-		return
-	}
-	q.s = s.add(key, priority)
-}
-
-func (q *linRefPriorityQueue) Add(item string) {
-	q.do(func() { q.addLocked(linKeyIndex(item), 0) })
-}
-
-func (q *linRefPriorityQueue) AddWithOpts(opts AddOpts, items ...string) {
-	q.do(func() {
-		for _, item := range items {
-			q.addLocked(linKeyIndex(item), int8(*opts.Priority))
-		}
-	})
-}
-
-func (q *linRefPriorityQueue) AddAfter(item string, d time.Duration) { q.Add(item) }
-
-func (q *linRefPriorityQueue) AddRateLimited(item string) {
-	q.do(func() {
-		if !q.s.shutdown {
-			q.s.failures[linKeyIndex(item)]++
-			q.addLocked(linKeyIndex(item), 0)
-		}
-	})
-}
-
-func (q *linRefPriorityQueue) Forget(item string) {
-	q.do(func() { q.s.failures[linKeyIndex(item)] = 0 })
-}
-
-func (q *linRefPriorityQueue) NumRequeues(item string) (n int) {
-	q.do(func() { n = int(q.s.failures[linKeyIndex(item)]) })
-	return n
-}
-
-func (q *linRefPriorityQueue) Len() (n int) {
-	q.do(func() { n = int(q.s.queued) })
-	return n
-}
-
-func (q *linRefPriorityQueue) Get() (string, bool) {
-	item, _, shutdown := q.GetWithPriority()
-	return item, shutdown
-}
-
-func (q *linRefPriorityQueue) GetWithPriority() (string, int, bool) {
-	item, priority, err := q.get(context.Background())
-	return item, priority, err != nil
-}
-
-func (q *linRefPriorityQueue) GetContext(ctx context.Context) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
-	stop := context.AfterFunc(ctx, func() { q.do(func() {}) })
-	defer stop()
-	item, _, err := q.get(ctx)
-	return item, err
-}
-
-func (q *linRefPriorityQueue) get(ctx context.Context) (string, int, error) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for q.s.queued == 0 {
-		if q.s.shutdown {
-			return "", 0, ErrShutDown
-		}
-		if err := ctx.Err(); err != nil {
-			return "", 0, err
-		}
-		q.changed.Wait()
-	}
-	var key int8
-	s := q.s
-	if q.bug == linBugUnfair {
-		plain := s
-		plain.fair = false
-		key, _ = plain.next()
-	} else {
-		key, s = s.next()
-	}
-	priority := s.prio[key]
-	s = s.dequeue(key)
-	s.processing |= 1 << key
-	q.s = s
-	q.changed.Broadcast()
-	return linKeyNames[key], int(priority), nil
-}
-
-func (q *linRefPriorityQueue) Remove(item string) (removed bool) {
-	q.do(func() { removed, q.s = q.s.remove(linKeyIndex(item)) })
-	return removed
-}
-
-func (q *linRefPriorityQueue) Done(item string) {
-	q.do(func() {
-		key := linKeyIndex(item)
-		if q.bug == linBugRequeueAtZero && q.s.dirty&(1<<key) != 0 {
-			q.s.prio[key] = 0
-		}
-		q.s = q.s.done(key)
-	})
-}
-
-func (q *linRefPriorityQueue) ShutDown() {
-	q.do(func() { q.s.shutdown, q.s.released = true, true })
-}
-
-func (q *linRefPriorityQueue) ShutDownWithDrain() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.s.shutdown = true
-	q.changed.Broadcast()
-	for !q.s.released && (q.s.queued > 0 || q.s.processing != 0) {
-		q.changed.Wait()
-	}
-}
-
-func (q *linRefPriorityQueue) ShuttingDown() (down bool) {
-	q.do(func() { down = q.s.shutdown })
-	return down
-}
-
-// TestLinearizabilityCheckerCatchesBrokenPriorityQueues shows that the
-// priority histories can fail: they must accept a reference priority queue
-// and catch three broken ones, each within linCatchLimit histories.
-func TestLinearizabilityCheckerCatchesBrokenPriorityQueues(t *testing.T) {
-	tests := []struct {
-		name string
-		fair bool
-		bug  linPrioBug
-	}{
-		{"reference", false, linPrioNoBug},
-		{"reference with fairness", true, linPrioNoBug},
-		{"raise keeps its place", false, linBugRaiseKeepsPlace},
-		{"requeued at priority 0", false, linBugRequeueAtZero},
-		{"fairness ignored", true, linBugUnfair},
-	}
-	seed := linBaseSeed(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkBrokenQueue(t, linPrioModelFor(tt.fair), seed, tt.bug != linPrioNoBug, true, func() linSubject {
-				q := newLinRefPriorityQueue(tt.fair, tt.bug)
-				return linSubject{q: q, rl: q, ext: q, prio: q}
-			})
-		})
-	}
-}
-
-// TestLinearizabilityPriorityModel checks the priority model and porcupine
-// on hand-written histories, one operation at a time unless they overlap.
-func TestLinearizabilityPriorityModel(t *testing.T) {
-	type op = linStep
-	add := func(key, prio int8) op { return op{in: linInput{kind: linAddPriority, key: key, prio: prio}} }
-	get := func(key, prio int8) op {
-		return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key, prio: prio}}
-	}
-	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
-	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
-	tests := []struct {
-		name  string
-		fair  bool
-		steps [][]op // steps[i] run at time i*10; the operations of one step overlap
-		want  bool
-	}{
-		{"higher first", false, [][]op{{add(0, 0)}, {add(1, 2)}, {get(1, 2)}, {get(0, 0)}}, true},
-		{"lower first", false, [][]op{{add(0, 0)}, {add(1, 2)}, {get(0, 0)}}, false},
-		{"wrong priority reported", false, [][]op{{add(0, 1)}, {get(0, 0)}}, false},
-		{"a raise goes to the back of its level", false, [][]op{{add(0, 0)}, {add(1, 1)}, {add(0, 1)}, {get(1, 1)}, {get(0, 1)}}, true},
-		{"a raise keeps its place", false, [][]op{{add(0, 0)}, {add(1, 1)}, {add(0, 1)}, {get(0, 1)}}, false},
-		{"a lower re-add keeps the priority", false, [][]op{{add(0, 2)}, {add(0, 0)}, {length(1)}, {get(0, 2)}}, true},
-		{"Done queues at the highest asked meanwhile", false, [][]op{{add(0, 0)}, {get(0, 0)}, {add(0, 1)}, {add(0, 2)}, {add(0, 0)}, {done(0)}, {get(0, 2)}}, true},
-		{"Done queues at 0", false, [][]op{{add(0, 0)}, {get(0, 0)}, {add(0, 2)}, {done(0)}, {get(0, 0)}}, false},
-		{"concurrent adds either way", false, [][]op{{add(0, 1), add(1, 1)}, {get(1, 1)}, {get(0, 1)}}, true},
-		{"fairness: keys take turns", true, [][]op{{add(0, 0)}, {add(1, 0)}, {add(2, 0)}, {get(0, 0)}, {get(2, 0)}, {get(1, 0)}}, true},
-		{"fairness: FIFO is not fair", true, [][]op{{add(0, 0)}, {add(1, 0)}, {add(2, 0)}, {get(0, 0)}, {get(1, 0)}}, false},
-		{"fairness: a key joins the back", true, [][]op{{add(0, 0)}, {add(1, 0)}, {get(0, 0)}, {add(2, 0)}, {get(1, 0)}, {get(2, 0)}}, true},
-		{"fairness within a priority only", true, [][]op{{add(0, 1)}, {add(1, 1)}, {add(2, 0)}, {get(0, 1)}, {get(1, 1)}, {get(2, 0)}}, true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ops := linStepOps(tt.steps)
-			assert.Equalf(t, tt.want, checkLinHistory(t, linPrioModelFor(tt.fair), ops), "history:\n%s", formatLinHistory(ops))
-		})
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -321,4 +322,35 @@ func TestNamedQueueWithoutProviderWarnsOnce(t *testing.T) {
 	assert.Contains(t, logs.String(), `level=WARN msg="workqueue: a named queue without a MetricsProvider records no metrics;`)
 	assert.Contains(t, logs.String(), "MetricsProvider: prometheus.NewProvider(prometheus.DefaultRegisterer)")
 	assert.Contains(t, logs.String(), "queue=pods")
+}
+
+// AddAfter(item, d <= 0) racing a shutdown counts a retry only if its add
+// was accepted.
+func TestRetriesCountOnlyAcceptedAdds(t *testing.T) {
+	bad := 0
+	rounds := racyRounds() * 3
+	for range rounds {
+		p := &recordingProvider{}
+		q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "q", MetricsProvider: p})
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Go(func() {
+			<-start
+			for i := 0; !q.ShuttingDown() || i < 50; i++ {
+				q.AddAfter(strconv.Itoa(i), 0)
+			}
+		})
+		close(start)
+		runtime.Gosched()
+		q.ShutDown()
+		wg.Wait()
+		if d := p.value("q", "retries") - p.value("q", "adds"); d != 0 {
+			if bad < 3 {
+				t.Logf("retries - adds = %v", d)
+			}
+			bad++
+		}
+	}
+	t.Logf("%d of %d rounds counted a retry for a dropped AddAfter(x, 0)", bad, rounds)
+	assert.Zero(t, bad)
 }

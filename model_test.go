@@ -18,7 +18,8 @@ import (
 
 // This file checks the rate-limiting queue against a small reference model
 // that is obviously correct: a FIFO slice, a dirty set, a processing set, a
-// map of waiting items with their ready times, and failure counts. Seeded
+// map of waiting items with their ready times, failure counts, and the
+// parking model both reference models share (parking_model_test.go). Seeded
 // random walks and the fuzz target drive both with the same operations and
 // compare everything observable after every step.
 
@@ -92,33 +93,18 @@ type queueModel struct {
 	waiting      map[int]modelWait
 	nextSeq      uint64
 	failures     map[int]int
-	parkCounts   map[int]int // parks since the last Forget or Remove, for the park backoff
 	shuttingDown bool
 	draining     bool
 
-	// parks holds the parked items, fired the events woken since each
-	// processing item's Get, and coreWaiting the woken items waiting for
+	// parking holds the parks, and coreWaiting the woken items waiting for
 	// their park's backoff, which the core queue holds, apart from the
 	// delaying layer's waiting items.
-	parks       map[int]*modelPark
-	fired       map[int]uint8
+	parking     parkingModel
 	coreWaiting map[int]modelWait
 	// fifoChoices are the orders the queue may have queued items in
 	// during the last step: two goroutines (the delaying layer's and the
 	// core's) hand items on at the same instant in either order.
 	fifoChoices [][]int
-}
-
-// modelPark is a park: its events, whether it took effect (at Done) and
-// when, the end of its backoff, and the order of the Park calls (seq) and
-// of the Dones (settleSeq).
-type modelPark struct {
-	events       uint8
-	settled      bool
-	since        time.Duration
-	backoffUntil time.Duration
-	seq          uint64
-	settleSeq    uint64
 }
 
 type modelWait struct {
@@ -127,15 +113,15 @@ type modelWait struct {
 }
 
 func newQueueModel() *queueModel {
-	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{}, parkCounts: map[int]int{},
-		parks: map[int]*modelPark{}, fired: map[int]uint8{}, coreWaiting: map[int]modelWait{}}
+	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{},
+		parking: newParkingModel(modelMaxPark), coreWaiting: map[int]modelWait{}}
 }
 
 func (m *queueModel) add(item int) {
 	if m.shuttingDown {
 		return
 	}
-	delete(m.parks, item) // an add ends a park, and the backoff of a woken one
+	m.parking.drop(item) // an add ends a park, and the backoff of a woken one
 	delete(m.coreWaiting, item)
 	if m.dirty[item] {
 		return
@@ -151,7 +137,7 @@ func (m *queueModel) get() int {
 	m.fifo = m.fifo[1:]
 	m.processing[item] = true
 	delete(m.dirty, item)
-	delete(m.fired, item)
+	m.parking.handOut(item)
 	return item
 }
 
@@ -159,10 +145,7 @@ func (m *queueModel) done(item int) {
 	if !m.processing[item] {
 		return
 	}
-	if p := m.parks[item]; p != nil {
-		p.settled, p.since, p.settleSeq = true, m.now, m.nextSeq
-		m.nextSeq++
-	}
+	m.parking.done(m.now, item)
 	delete(m.processing, item)
 	if m.dirty[item] {
 		m.fifo = append(m.fifo, item)
@@ -189,10 +172,9 @@ func (m *queueModel) addAfter(item int, d time.Duration) {
 // item's failures.
 func (m *queueModel) when(item int) time.Duration { return modelBackoff(m.failures, item) }
 
-// parkWhen is the same limiter over item's parks: the walks give the queue
-// one of its own as ParkBackoff.
-func (m *queueModel) parkWhen(item int) time.Duration { return modelBackoff(m.parkCounts, item) }
-
+// modelBackoff is the limiter of newModelLimiter: it returns the delay for
+// item after counts[item] failures, and counts one more. The walks give the
+// queue one such limiter for failures, and one of its own as ParkBackoff.
 func modelBackoff(counts map[int]int, item int) time.Duration {
 	n := counts[item]
 	counts[item] = n + 1
@@ -231,15 +213,12 @@ func (m *queueModel) step(d time.Duration) {
 		for _, item := range inner {
 			delete(m.coreWaiting, item)
 		}
-		for _, item := range m.expiredParks(next) {
-			p := m.parks[item]
-			delete(m.parks, item)
-			if p.backoffUntil > next {
-				m.coreWaiting[item] = modelWait{readyAt: p.backoffUntil, seq: m.nextSeq}
-				m.nextSeq++
+		for _, p := range m.parking.expire(next) {
+			if p.until > next {
+				m.release(p)
 				continue
 			}
-			inner = append(inner, item)
+			inner = append(inner, p.item)
 		}
 		var choices [][]int
 		for _, fifo := range m.fifoChoices {
@@ -270,10 +249,8 @@ func (m *queueModel) nextInstant() (time.Duration, bool) {
 	for _, w := range m.coreWaiting {
 		at(w.readyAt)
 	}
-	for _, p := range m.parks {
-		if p.settled {
-			at(p.since + modelMaxPark)
-		}
+	if t, ok := m.parking.nextExpiry(); ok {
+		at(t)
 	}
 	return next, ok
 }
@@ -290,19 +267,6 @@ func (m *queueModel) readyAt(waiting map[int]modelWait, t time.Duration) []int {
 	return ready
 }
 
-// expiredParks returns the parks that reach modelMaxPark at t, oldest
-// first.
-func (m *queueModel) expiredParks(t time.Duration) []int {
-	var expired []int
-	for item, p := range m.parks {
-		if p.settled && p.since+modelMaxPark == t {
-			expired = append(expired, item)
-		}
-	}
-	slices.SortFunc(expired, func(a, b int) int { return cmp.Compare(m.parks[a].settleSeq, m.parks[b].settleSeq) })
-	return expired
-}
-
 // appended returns fifo with the items that adds of added, in that order,
 // would queue: those neither queued nor processing, each once.
 func (m *queueModel) appended(fifo, added []int) []int {
@@ -313,17 +277,6 @@ func (m *queueModel) appended(fifo, added []int) []int {
 		}
 	}
 	return fifo
-}
-
-// parked returns the number of parks in effect.
-func (m *queueModel) parked() int {
-	n := 0
-	for _, p := range m.parks {
-		if p.settled {
-			n++
-		}
-	}
-	return n
 }
 
 // heldItem returns an item being processed, chosen by n, and its key, as
@@ -343,57 +296,20 @@ func (m *queueModel) park(item int, events uint8) (backoff time.Duration, parked
 	if m.shuttingDown || !m.processing[item] || m.dirty[item] || woken {
 		return 0, false
 	}
-	backoff = m.parkWhen(item)
-	delete(m.parks, item)
-	if m.fired[item]&events != 0 {
-		m.endPark(item, m.now+backoff)
-		return backoff, true
-	}
-	m.parks[item] = &modelPark{events: events, backoffUntil: m.now + backoff, seq: m.nextSeq}
-	m.nextSeq++
-	return backoff, true
+	return m.parking.park(m.now, item, events, m.release), true
 }
 
-// endPark makes item, whose park has ended, ready once until has passed.
-func (m *queueModel) endPark(item int, until time.Duration) {
-	delete(m.parks, item)
-	if until > m.now {
-		m.coreWaiting[item] = modelWait{readyAt: until, seq: m.nextSeq}
-		m.nextSeq++
-		return
-	}
-	m.add(item)
-}
-
-// wake applies Wake of the event with bit and returns how many parks it
-// ended.
-func (m *queueModel) wake(bit uint8) int {
-	if m.shuttingDown {
-		return 0
-	}
-	for item := range m.processing {
-		m.fired[item] |= bit
-	}
-	var woken []int
-	for item, p := range m.parks {
-		if p.events&bit != 0 {
-			woken = append(woken, item)
+// release makes the items of ended parks ready: queued, or waiting in the
+// core until their backoff has passed.
+func (m *queueModel) release(ended ...endedPark) {
+	for _, p := range ended {
+		if p.until > m.now {
+			m.coreWaiting[p.item] = modelWait{readyAt: p.until, seq: m.nextSeq}
+			m.nextSeq++
+			continue
 		}
+		m.add(p.item)
 	}
-	slices.SortFunc(woken, func(a, b int) int { return cmp.Compare(m.parks[a].seq, m.parks[b].seq) })
-	for _, item := range woken {
-		m.endPark(item, m.parks[item].backoffUntil)
-	}
-	return len(woken)
-}
-
-// wakeItem applies WakeItem.
-func (m *queueModel) wakeItem(item int) bool {
-	if m.parks[item] == nil {
-		return false
-	}
-	m.endPark(item, m.now)
-	return true
 }
 
 // remove takes item out of the queue and the waiting items, and forgets
@@ -401,12 +317,11 @@ func (m *queueModel) wakeItem(item int) bool {
 func (m *queueModel) remove(item int) bool {
 	_, removed := m.waiting[item]
 	_, woken := m.coreWaiting[item]
-	removed = removed || woken || m.parks[item] != nil
+	removed = m.parking.drop(item) || removed || woken
 	delete(m.waiting, item)
 	delete(m.coreWaiting, item)
-	delete(m.parks, item)
 	delete(m.failures, item)
-	delete(m.parkCounts, item)
+	m.parking.forget(item)
 	if m.dirty[item] {
 		delete(m.dirty, item)
 		removed = true
@@ -421,7 +336,7 @@ func (m *queueModel) shutDown() {
 	m.shuttingDown = true
 	clear(m.waiting)
 	clear(m.coreWaiting)
-	clear(m.parks)
+	m.parking.shutDown()
 }
 
 func (m *queueModel) idle() bool { return len(m.fifo) == 0 && len(m.processing) == 0 }
@@ -432,8 +347,7 @@ type recordingLimiter struct {
 	last time.Duration
 }
 
-// newModelLimiter returns the limiter the models' when and parkWhen
-// follow.
+// newModelLimiter returns the limiter that modelBackoff follows.
 func newModelLimiter() *recordingLimiter {
 	return &recordingLimiter{TypedRateLimiter: NewTypedMaxOfRateLimiter(
 		NewTypedItemExponentialFailureRateLimiter[string](modelBase, modelMax),
@@ -536,31 +450,22 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		case opForget:
 			q.Forget(key)
 			delete(m.failures, op.item)
-			delete(m.parkCounts, op.item)
+			m.parking.forget(op.item)
 		case opNumRequeues:
 			if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
 				return diverged(i, op, "NumRequeues = %d, model %d", got, want)
 			}
 		case opPark:
 			op.item, key = m.heldItem(op.item)
-			limiter.last, parkLimiter.last = -1, -1
-			q.Park(key, linEvents(modelEvents(op.dur))...)
-			if limiter.last != -1 {
-				return diverged(i, op, "Park consulted the rate limiter")
-			}
-			want, parked := m.park(op.item, modelEvents(op.dur))
-			if !parked {
-				want = -1
-			}
-			if parkLimiter.last != want {
-				return diverged(i, op, "park backoff = %v, model %v", parkLimiter.last, want)
+			if div := modelParkOp(q, limiter, parkLimiter, m, op.item, modelEvents(op.dur)); div != "" {
+				return diverged(i, op, "%s", div)
 			}
 		case opWake:
-			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
+			if got, want := q.Wake(linEventNames[op.item%2]), m.parking.wake(1<<(op.item%2), m.release); got != want {
 				return diverged(i, op, "Wake = %d, model %d", got, want)
 			}
 		case opWakeItem:
-			if got, want := q.WakeItem(key), m.wakeItem(op.item); got != want {
+			if got, want := q.WakeItem(key), m.parking.wakeItem(m.now, op.item, m.release); got != want {
 				return diverged(i, op, "WakeItem = %v, model %v", got, want)
 			}
 		case opLen:
@@ -604,7 +509,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		if got := q.Len(); got != len(m.fifo) {
 			return diverged(i, op, "Len = %d, model %d (fifo %v)", got, len(m.fifo), m.fifo)
 		}
-		if got, want := q.Snapshot(0).Parked, m.parked(); got != want {
+		if got, want := q.Snapshot(0).Parked, m.parking.parked(); got != want {
 			return diverged(i, op, "parked %d, model %d", got, want)
 		}
 		if got := q.ShuttingDown(); got != m.shuttingDown {
@@ -703,17 +608,11 @@ func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	if !slices.Equal(gotDelayed, delayed) {
 		return fmt.Sprintf("Snapshot lists delayed %v; model %v", gotDelayed, delayed)
 	}
-	var parked []int
-	for item, p := range m.parks {
-		if p.settled {
-			parked = append(parked, item)
-		}
-	}
-	slices.SortFunc(parked, func(a, b int) int { return cmp.Compare(m.parks[a].settleSeq, m.parks[b].settleSeq) })
+	parked := m.parking.settledOrder()
 	var gotParked []string
 	for _, p := range s.ParkedItems {
 		gotParked = append(gotParked, p.Item)
-		if want := linEvents(m.parks[slices.Index(modelKeys, p.Item)].events); !slices.Equal(p.Events, want) {
+		if want := linEvents(m.parking.parks[slices.Index(modelKeys, p.Item)].events); !slices.Equal(p.Events, want) {
 			return fmt.Sprintf("Snapshot lists %q parked until %v; model %v", p.Item, p.Events, want)
 		}
 	}

@@ -559,3 +559,32 @@ func TestParkingVersusPolling(t *testing.T) {
 		})
 	}
 }
+
+// A Push that panics while a parked item is queued again (by an Add, a
+// Wake or WakeItem) has not happened: the item stays parked, and a later
+// attempt queues it.
+func TestStoragePushPanicEndingAPark(t *testing.T) {
+	for name, end := range map[string]func(q *Typed[string]){
+		"Add":      func(q *Typed[string]) { q.Add("x") },
+		"Wake":     func(q *Typed[string]) { q.Wake("e") },
+		"WakeItem": func(q *Typed[string]) { q.WakeItem("x") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			storage := &panickyStorage{}
+			q := NewTypedWithConfig(TypedQueueConfig[string]{Queue: storage, Logger: discardLogger})
+			defer q.ShutDown()
+			q.Add("x")
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			storage.fail = true
+			assert.Panics(t, func() { end(q) })
+			storage.fail = false
+			require.NoError(t, verifyQueue(q))
+			assert.Equal(t, 1, q.Snapshot(0).Parked, "x is still parked")
+			end(q)
+			assert.Equal(t, 1, q.Len(), "x queued by the attempt that succeeded")
+			require.NoError(t, verifyQueue(q))
+		})
+	}
+}

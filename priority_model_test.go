@@ -89,34 +89,30 @@ type pqModelItem struct {
 	readySeq   uint64
 	waitAt     time.Duration
 	waitSeq    uint64
-	// A park: its events, the order of the Park calls (parkSeq) and of
-	// the Dones that made them take effect (settleSeq), when that was,
-	// and the end of its backoff; fired holds the events woken since the
-	// item's Get.
-	events       uint8
-	parkSeq      uint64
-	settled      bool
-	since        time.Duration
-	settleSeq    uint64
-	backoffUntil time.Duration
-	fired        uint8
 }
 
 type pqModel struct {
-	now          time.Duration
-	dims         int
-	maxWait      time.Duration
-	items        map[int]*pqModelItem
-	turnAt       map[string]uint64 // the turn of each key path "priority/key/key"
-	tick         uint64
-	limiter      *queueModel // for its failures and when
+	now      time.Duration
+	dims     int
+	maxWait  time.Duration
+	items    map[int]*pqModelItem
+	turnAt   map[string]uint64 // the turn of each key path "priority/key/key"
+	tick     uint64
+	failures map[int]int
+	// parking holds the parks; a parked item stays in items, with nothing
+	// pending, so that it keeps its priority.
+	parking      parkingModel
 	shuttingDown bool
 	draining     bool
 }
 
 func newPQModel(dims int, maxWait time.Duration) *pqModel {
-	return &pqModel{dims: dims, maxWait: maxWait, items: map[int]*pqModelItem{}, turnAt: map[string]uint64{}, limiter: newQueueModel()}
+	return &pqModel{dims: dims, maxWait: maxWait, items: map[int]*pqModelItem{}, turnAt: map[string]uint64{}, failures: map[int]int{},
+		parking: newParkingModel(pqModelMaxPark)}
 }
+
+// when is the delay AddRateLimited takes for item, as queueModel's.
+func (m *pqModel) when(item int) time.Duration { return modelBackoff(m.failures, item) }
 
 func (m *pqModel) next() uint64 { m.tick++; return m.tick }
 
@@ -173,12 +169,9 @@ func (m *pqModel) add(item, priority int, after time.Duration) {
 		return
 	}
 	it := m.items[item]
-	if it != nil && it.pending == pendingParked { // an add ends a park: from here on, as if none
-		it.pending, it.settled = pendingNone, false
-		if !it.processing {
-			delete(m.items, item)
-			it = nil
-		}
+	if m.parking.drop(item) && !it.processing { // an add ends a park: from here on, as if none
+		delete(m.items, item)
+		it = nil
 	}
 	if after > 0 {
 		switch {
@@ -279,7 +272,8 @@ func (m *pqModel) get() (int, int) {
 		m.serve(item)
 	}
 	it := m.items[item]
-	it.processing, it.pending, it.fired = true, pendingNone, 0
+	it.processing, it.pending = true, pendingNone
+	m.parking.handOut(item)
 	return item, it.priority
 }
 
@@ -289,13 +283,12 @@ func (m *pqModel) done(item int) {
 		return
 	}
 	it.processing = false
-	switch it.pending {
-	case pendingReady:
+	m.parking.done(m.now, item)
+	switch {
+	case it.pending == pendingReady:
 		m.makeReady(item)
-	case pendingNone:
+	case it.pending == pendingNone && !m.parking.has(item):
 		delete(m.items, item)
-	case pendingParked:
-		it.settled, it.since, it.settleSeq = true, m.now, m.next()
 	}
 }
 
@@ -306,58 +299,23 @@ func (m *pqModel) park(item int, events uint8) (backoff time.Duration, parked bo
 	if m.shuttingDown || it == nil || !it.processing || it.pending == pendingReady || it.pending == pendingDelay {
 		return 0, false
 	}
-	backoff = m.limiter.parkWhen(item)
-	if it.fired&events != 0 {
-		m.endPark(item, m.now+backoff)
-		return backoff, true
-	}
-	it.pending, it.events, it.parkSeq, it.backoffUntil = pendingParked, events, m.next(), m.now+backoff
-	return backoff, true
+	return m.parking.park(m.now, item, events, m.release), true
 }
 
-// endPark ends item's park: it is ready once until has passed.
-func (m *pqModel) endPark(item int, until time.Duration) {
-	it := m.items[item]
-	it.settled, it.events = false, 0
-	if until > m.now {
-		it.pending, it.waitAt, it.waitSeq = pendingDelay, until, m.next()
-		return
-	}
-	it.pending = pendingReady
-	if !it.processing {
-		m.makeReady(item)
-	}
-}
-
-// wake applies Wake of the event with bit and returns how many parks it
-// ended, in the order they were made.
-func (m *pqModel) wake(bit uint8) int {
-	if m.shuttingDown {
-		return 0
-	}
-	var woken []int
-	for i, it := range m.items {
-		if it.processing {
-			it.fired |= bit
+// release makes the items of ended parks ready: queued, or delayed until
+// their backoff has passed.
+func (m *pqModel) release(ended ...endedPark) {
+	for _, p := range ended {
+		it := m.items[p.item]
+		if p.until > m.now {
+			it.pending, it.waitAt, it.waitSeq = pendingDelay, p.until, m.next()
+			continue
 		}
-		if it.pending == pendingParked && it.events&bit != 0 {
-			woken = append(woken, i)
+		it.pending = pendingReady
+		if !it.processing {
+			m.makeReady(p.item)
 		}
 	}
-	slices.SortFunc(woken, func(a, b int) int { return cmp.Compare(m.items[a].parkSeq, m.items[b].parkSeq) })
-	for _, i := range woken {
-		m.endPark(i, m.items[i].backoffUntil)
-	}
-	return len(woken)
-}
-
-// wakeItem applies WakeItem.
-func (m *pqModel) wakeItem(item int) bool {
-	if it := m.items[item]; it == nil || it.pending != pendingParked {
-		return false
-	}
-	m.endPark(item, m.now)
-	return true
 }
 
 // heldItem returns an item being processed, chosen by n, and its key, as
@@ -376,17 +334,6 @@ func (m *pqModel) heldItem(n int) (int, string) {
 	return n, modelKeys[n]
 }
 
-// parked returns the number of parks in effect.
-func (m *pqModel) parked() int {
-	n := 0
-	for _, it := range m.items {
-		if it.pending == pendingParked && it.settled {
-			n++
-		}
-	}
-	return n
-}
-
 // step moves time on; each item whose delay ends is queued at its ready
 // time, in order of ready time and then of the add that set it, and each
 // park that has lasted pqModelMaxPark ends then, after the delays that end
@@ -394,27 +341,26 @@ func (m *pqModel) parked() int {
 func (m *pqModel) step(d time.Duration) {
 	end := m.now + d
 	for {
-		delayed, expired := -1, -1
+		delayed := -1
 		for i, it := range m.items {
 			if it.pending == pendingDelay && it.waitAt <= end && (delayed < 0 ||
 				cmp.Or(cmp.Compare(it.waitAt, m.items[delayed].waitAt), cmp.Compare(it.waitSeq, m.items[delayed].waitSeq)) < 0) {
 				delayed = i
 			}
-			if it.pending == pendingParked && it.settled && it.since+pqModelMaxPark <= end && (expired < 0 || it.settleSeq < m.items[expired].settleSeq) {
-				expired = i
-			}
 		}
+		expiry, expires := m.parking.nextExpiry()
+		expires = expires && expiry <= end
 		switch {
-		case delayed >= 0 && (expired < 0 || m.items[delayed].waitAt <= m.items[expired].since+pqModelMaxPark):
+		case delayed >= 0 && (!expires || m.items[delayed].waitAt <= expiry):
 			it := m.items[delayed]
 			m.now = it.waitAt
 			it.pending = pendingReady
 			if !it.processing {
 				m.makeReady(delayed)
 			}
-		case expired >= 0:
-			m.now = m.items[expired].since + pqModelMaxPark
-			m.endPark(expired, m.items[expired].backoffUntil)
+		case expires:
+			m.now = expiry
+			m.release(m.parking.expire(expiry)...)
 		default:
 			m.now = end
 			return
@@ -423,10 +369,11 @@ func (m *pqModel) step(d time.Duration) {
 }
 
 func (m *pqModel) remove(item int) bool {
-	delete(m.limiter.failures, item)
-	delete(m.limiter.parkCounts, item)
+	delete(m.failures, item)
+	m.parking.forget(item)
+	parked := m.parking.drop(item)
 	it := m.items[item]
-	if it == nil || it.pending == pendingNone {
+	if it == nil || it.pending == pendingNone && !parked {
 		return false
 	}
 	if it.queued {
@@ -442,7 +389,7 @@ func (m *pqModel) remove(item int) bool {
 func (m *pqModel) shutDown() {
 	m.shuttingDown = true
 	for i, it := range m.items {
-		if it.pending == pendingDelay || it.pending == pendingParked {
+		if parked := m.parking.drop(i); it.pending == pendingDelay || parked {
 			it.pending = pendingNone
 			if !it.processing {
 				delete(m.items, i)
@@ -490,6 +437,8 @@ func (m *pqModel) clone() *pqModel {
 		c.items[i] = &copied
 	}
 	c.turnAt = maps.Clone(m.turnAt)
+	c.failures = maps.Clone(m.failures)
+	c.parking = m.parking.clone()
 	return &c
 }
 
@@ -539,7 +488,7 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 				}
 				break
 			}
-			after := m.limiter.when(op.item)
+			after := m.when(op.item)
 			if limiter.last != after {
 				return diverged(i, op, "limiter delay = %v, model %v", limiter.last, after)
 			}
@@ -572,28 +521,19 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 			}
 		case pqOpForget:
 			q.Forget(key)
-			delete(m.limiter.failures, op.item)
-			delete(m.limiter.parkCounts, op.item)
+			delete(m.failures, op.item)
+			m.parking.forget(op.item)
 		case pqOpPark:
 			op.item, key = m.heldItem(op.item)
-			limiter.last, parkLimiter.last = -1, -1
-			q.Park(key, linEvents(pqModelEvents(op))...)
-			if limiter.last != -1 {
-				return diverged(i, op, "Park consulted the rate limiter")
-			}
-			want, parked := m.park(op.item, pqModelEvents(op))
-			if !parked {
-				want = -1
-			}
-			if parkLimiter.last != want {
-				return diverged(i, op, "park backoff = %v, model %v", parkLimiter.last, want)
+			if div := modelParkOp(q, limiter, parkLimiter, m, op.item, pqModelEvents(op)); div != "" {
+				return diverged(i, op, "%s", div)
 			}
 		case pqOpWake:
-			if got, want := q.Wake(linEventNames[op.item%2]), m.wake(1<<(op.item%2)); got != want {
+			if got, want := q.Wake(linEventNames[op.item%2]), m.parking.wake(1<<(op.item%2), m.release); got != want {
 				return diverged(i, op, "Wake = %d, model %d", got, want)
 			}
 		case pqOpWakeItem:
-			if got, want := q.WakeItem(key), m.wakeItem(op.item); got != want {
+			if got, want := q.WakeItem(key), m.parking.wakeItem(m.now, op.item, m.release); got != want {
 				return diverged(i, op, "WakeItem = %v, model %v", got, want)
 			}
 		case pqOpSnapshot:
@@ -604,8 +544,8 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 				item, _ := c.get()
 				want = append(want, modelKeys[item])
 			}
-			if !slices.Equal(s.Queued, want) || s.Depth != m.len() || s.Parked != m.parked() {
-				return diverged(i, op, "Snapshot queued %v (depth %d, %d parked), model %v (%d, %d)", s.Queued, s.Depth, s.Parked, want, m.len(), m.parked())
+			if !slices.Equal(s.Queued, want) || s.Depth != m.len() || s.Parked != m.parking.parked() {
+				return diverged(i, op, "Snapshot queued %v (depth %d, %d parked), model %v (%d, %d)", s.Queued, s.Depth, s.Parked, want, m.len(), m.parking.parked())
 			}
 		case pqOpShutDown:
 			q.ShutDown()
@@ -630,10 +570,10 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 		if got, want := q.Len(), m.len(); got != want {
 			return diverged(i, op, "Len = %d, model %d", got, want)
 		}
-		if got, want := q.Snapshot(0).Parked, m.parked(); got != want {
+		if got, want := q.Snapshot(0).Parked, m.parking.parked(); got != want {
 			return diverged(i, op, "parked %d, model %d", got, want)
 		}
-		if got, want := q.NumRequeues(key), m.limiter.failures[op.item]; got != want {
+		if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
 			return diverged(i, op, "NumRequeues = %d, model %d", got, want)
 		}
 		if got, want := provider.depths(), m.depths(); !maps.Equal(got, want) || provider.value("model", "depth") != float64(m.readyCount()) {

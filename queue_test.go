@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/ring"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -434,4 +435,295 @@ func pingPong(t *testing.T, workers, rounds int) {
 			t.Fatalf("round %d: the item was never handed out (%d queued)", i, q.Len())
 		}
 	}
+}
+
+// The racy tests below each pin one behaviour under concurrency, observed
+// from outside the package, and name the fault they catch. The
+// linearizability test checks all of them and more; these say in one place
+// what must hold, and fail with a plain message.
+
+// racyRounds is how many times each racy scenario is played: a fault shows
+// in 1 to 10 percent of rounds, or less.
+func racyRounds() int {
+	if testing.Short() {
+		return 20
+	}
+	return 100
+}
+
+// contenders runs n goroutines that add other keys, and once they have
+// added a thousand, body, while they go on: the faults show only on a
+// queue that has seen contention.
+func contenders(q TypedInterface[string], n int, body func()) {
+	stop := make(chan struct{})
+	var adds atomic.Int64
+	warm := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			key := []string{"c0", "c1", "c2", "c3"}[i%4]
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				q.Add(key)
+				if adds.Add(1) == 1000 {
+					close(warm)
+				}
+			}
+		})
+	}
+	<-warm
+	body()
+	close(stop)
+	wg.Wait()
+}
+
+// drainOrder gets and finishes items until Get reports shutdown, and
+// returns them in the order they were handed out.
+func drainOrder(q TypedInterface[string]) []string {
+	var order []string
+	for {
+		item, shutdown := q.Get()
+		if shutdown {
+			return order
+		}
+		order = append(order, item)
+		q.Done(item)
+	}
+}
+
+// drainAll is drainOrder counting how often each item was handed out.
+func drainAll(q TypedInterface[string]) map[string]int {
+	got := map[string]int{}
+	for _, item := range drainOrder(q) {
+		got[item]++
+	}
+	return got
+}
+
+// An acknowledged Add must not be lost: after two Adds of one item, both
+// returned before ShutDown began, the item is handed out, and a drain does
+// not return before it is done.
+func TestRegressionAcknowledgedAddIsNeverLost(t *testing.T) {
+	for _, drain := range []bool{false, true} {
+		for round := range racyRounds() {
+			q := NewTyped[string]()
+			var wg sync.WaitGroup
+			contenders(q, 2, func() {
+				for range 2 {
+					wg.Go(func() { q.Add("x") })
+				}
+				wg.Wait()
+			})
+			var handedOut map[string]int
+			if drain {
+				done := make(chan struct{})
+				go func() {
+					handedOut = drainAll(q)
+					close(done)
+				}()
+				q.ShutDownWithDrain()
+				<-done
+			} else {
+				q.ShutDown()
+				handedOut = drainAll(q)
+			}
+			require.Equal(t, 1, handedOut["x"], "round %d, drain %v: x handed out", round, drain)
+		}
+	}
+}
+
+// Acknowledged Adds must be handed out in order: when x's Add returned
+// before y's Add was called, x is handed out first.
+func TestRegressionFIFOOrderOfAcknowledgedAdds(t *testing.T) {
+	for round := range racyRounds() {
+		q := NewTyped[string]()
+		contenders(q, 2, func() {
+			q.Add("x")
+			done := make(chan struct{})
+			go func() { q.Add("y"); close(done) }()
+			<-done
+		})
+		q.ShutDown()
+		var order []string
+		for _, item := range drainOrder(q) {
+			if item == "x" || item == "y" {
+				order = append(order, item)
+			}
+		}
+		require.Equal(t, []string{"x", "y"}, order, "round %d", round)
+	}
+}
+
+// Len must count the caller's own Add: right after it returned, with no Get
+// running, Len counts the item, even when another Add of it runs at the
+// same time.
+func TestRegressionLenCountsOwnAdd(t *testing.T) {
+	q := NewTyped[string]()
+	defer q.ShutDown()
+	contenders(q, 2, func() {
+		for round := range racyRounds() {
+			// Empties the queue but for the contenders' keys, which are
+			// added again at once; x is queued only by this round.
+			for q.Len() > 0 {
+				item, _ := q.Get()
+				q.Done(item)
+			}
+			var wg sync.WaitGroup
+			var lens [2]int
+			for i := range lens {
+				wg.Go(func() {
+					q.Add("x")
+					lens[i] = q.Len()
+				})
+			}
+			wg.Wait()
+			require.GreaterOrEqual(t, min(lens[0], lens[1]), 1, "round %d: Len after Add(x)", round)
+		}
+	})
+}
+
+// An Add that overlaps ShutDown must not leave a dirty mark behind: it takes
+// effect before ShutDown or not at all, so once ShutDown has returned, an
+// item queued before it is handed out once, and its Done does not queue it
+// again.
+func TestRegressionNoDirtyMarkAfterShutDown(t *testing.T) {
+	for _, custom := range []bool{false, true} {
+		for round := range racyRounds() {
+			var config TypedQueueConfig[string]
+			if custom {
+				config.Queue = DefaultQueue[string]()
+			}
+			q := NewTypedWithConfig(config)
+			q.Add("x")
+			var wg sync.WaitGroup
+			for range 2 {
+				wg.Go(func() {
+					for range 20 {
+						q.Add("x")
+					}
+				})
+			}
+			q.ShutDown()
+			handedOut := drainAll(q)
+			wg.Wait()
+			assert.Equal(t, 0, q.Len())
+			require.Equal(t, 1, handedOut["x"], "round %d, custom %v: x was not processing when ShutDown began", round, custom)
+		}
+	}
+}
+
+// A drain must wait for an item that its Done queues again: one added while
+// processing, before the drain began.
+func TestRegressionDrainWaitsForDirtyDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTyped[string]()
+		q.Add("x")
+		item, _ := q.Get()
+		q.Add("x") // dirty
+		var drained atomic.Bool
+		go func() {
+			q.ShutDownWithDrain()
+			drained.Store(true)
+		}()
+		synctest.Wait()
+		require.False(t, drained.Load(), "returned while x was processing")
+		q.Done(item)
+		synctest.Wait()
+		require.False(t, drained.Load(), "returned while x was queued again")
+		item, shutdown := q.Get()
+		require.False(t, shutdown)
+		require.Equal(t, "x", item)
+		q.Done(item)
+		synctest.Wait()
+		require.True(t, drained.Load(), "the drain did not return once idle")
+	})
+}
+
+// Custom storage that holds items when the queue is made must not lose or
+// double them: the queue hands them out, each once, in the storage's order.
+func TestRegressionPrefilledStorage(t *testing.T) {
+	storage := DefaultQueue[string]()
+	for _, item := range []string{"a", "b", "a", "c"} {
+		storage.Push(item)
+	}
+	q := NewTypedWithConfig(TypedQueueConfig[string]{Queue: storage})
+	require.Equal(t, 3, q.Len())
+	q.Add("b") // queued already
+	require.NoError(t, verifyQueue(q))
+	q.ShutDown()
+	assert.Equal(t, []string{"a", "b", "c"}, drainOrder(q))
+}
+
+// panickyStorage is FIFO storage whose Push panics while fail is set.
+type panickyStorage struct {
+	ring.Ring[string]
+	fail bool
+}
+
+func (s *panickyStorage) Push(item string) {
+	if s.fail {
+		panic("storage full")
+	}
+	s.Ring.Push(item)
+}
+
+// returnsWithin reports whether f returns within d: a bound that only a
+// hang reaches, so it costs nothing when the test passes.
+func returnsWithin(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// User code that panics under the queue's lock, such as custom storage
+// whose Push panics, must leave the queue consistent and unlocked.
+//
+// A Push that panics in Add must not leave a record of an item that is not
+// stored: it would never be handed out, later Adds of it would collapse into
+// it, and a drain would wait for it for ever.
+func TestStoragePushPanicInAdd(t *testing.T) {
+	storage := &panickyStorage{fail: true}
+	q := NewTypedWithConfig(TypedQueueConfig[string]{Queue: storage})
+	assert.Panics(t, func() { q.Add("x") })
+	storage.fail = false
+	assert.NoError(t, verifyQueue(q), "invariant broken after the panic")
+	q.Add("x") // a caller retries: collapsed into the ghost record
+	assert.Equal(t, 1, q.Len(), "x was added twice and is not queued")
+	assert.True(t, returnsWithin(10*time.Second, func() {
+		go func() { item, _ := q.Get(); q.Done(item) }()
+		q.ShutDownWithDrain()
+	}), "drain waits for a ghost for ever")
+	q.ShutDown()
+}
+
+// The same through Done, which queues a dirty item again: a Done that
+// panics has not happened, so the item is still processing, and a Done that
+// succeeds later queues it again.
+func TestStoragePushPanicInDone(t *testing.T) {
+	storage := &panickyStorage{}
+	q := NewTypedWithConfig(TypedQueueConfig[string]{Queue: storage})
+	q.Add("x")
+	item, _ := q.Get()
+	q.Add("x") // dirty
+	storage.fail = true
+	assert.Panics(t, func() { q.Done(item) })
+	storage.fail = false
+	assert.NoError(t, verifyQueue(q))
+	assert.Equal(t, 0, q.Len(), "x is still processing")
+	q.Done(item)
+	assert.Equal(t, 1, q.Len(), "x queued again by the Done that succeeded")
+	assert.True(t, returnsWithin(10*time.Second, func() {
+		go func() { item, _ := q.Get(); q.Done(item) }()
+		q.ShutDownWithDrain()
+	}), "the drain did not return once x was done")
+	q.ShutDown()
 }

@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -86,5 +87,41 @@ func TestRateLimitingQueueEndToEnd(t *testing.T) {
 		ms := time.Millisecond
 		require.Equal(t, []time.Duration{0, 5 * ms, 15 * ms, 35 * ms}, retriedAt)
 		assert.Zero(t, q.NumRequeues("k"))
+	})
+}
+
+// The layers must shut down at one instant: an AddRateLimited that overlaps
+// ShutDown records a failure if and only if its item is queued, and an
+// AddAfter(x, 0) is never dropped while a later Add is accepted.
+func TestRegressionLayersShutDownAtOneInstant(t *testing.T) {
+	t.Run("AddRateLimited", func(t *testing.T) {
+		for round := range racyRounds() {
+			limiter := &linLimiter{}
+			q := NewTypedRateLimitingQueue[string](limiter)
+			var handedOut map[string]int
+			var wg sync.WaitGroup
+			wg.Go(func() { handedOut = drainAll(q) })
+			wg.Go(func() { q.AddRateLimited("x") })
+			if round%2 == 0 {
+				q.ShutDown()
+			} else {
+				q.ShutDownWithDrain()
+			}
+			wg.Wait()
+			require.Equal(t, handedOut["x"], limiter.NumRequeues("x"), "round %d: failures recorded vs times x was handed out", round)
+		}
+	})
+	t.Run("AddAfter then Add", func(t *testing.T) {
+		for round := range racyRounds() {
+			q := NewTypedDelayingQueue[string]()
+			go q.ShutDown()
+			q.AddAfter("a", 0)
+			q.Add("b")
+			q.ShutDown()
+			handedOut := drainAll(q)
+			if handedOut["b"] == 1 {
+				require.Equal(t, 1, handedOut["a"], "round %d: AddAfter(a, 0) dropped, the later Add(b) accepted", round)
+			}
+		}
 	})
 }

@@ -1,0 +1,361 @@
+package workqueue
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The reference queues of the linearizability test: queues written to be
+// obviously right, one mutex and one condition variable each, which with a
+// bug set are wrong on purpose. The checker is trusted because it accepts
+// the references and catches every bug.
+
+// linRefQueue is a queue written to be obviously right: one mutex, one
+// condition variable, the model's state in maps. With a bug set it is wrong
+// on purpose, to show that the checker notices.
+type linRefQueue struct {
+	mu         sync.Mutex
+	changed    *sync.Cond
+	fifo       []string
+	processing map[string]int // how many workers hold the item
+	dirty      map[string]bool
+	failures   map[string]int
+	shutdown   bool
+	released   bool
+	bug        linBug
+}
+
+type linBug uint8
+
+const (
+	linNoBug linBug = iota
+	// linBugDoubleHandout: an Add of a processing item queues it at once,
+	// so a second worker can get it while the first holds it.
+	linBugDoubleHandout
+	// linBugLoseDirty: an Add of a processing item is lost, so Done does
+	// not queue it again.
+	linBugLoseDirty
+)
+
+var _ TypedRateLimitingInterface[string] = (*linRefQueue)(nil)
+
+func newLinRefQueue(bug linBug) *linRefQueue {
+	q := &linRefQueue{processing: map[string]int{}, dirty: map[string]bool{}, failures: map[string]int{}, bug: bug}
+	q.changed = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *linRefQueue) Add(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.addLocked(item)
+}
+
+func (q *linRefQueue) addLocked(item string) {
+	switch {
+	case q.shutdown, slices.Contains(q.fifo, item):
+	case q.processing[item] > 0 && q.bug == linBugLoseDirty:
+	case q.processing[item] > 0 && q.bug != linBugDoubleHandout:
+		q.dirty[item] = true
+	default:
+		q.fifo = append(q.fifo, item)
+		q.changed.Broadcast()
+	}
+}
+
+// AddAfter supports the delays the histories use, zero or less, only.
+func (q *linRefQueue) AddAfter(item string, d time.Duration) {
+	if d > 0 {
+		panic("linRefQueue: AddAfter with a positive delay")
+	}
+	q.Add(item)
+}
+
+func (q *linRefQueue) AddRateLimited(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.shutdown {
+		q.failures[item]++
+		q.addLocked(item)
+	}
+}
+
+func (q *linRefQueue) Forget(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, item)
+}
+
+func (q *linRefQueue) NumRequeues(item string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.failures[item]
+}
+
+func (q *linRefQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.fifo)
+}
+
+func (q *linRefQueue) Get() (string, bool) {
+	item, err := q.GetContext(context.Background())
+	return item, err != nil
+}
+
+func (q *linRefQueue) GetContext(ctx context.Context) (string, error) {
+	stop := context.AfterFunc(ctx, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		q.changed.Broadcast()
+	})
+	defer stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.fifo) == 0 && !q.shutdown {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		q.changed.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	if len(q.fifo) == 0 {
+		return "", ErrShutDown
+	}
+	item := q.fifo[0]
+	q.fifo = q.fifo[1:]
+	q.processing[item]++
+	return item, nil
+}
+
+func (q *linRefQueue) Remove(item string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.failures, item)
+	removed := q.dirty[item]
+	delete(q.dirty, item)
+	if i := slices.Index(q.fifo, item); i >= 0 {
+		q.fifo = slices.Delete(q.fifo, i, i+1)
+		removed = true
+	}
+	if removed {
+		q.changed.Broadcast()
+	}
+	return removed
+}
+
+func (q *linRefQueue) Done(item string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.processing[item] == 0 {
+		return
+	}
+	if q.processing[item]--; q.processing[item] == 0 {
+		delete(q.processing, item)
+	}
+	if q.dirty[item] {
+		delete(q.dirty, item)
+		q.fifo = append(q.fifo, item)
+	}
+	q.changed.Broadcast()
+}
+
+func (q *linRefQueue) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdown, q.released = true, true
+	q.changed.Broadcast()
+}
+
+func (q *linRefQueue) ShutDownWithDrain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shutdown = true
+	q.changed.Broadcast()
+	for !q.released && (len(q.fifo) > 0 || len(q.processing) > 0) {
+		q.changed.Wait()
+	}
+}
+
+func (q *linRefQueue) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shutdown
+}
+
+// linRefPriorityQueue is a priority queue written to be obviously right:
+// one mutex, one condition variable, and the model's state. With a bug set
+// it is wrong on purpose, to show that the checker notices.
+type linRefPriorityQueue struct {
+	mu      sync.Mutex
+	changed *sync.Cond
+	s       linPrioState
+	bug     linPrioBug
+}
+
+type linPrioBug uint8
+
+const (
+	linPrioNoBug linPrioBug = iota
+	// linBugRaiseKeepsPlace: a queued item raised to a higher priority
+	// keeps its place in the FIFO instead of going to the back of its new
+	// level.
+	linBugRaiseKeepsPlace
+	// linBugRequeueAtZero: Done queues an item added while processed at
+	// priority 0 instead of the priority asked for.
+	linBugRequeueAtZero
+	// linBugUnfair: Get ignores the fairness rotation and hands out the
+	// first item of the level.
+	linBugUnfair
+)
+
+var (
+	_ TypedRateLimitingInterface[string] = (*linRefPriorityQueue)(nil)
+	_ linPrioritized                     = (*linRefPriorityQueue)(nil)
+)
+
+func newLinRefPriorityQueue(fair bool, bug linPrioBug) *linRefPriorityQueue {
+	q := &linRefPriorityQueue{s: newLinPrioState(fair), bug: bug}
+	q.changed = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *linRefPriorityQueue) do(f func()) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	f()
+	q.changed.Broadcast()
+}
+
+func (q *linRefPriorityQueue) addLocked(key, priority int8) {
+	s := q.s
+	if q.bug == linBugRaiseKeepsPlace && !s.shutdown && s.processing&(1<<key) == 0 && s.isQueued(key) && priority > s.prio[key] {
+		q.s.prio[key] = priority
+		return
+	}
+	q.s = s.add(key, priority)
+}
+
+func (q *linRefPriorityQueue) Add(item string) {
+	q.do(func() { q.addLocked(linKeyIndex(item), 0) })
+}
+
+func (q *linRefPriorityQueue) AddWithOpts(opts AddOpts, items ...string) {
+	q.do(func() {
+		for _, item := range items {
+			q.addLocked(linKeyIndex(item), int8(*opts.Priority))
+		}
+	})
+}
+
+func (q *linRefPriorityQueue) AddAfter(item string, d time.Duration) { q.Add(item) }
+
+func (q *linRefPriorityQueue) AddRateLimited(item string) {
+	q.do(func() {
+		if !q.s.shutdown {
+			q.s.failures[linKeyIndex(item)]++
+			q.addLocked(linKeyIndex(item), 0)
+		}
+	})
+}
+
+func (q *linRefPriorityQueue) Forget(item string) {
+	q.do(func() { q.s.failures[linKeyIndex(item)] = 0 })
+}
+
+func (q *linRefPriorityQueue) NumRequeues(item string) (n int) {
+	q.do(func() { n = int(q.s.failures[linKeyIndex(item)]) })
+	return n
+}
+
+func (q *linRefPriorityQueue) Len() (n int) {
+	q.do(func() { n = int(q.s.queued) })
+	return n
+}
+
+func (q *linRefPriorityQueue) Get() (string, bool) {
+	item, _, shutdown := q.GetWithPriority()
+	return item, shutdown
+}
+
+func (q *linRefPriorityQueue) GetWithPriority() (string, int, bool) {
+	item, priority, err := q.get(context.Background())
+	return item, priority, err != nil
+}
+
+func (q *linRefPriorityQueue) GetContext(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	stop := context.AfterFunc(ctx, func() { q.do(func() {}) })
+	defer stop()
+	item, _, err := q.get(ctx)
+	return item, err
+}
+
+func (q *linRefPriorityQueue) get(ctx context.Context) (string, int, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.s.queued == 0 {
+		if q.s.shutdown {
+			return "", 0, ErrShutDown
+		}
+		if err := ctx.Err(); err != nil {
+			return "", 0, err
+		}
+		q.changed.Wait()
+	}
+	var key int8
+	s := q.s
+	if q.bug == linBugUnfair {
+		plain := s
+		plain.fair = false
+		key, _ = plain.next()
+	} else {
+		key, s = s.next()
+	}
+	priority := s.prio[key]
+	s = s.dequeue(key)
+	s.processing |= 1 << key
+	q.s = s
+	q.changed.Broadcast()
+	return linKeyNames[key], int(priority), nil
+}
+
+func (q *linRefPriorityQueue) Remove(item string) (removed bool) {
+	q.do(func() { removed, q.s = q.s.remove(linKeyIndex(item)) })
+	return removed
+}
+
+func (q *linRefPriorityQueue) Done(item string) {
+	q.do(func() {
+		key := linKeyIndex(item)
+		if q.bug == linBugRequeueAtZero && q.s.dirty&(1<<key) != 0 {
+			q.s.prio[key] = 0
+		}
+		q.s = q.s.done(key)
+	})
+}
+
+func (q *linRefPriorityQueue) ShutDown() {
+	q.do(func() { q.s.shutdown, q.s.released = true, true })
+}
+
+func (q *linRefPriorityQueue) ShutDownWithDrain() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.s.shutdown = true
+	q.changed.Broadcast()
+	for !q.s.released && (q.s.queued > 0 || q.s.processing != 0) {
+		q.changed.Wait()
+	}
+}
+
+func (q *linRefPriorityQueue) ShuttingDown() (down bool) {
+	q.do(func() { down = q.s.shutdown })
+	return down
+}

@@ -1,0 +1,564 @@
+package workqueue
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+	"strings"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// The sequential specification of the queues for the linearizability test:
+// the operations a history records (linInput, linOutput), the sequential
+// FIFO queue (linState) with what every model shares (linCommon: the
+// processing and dirty keys, failures, shutdown and parking), and the
+// porcupine model built from them. The priority queue's specification is in
+// linearizability_priority_test.go.
+
+// linMaxKeys is the most keys a history uses; the model keeps one bit per key.
+const linMaxKeys = 3
+
+var linKeyNames = [linMaxKeys]string{"a", "b", "c"}
+
+// linKeyIndex returns the index of a key, -1 for the zero value (what Get
+// returns at shutdown) and -2 for anything else, which no step accepts.
+func linKeyIndex(item string) int8 {
+	if item == "" {
+		return -1
+	}
+	for i, name := range linKeyNames {
+		if item == name {
+			return int8(i)
+		}
+	}
+	return -2
+}
+
+type linKind uint8
+
+const (
+	linAdd linKind = iota
+	linAddAfterZero
+	linAddAfterNegative
+	linAddRateLimited
+	linForget
+	linNumRequeues
+	linLen
+	linShuttingDown
+	linGet
+	linDone
+	linShutDown
+	// linDrain is what a plan asks for; the history records it as the two
+	// operations below.
+	linDrain
+	linDrainBegin
+	linDrainEnd
+	// linGetContext is GetContext with a context that has ended already or
+	// ends within microseconds.
+	linGetContext
+	linRemove
+	// linAddPriority is a priority queue's AddWithOpts with the input's
+	// priority.
+	linAddPriority
+	// linPark is Park, which records no failure, even on a queue with a
+	// rate limiter; linWake is Wake of the one event in the input's events.
+	linPark
+	linWake
+	linWakeItem
+)
+
+var linKindNames = [...]string{
+	linAdd: "Add", linAddAfterZero: "AddAfter0", linAddAfterNegative: "AddAfter-1", linAddRateLimited: "AddRateLimited",
+	linForget: "Forget", linNumRequeues: "NumRequeues", linLen: "Len", linShuttingDown: "ShuttingDown",
+	linGet: "Get", linDone: "Done", linShutDown: "ShutDown", linDrain: "ShutDownWithDrain",
+	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
+	linGetContext: "GetContext", linRemove: "Remove", linAddPriority: "AddWithOpts",
+	linPark: "Park", linWake: "Wake", linWakeItem: "WakeItem",
+}
+
+// linEventNames name the events of the parking histories, by bit.
+var linEventNames = [...]string{"e0", "e1"}
+
+// linEvents returns the names of the events in mask.
+func linEvents(mask uint8) []string {
+	var names []string
+	for i, name := range linEventNames {
+		if mask&(1<<i) != 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// linInput is an operation's input: its kind and key, -1 for none, for
+// linAddPriority the priority, and for a park or a wake the events, a bit
+// per event. In a worker's plan a Done or a Park has key -1: it marks the
+// oldest item the worker holds.
+type linInput struct {
+	kind   linKind
+	key    int8
+	prio   int8
+	events uint8
+}
+
+// linOutput is what an operation returned: Get's and GetContext's item
+// (key) and shutdown (for GetContext: ErrShutDown), ShuttingDown's result
+// (shutdown), Len's and NumRequeues' result and whether Remove removed
+// anything (n), and whether GetContext returned its context's error
+// (cancelled), and the priority a priority queue's Get handed the item out
+// at (prio; -1 where the call does not say).
+type linOutput struct {
+	key       int8
+	shutdown  bool
+	n         int
+	cancelled bool
+	prio      int8
+}
+
+func linKeyName(key int8) string {
+	switch {
+	case key >= 0:
+		return linKeyNames[key]
+	case key == -1:
+		return `""`
+	default:
+		return "?"
+	}
+}
+
+func linDescribe(in linInput, out linOutput) string {
+	name := linKindNames[in.kind]
+	switch in.kind {
+	case linGet, linGetContext:
+		switch {
+		case out.shutdown:
+			return fmt.Sprintf("%s() -> %s, shutdown", name, linKeyName(out.key))
+		case out.cancelled:
+			return fmt.Sprintf("%s() -> %s, cancelled", name, linKeyName(out.key))
+		case out.prio >= 0 && in.kind == linGet:
+			return fmt.Sprintf("GetWithPriority() -> %s, %d", linKeyName(out.key), out.prio)
+		}
+		return fmt.Sprintf("%s() -> %s", name, linKeyName(out.key))
+	case linAddPriority:
+		return fmt.Sprintf("AddWithOpts(Priority %d, %s)", in.prio, linKeyName(in.key))
+	case linRemove, linWakeItem:
+		return fmt.Sprintf("%s(%s) -> %v", name, linKeyName(in.key), out.n == 1)
+	case linPark:
+		return fmt.Sprintf("Park(%s, %s)", linKeyName(in.key), strings.Join(linEvents(in.events), ", "))
+	case linWake:
+		return fmt.Sprintf("Wake(%s) -> %d", strings.Join(linEvents(in.events), ", "), out.n)
+	case linLen:
+		return fmt.Sprintf("Len() -> %d", out.n)
+	case linNumRequeues:
+		return fmt.Sprintf("NumRequeues(%s) -> %d", linKeyName(in.key), out.n)
+	case linShuttingDown:
+		return fmt.Sprintf("ShuttingDown() -> %v", out.shutdown)
+	case linShutDown, linDrain, linDrainBegin, linDrainEnd:
+		return name + "()"
+	}
+	return fmt.Sprintf("%s(%s)", name, linKeyName(in.key))
+}
+
+// linState is the sequential queue: a value, so that porcupine can keep
+// states and compare them with ==. An item is in at most one of the FIFO and
+// the processing set; dirty items are processing items added again.
+type linState struct {
+	linCommon
+	fifo   [linMaxKeys]int8
+	queued int8
+	// custom is set for a queue with custom storage, where a removed item
+	// stays in the FIFO, hidden (bit per key), until a Get passes it or an
+	// add shows it again in its old place.
+	custom bool
+	hidden uint8
+}
+
+// linCommon is what the sequential queues of every model keep apart from
+// their order: the keys being processed, those added again meanwhile, the
+// failures and the shutdown.
+type linCommon struct {
+	processing uint8 // bit per key
+	dirty      uint8 // bit per key
+	failures   [linMaxKeys]uint8
+	shutdown   bool
+	released   bool // a ShutDown has released every drain
+
+	// parked and parking hold a bit per key: parked since its Done, and
+	// parked by its worker, to take effect at Done. parkOrder lists both
+	// in the order of their Park calls, parkEvents holds the events each
+	// waits for, and firedSinceGet the events woken since each processing
+	// key's Get.
+	parked        uint8
+	parking       uint8
+	parkEvents    [linMaxKeys]uint8
+	firedSinceGet [linMaxKeys]uint8
+	parkOrder     [linMaxKeys]int8
+	parks         int8
+}
+
+// handOut marks key, just handed out by Get, as processing.
+func (c *linCommon) handOut(key int8) {
+	c.processing |= 1 << key
+	c.firedSinceGet[key] = 0
+}
+
+// unpark ends key's park, if it has one, and reports whether it was
+// parked since its Done and whether it was parked by its worker.
+func (c *linCommon) unpark(key int8) (parked, parking bool) {
+	bit := uint8(1) << key
+	parked, parking = c.parked&bit != 0, c.parking&bit != 0
+	if !parked && !parking {
+		return false, false
+	}
+	c.parked &^= bit
+	c.parking &^= bit
+	c.parkEvents[key] = 0
+	i := slices.Index(c.parkOrder[:c.parks], key)
+	copy(c.parkOrder[i:], c.parkOrder[i+1:c.parks])
+	c.parks--
+	c.parkOrder[c.parks] = 0
+	return parked, parking
+}
+
+// park applies a worker's Park(key, events): nothing after a shutdown, for
+// a key not processing, or for one added again since its Get; a Done that
+// queues it again if one of events woke since its Get; otherwise a park
+// that takes effect at Done, replacing one asked for before.
+func (c *linCommon) park(key int8, events uint8) {
+	bit := uint8(1) << key
+	if c.shutdown || c.processing&bit == 0 || c.dirty&bit != 0 {
+		return
+	}
+	c.unpark(key)
+	if c.firedSinceGet[key]&events != 0 {
+		c.dirty |= bit
+		return
+	}
+	c.parking |= bit
+	c.parkEvents[key] = events
+	c.parkOrder[c.parks] = key
+	c.parks++
+}
+
+// wake applies Wake(events): it ends the parks waiting for them, in the
+// order they were asked for, returning the keys parked since their Done
+// (to queue, in that order) and the number of parks it ended. A key still
+// processing is queued again at its Done.
+func (c *linCommon) wake(events uint8) (woken []int8, n int) {
+	if c.shutdown {
+		return nil, 0
+	}
+	for key := range int8(linMaxKeys) {
+		if c.processing&(1<<key) != 0 {
+			c.firedSinceGet[key] |= events
+		}
+	}
+	for _, key := range slices.Clone(c.parkOrder[:c.parks]) {
+		if c.parkEvents[key]&events == 0 {
+			continue
+		}
+		n++
+		if parked, _ := c.unpark(key); parked {
+			woken = append(woken, key)
+		} else {
+			c.dirty |= 1 << key
+		}
+	}
+	return woken, n
+}
+
+// wakeItem applies WakeItem(key): it ends key's park, if it has one, and
+// reports whether it did and whether to queue key now (parked since its
+// Done). A key still processing is queued again at its Done.
+func (c *linCommon) wakeItem(key int8) (woken, queue bool) {
+	parked, parking := c.unpark(key)
+	if parking {
+		c.dirty |= 1 << key
+	}
+	return parked || parking, parked
+}
+
+// dropParks is the shutdown's part: every park ends, and nothing is
+// queued.
+func (c *linCommon) dropParks() {
+	for c.parks > 0 {
+		c.unpark(c.parkOrder[0])
+	}
+}
+
+// settle makes the park of key, whose Done ends its processing, take
+// effect.
+func (c *linCommon) settle(key int8) {
+	bit := uint8(1) << key
+	if c.parking&bit != 0 {
+		c.parking &^= bit
+		c.parked |= bit
+	}
+}
+
+// stepCommon applies in if it does not depend on the order, and reports
+// whether it did and whether out is what the queue could have returned.
+// queued is the number of items Get can hand out.
+func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled, ok bool) {
+	switch in.kind {
+	case linForget:
+		c.failures[in.key] = 0
+	case linNumRequeues:
+		return true, out.n == int(c.failures[in.key])
+	case linLen:
+		return true, out.n == queued
+	case linShuttingDown:
+		return true, out.shutdown == c.shutdown
+	case linShutDown:
+		c.shutdown, c.released = true, true
+		c.dropParks()
+	case linDrainBegin:
+		c.shutdown = true
+		c.dropParks()
+	case linPark:
+		c.park(in.key, in.events)
+	case linDrainEnd:
+		return true, c.released || c.shutdown && queued == 0 && c.processing == 0
+	case linGet, linGetContext:
+		switch {
+		case out.cancelled:
+			return true, in.kind == linGetContext && out.key == -1 && !out.shutdown
+		case out.shutdown:
+			return true, out.key == -1 && queued == 0 && c.shutdown
+		}
+		return false, false
+	default:
+		return false, false
+	}
+	return true, true
+}
+
+// validKey reports whether in names a key where it must.
+func validKey(in linInput) bool {
+	switch in.kind {
+	case linAdd, linAddAfterZero, linAddAfterNegative, linAddRateLimited, linForget, linNumRequeues, linDone, linRemove, linAddPriority,
+		linPark, linWakeItem:
+		return in.key >= 0 && in.key < linMaxKeys
+	}
+	return true
+}
+
+// hash mixes c into h.
+func (c linCommon) hash(h uint64) uint64 {
+	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44 | uint64(c.parked)<<32 | uint64(c.parking)<<36
+	for i, n := range c.failures {
+		h ^= uint64(n) << (48 + 4*i)
+	}
+	if c.shutdown {
+		h ^= 1 << 62
+	}
+	if c.released {
+		h ^= 1 << 63
+	}
+	return h
+}
+
+// describe writes the processing keys, each with pending(key) if it was
+// added again meanwhile, then the failures and the shutdown.
+func (c linCommon) describe(b *strings.Builder, pending func(key int8) string) {
+	b.WriteString(" processing {")
+	sep := ""
+	for key := range int8(linMaxKeys) {
+		if c.processing&(1<<key) != 0 {
+			b.WriteString(sep + linKeyNames[key])
+			if c.dirty&(1<<key) != 0 {
+				b.WriteString(pending(key))
+			}
+			sep = " "
+		}
+	}
+	b.WriteString("}")
+	for key, n := range c.failures {
+		if n > 0 {
+			fmt.Fprintf(b, " failures(%s)=%d", linKeyNames[key], n)
+		}
+	}
+	if c.parks > 0 {
+		b.WriteString(" parks [")
+		for i, key := range c.parkOrder[:c.parks] {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(linKeyNames[key] + "(" + strings.Join(linEvents(c.parkEvents[key]), ",") + ")")
+			if c.parking&(1<<key) != 0 {
+				b.WriteString("@Done")
+			}
+		}
+		b.WriteString("]")
+	}
+	if c.released {
+		b.WriteString(" shut down")
+	} else if c.shutdown {
+		b.WriteString(" draining")
+	}
+}
+
+// visible returns the number of items Get can hand out.
+func (s linState) visible() int {
+	return int(s.queued) - bits.OnesCount8(s.hidden)
+}
+
+func (s linState) add(key int8) linState {
+	bit := uint8(1) << key
+	if !s.shutdown {
+		s.unpark(key)
+	}
+	switch {
+	case s.shutdown:
+	case s.processing&bit != 0:
+		s.dirty |= bit
+	case slices.Contains(s.fifo[:s.queued], key):
+		s.hidden &^= bit
+	default:
+		s.fifo[s.queued] = key
+		s.queued++
+	}
+	return s
+}
+
+// step applies one operation with its output to s. It reports false if the
+// queue could not have returned out at this point.
+func (s linState) step(in linInput, out linOutput) (bool, linState) {
+	if !validKey(in) {
+		return false, s // a Done of something no Get returned
+	}
+	if handled, ok := s.stepCommon(in, out, s.visible()); handled {
+		return ok, s
+	}
+	key := in.key
+	switch in.kind {
+	case linAdd, linAddAfterZero, linAddAfterNegative:
+		return true, s.add(key)
+	case linAddPriority:
+		return false, s // not an operation of this model's queues
+	case linAddRateLimited:
+		if s.shutdown {
+			return true, s // the limiter is not consulted
+		}
+		s.failures[key]++
+		return true, s.add(key)
+	case linWake:
+		woken, n := s.wake(in.events)
+		for _, k := range woken {
+			s = s.add(k)
+		}
+		return out.n == n, s
+	case linWakeItem:
+		woken, queue := s.wakeItem(key)
+		if queue {
+			s = s.add(key)
+		}
+		return out.n == 1 == woken, s
+	case linRemove:
+		bit := uint8(1) << key
+		parked, parking := s.unpark(key)
+		removed := s.dirty&bit != 0 || parked || parking
+		s.dirty &^= bit
+		if i := slices.Index(s.fifo[:s.queued], key); i >= 0 && s.hidden&bit == 0 {
+			if s.custom {
+				s.hidden |= bit
+			} else {
+				s = s.drop(i)
+			}
+			removed = true
+		}
+		s.failures[key] = 0
+		return out.n == 1 == removed, s
+	case linGet, linGetContext:
+		for s.queued > 0 && s.hidden&(1<<s.fifo[0]) != 0 { // Get passes removed items
+			s.hidden &^= 1 << s.fifo[0]
+			s = s.drop(0)
+		}
+		if s.queued == 0 || s.fifo[0] != out.key {
+			return false, s
+		}
+		s = s.drop(0)
+		s.handOut(out.key)
+		return true, s
+	case linDone:
+		bit := uint8(1) << key
+		if s.processing&bit == 0 {
+			return true, s
+		}
+		s.settle(key)
+		s.processing &^= bit
+		if s.dirty&bit != 0 {
+			s.dirty &^= bit
+			s.fifo[s.queued] = key
+			s.queued++
+		}
+		return true, s
+	}
+	panic(fmt.Sprintf("linState.step: unexpected operation %v", in.kind))
+}
+
+// drop takes the item at position i out of the FIFO.
+func (s linState) drop(i int) linState {
+	copy(s.fifo[i:], s.fifo[i+1:s.queued])
+	s.queued--
+	s.fifo[s.queued] = 0
+	return s
+}
+
+func (s linState) hash() uint64 {
+	h := uint64(s.queued) | uint64(s.hidden)<<8
+	for i := range linMaxKeys {
+		h |= uint64(s.fifo[i]&3) << (16 + 2*i)
+	}
+	return s.linCommon.hash(h)
+}
+
+func (s linState) String() string {
+	var b strings.Builder
+	b.WriteString("queued [")
+	for i, key := range s.fifo[:s.queued] {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		b.WriteString(linKeyNames[key])
+		if s.hidden&(1<<key) != 0 {
+			b.WriteString("(removed)")
+		}
+	}
+	b.WriteString("]")
+	s.describe(&b, func(int8) string { return "*" })
+	return b.String()
+}
+
+// linModel is the sequential specification for porcupine, and
+// linCustomModel the same for a queue with custom storage.
+var (
+	linModel       = linModelFor(false)
+	linCustomModel = linModelFor(true)
+)
+
+func linModelFor(custom bool) porcupine.Model { return linModelOf(linState{custom: custom}) }
+
+// linSpec is a sequential queue of the models: a comparable value.
+type linSpec[S any] interface {
+	comparable
+	step(in linInput, out linOutput) (bool, S)
+	hash() uint64
+	String() string
+}
+
+// linModelOf returns the porcupine model that starts from init.
+func linModelOf[S linSpec[S]](init S) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return init },
+		Step: func(state, input, output any) (bool, any) {
+			return state.(S).step(input.(linInput), output.(linOutput))
+		},
+		Hash: func(state any) uint64 { return state.(S).hash() },
+		DescribeOperation: func(input, output any) string {
+			return linDescribe(input.(linInput), output.(linOutput))
+		},
+		DescribeState: func(state any) string { return state.(S).String() },
+	}
+}
