@@ -166,7 +166,7 @@ func TestScenarioEndsOnAnyFlags(t *testing.T) {
 		{0.3, 10, completes, false},
 		{0.9, -1, stops, false},
 		{0.9, 0, givesUp, false},
-		{0.9, 2, givesUp, false}, // issue 18: this hung for a minute
+		{0.9, 2, givesUp, false}, // a controller that gives up must still stop
 		{0.9, 10, givesUp, true},
 		{1, -1, invalid, false},
 		{1, 0, invalid, false},
