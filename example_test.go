@@ -299,3 +299,36 @@ func ExampleWaitFor() {
 	// b runs
 	// c runs
 }
+
+// ExampleWithGracePeriod stops a Runner whose reconcile outlasts the grace
+// period: Run hands out nothing more, cancels the reconcile's context once
+// the grace period has passed, and returns when it ends.
+func ExampleWithGracePeriod() {
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	started := make(chan struct{})
+	slow := func(ctx context.Context, key string) (workqueue.Result, error) {
+		close(started)
+		<-ctx.Done() // a reconcile that would take too long
+		fmt.Println("reconcile of", key, "ended:", ctx.Err())
+		return workqueue.Result{}, ctx.Err()
+	}
+	runner := workqueue.NewRunner(queue, slow,
+		workqueue.WithGracePeriod(10*time.Millisecond),
+		workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	queue.Add("default/a")
+	queue.Add("default/b")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		runner.Run(ctx, 1)
+		close(done)
+	}()
+	<-started
+	cancel() // as when a pod is told to stop, or loses its leader election
+	<-done
+	fmt.Println("queued, not reconciled:", queue.Len())
+	// Output:
+	// reconcile of default/a ended: context canceled
+	// queued, not reconciled: 1
+}
