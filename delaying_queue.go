@@ -30,6 +30,12 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	// Queue receives the items whose delay has ended; nil means a new
 	// Typed with this config's settings.
 	Queue TypedInterface[T]
+	// AddCancelsDelay makes an Add (or an AddAfter of no delay) of an
+	// item waiting for its delay take it out of the waiting items, so it
+	// is handed out once, now, as on [TypedPriorityQueue]. By default, as
+	// in client-go, the waiting add stays and adds the item again when
+	// its delay ends.
+	AddCancelsDelay bool
 }
 
 // NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.
@@ -68,6 +74,8 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		logger:  config.Logger,
 		maxPark: maxPark,
 		delays:  newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
+
+		addCancelsDelay: config.AddCancelsDelay,
 	}
 	q.delays.start(&q.mu, q.queue.Add, q.finished, q.logger)
 	return q
@@ -84,6 +92,8 @@ type TypedDelayingQueue[T comparable] struct {
 	queue   TypedInterface[T]
 	logger  *slog.Logger
 	maxPark time.Duration // for Park over a queue that cannot park
+	// addCancelsDelay is the config's AddCancelsDelay.
+	addCancelsDelay bool
 
 	// mu guards the delays. Their goroutine holds it while it moves ready
 	// items to the underlying queue, so that an item is always in one of
@@ -95,8 +105,25 @@ type TypedDelayingQueue[T comparable] struct {
 	stopped bool
 }
 
-// Add adds item at once; see [Typed.Add].
-func (q *TypedDelayingQueue[T]) Add(item T) { q.queue.Add(item) }
+// Add adds item at once; see [Typed.Add]. With AddCancelsDelay it also
+// takes item out of the items waiting for their delay.
+func (q *TypedDelayingQueue[T]) Add(item T) {
+	if q.addCancelsDelay {
+		q.addCancellingDelay(item, q.queue.Add)
+		return
+	}
+	q.queue.Add(item)
+}
+
+// addCancellingDelay takes item out of the waiting items and adds it with
+// add as one step: the delays' goroutine, which moves ready items under
+// mu, cannot add it in between.
+func (q *TypedDelayingQueue[T]) addCancellingDelay(item T, add func(item T)) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.delays.remove(item)
+	add(item)
+}
 
 // Len returns the number of ready items; see [Typed.Len].
 func (q *TypedDelayingQueue[T]) Len() int { return q.queue.Len() }
@@ -137,6 +164,10 @@ func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T,
 // AddAfter adds item after duration; if it waits already, the earlier time
 // wins.
 func (q *TypedDelayingQueue[T]) AddAfter(item T, duration time.Duration) {
+	if duration <= 0 && q.addCancelsDelay {
+		q.addCancellingDelay(item, q.addNow)
+		return
+	}
 	if duration <= 0 {
 		q.addNow(item)
 		return

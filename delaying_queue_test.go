@@ -255,3 +255,66 @@ func TestAddAfterPanicReleasesLock(t *testing.T) {
 		assert.True(t, returnsWithin(10*time.Second, q.ShutDown))
 	})
 }
+
+// TestAddCancelsDelay checks AddCancelsDelay against the default, client-go's
+// rule, under which an item added while it waits for its delay is handed out
+// now and again when the delay ends (kubernetes/kubernetes#126027).
+func TestAddCancelsDelay(t *testing.T) {
+	type queue interface {
+		Add(string)
+		AddAfter(string, time.Duration)
+		Get() (string, bool)
+		Done(string)
+		Len() int
+		ShutDown()
+	}
+	tests := []struct {
+		name      string
+		make      func(cancels bool) queue
+		wait      func(q queue) // makes "a" wait for a delay of a second
+		add       func(q queue)
+		wantAgain int // handed out again once the delay has passed
+	}{
+		{"delaying, Add", func(cancels bool) queue {
+			return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{AddCancelsDelay: cancels})
+		}, func(q queue) { q.AddAfter("a", time.Second) }, func(q queue) { q.Add("a") }, 1},
+		{"delaying, AddAfter of no delay", func(cancels bool) queue {
+			return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{AddCancelsDelay: cancels})
+		}, func(q queue) { q.AddAfter("a", time.Second) }, func(q queue) { q.AddAfter("a", 0) }, 1},
+		{"rate-limiting, Add after AddRateLimited", func(cancels bool) queue {
+			return NewTypedRateLimitingQueueWithConfig(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second),
+				TypedRateLimitingQueueConfig[string]{AddCancelsDelay: cancels})
+		}, func(q queue) { q.(*TypedRateLimitingQueue[string]).AddRateLimited("a") }, func(q queue) { q.Add("a") }, 1},
+	}
+	for _, tt := range tests {
+		for _, cancels := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, AddCancelsDelay=%v", tt.name, cancels), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					q := tt.make(cancels)
+					defer q.ShutDown()
+					tt.wait(q)
+					tt.add(q)
+					item, _ := q.Get()
+					require.Equal(t, "a", item)
+					q.Done(item)
+					time.Sleep(time.Second)
+					synctest.Wait()
+					want := tt.wantAgain
+					if cancels {
+						want = 0
+					}
+					assert.Equal(t, want, q.Len(), "handed out again after the delay")
+				})
+			})
+		}
+	}
+}
+
+func TestAddCancelsDelayWithADelayingQueuePanics(t *testing.T) {
+	delaying := NewTypedDelayingQueue[string]()
+	defer delaying.ShutDown()
+	assert.PanicsWithValue(t, "workqueue: NewTypedRateLimitingQueueWithConfig: AddCancelsDelay with a DelayingQueue; set it in the DelayingQueue's own config", func() {
+		NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](),
+			TypedRateLimitingQueueConfig[string]{AddCancelsDelay: true, DelayingQueue: delaying})
+	})
+}

@@ -136,6 +136,11 @@ type linSetup struct {
 	// parking adds parks and wakes to the histories. MaxParkTime is never
 	// reached on the fake clock.
 	parking bool
+	// addCancelsDelay sets AddCancelsDelay on the delaying layer. The
+	// histories add with no delay, so the specification is the same; it
+	// runs Add and AddRateLimited through the delaying layer's lock,
+	// against every other call.
+	addCancelsDelay bool
 }
 
 // model returns the specification the setup's queue must meet.
@@ -177,6 +182,7 @@ func (c linSetup) build() linSubject {
 	}
 	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
+		AddCancelsDelay: c.addCancelsDelay,
 	})
 	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying, ParkBackoff: &linLimiter{},

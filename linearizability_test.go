@@ -45,6 +45,7 @@ func TestLinearizability(t *testing.T) {
 		{"rate limiting", linSetup{rateLimiting: true}},
 		{"rate limiting/custom storage", linSetup{rateLimiting: true, custom: true}},
 		{"rate limiting/metrics", linSetup{rateLimiting: true, metrics: true}},
+		{"rate limiting/AddCancelsDelay and parking", linSetup{rateLimiting: true, addCancelsDelay: true, parking: true}},
 		{"priority queue", linSetup{rateLimiting: true, priority: true}},
 		{"priority queue/metrics", linSetup{rateLimiting: true, priority: true, metrics: true}},
 		{"priority queue/fairness", linSetup{rateLimiting: true, priority: true, fairness: true}},

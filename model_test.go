@@ -95,6 +95,9 @@ type queueModel struct {
 	failures     map[int]int
 	shuttingDown bool
 	draining     bool
+	// addCancelsDelay is the delaying layer's AddCancelsDelay: an add
+	// takes the item out of waiting.
+	addCancelsDelay bool
 
 	// parking holds the parks, and coreWaiting the woken items waiting for
 	// their park's backoff, which the core queue holds, apart from the
@@ -115,6 +118,15 @@ type modelWait struct {
 func newQueueModel() *queueModel {
 	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{},
 		parking: newParkingModel(modelMaxPark), coreWaiting: map[int]modelWait{}}
+}
+
+// addNow is an Add through the delaying layer, which with AddCancelsDelay
+// takes the item out of the waiting items first.
+func (m *queueModel) addNow(item int) {
+	if m.addCancelsDelay && !m.shuttingDown {
+		delete(m.waiting, item)
+	}
+	m.add(item)
 }
 
 func (m *queueModel) add(item int) {
@@ -157,7 +169,7 @@ func (m *queueModel) addAfter(item int, d time.Duration) {
 		return
 	}
 	if d <= 0 {
-		m.add(item)
+		m.addNow(item)
 		return
 	}
 	readyAt := m.now + d
@@ -373,17 +385,18 @@ var modelKeys = func() []string {
 // the Step operation moves. It returns how many operations it applied
 // (those that cannot apply, such as a Get from an empty queue, are passed
 // over) and a description of the first divergence, or "".
-func runModelWalk(ops []modelOp) (executed int, divergence string) {
+func runModelWalk(ops []modelOp, addCancelsDelay bool) (executed int, divergence string) {
 	limiter := newModelLimiter()
 	parkLimiter := newModelLimiter()
 	config := TypedRateLimitingQueueConfig[string]{
-		DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger}),
+		DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger, AddCancelsDelay: addCancelsDelay}),
 		ParkBackoff:   parkLimiter,
 	}
 	q := NewTypedRateLimitingQueueWithConfig[string](limiter, config)
 	delaying := q.delaying.(*TypedDelayingQueue[string])
 	typed := delaying.queue.(*Typed[string])
 	m := newQueueModel()
+	m.addCancelsDelay = addCancelsDelay
 	var drained atomic.Bool
 	defer func() {
 		q.ShutDown() // releases a drain still waiting
@@ -401,7 +414,7 @@ func runModelWalk(ops []modelOp) (executed int, divergence string) {
 		switch op.kind {
 		case opAdd:
 			q.Add(key)
-			m.add(op.item)
+			m.addNow(op.item)
 		case opGet:
 			if len(m.fifo) == 0 {
 				continue // Get would block; the model knows it
@@ -720,7 +733,7 @@ func TestModelRandomWalks(t *testing.T) {
 					rng := rand.New(rand.NewPCG(*modelSeed+uint64(walk), 0x5eed))
 					ops := randomOps(rng, walkLength)
 					synctest.Test(t, func(t *testing.T) {
-						n, divergence := runModelWalk(ops)
+						n, divergence := runModelWalk(ops, walk%4 >= 2)
 						total.Add(int64(n))
 						walks.Add(1)
 						if divergence != "" {
@@ -747,7 +760,7 @@ func FuzzModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ops := decodeOps(data)
 		synctest.Test(t, func(t *testing.T) {
-			if _, divergence := runModelWalk(ops); divergence != "" {
+			if _, divergence := runModelWalk(ops, len(data)%2 == 1); divergence != "" {
 				t.Fatal(divergence)
 			}
 		})

@@ -31,6 +31,11 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	// with the queue locked and must not call the queue. Nil means a
 	// backoff per item from 5 ms, doubling up to 10 s.
 	ParkBackoff TypedRateLimiter[T]
+	// AddCancelsDelay is [TypedDelayingQueueConfig.AddCancelsDelay] for
+	// the delaying queue this layer makes: an Add then also cancels a
+	// pending AddAfter or AddRateLimited of the item. It panics if
+	// DelayingQueue is set too.
+	AddCancelsDelay bool
 	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
 }
@@ -54,7 +59,10 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 			MetricsProvider: config.MetricsProvider,
 			Clock:           config.Clock,
 			MaxParkTime:     maxPark,
+			AddCancelsDelay: config.AddCancelsDelay,
 		})
+	} else if config.AddCancelsDelay {
+		panic("workqueue: NewTypedRateLimitingQueueWithConfig: AddCancelsDelay with a DelayingQueue; set it in the DelayingQueue's own config")
 	}
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
