@@ -33,8 +33,8 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	ParkBackoff TypedRateLimiter[T]
 	// AddCancelsDelay is [TypedDelayingQueueConfig.AddCancelsDelay] for
 	// the delaying queue this layer makes: an Add then also cancels a
-	// pending AddAfter or AddRateLimited of the item. It panics if
-	// DelayingQueue is set too.
+	// pending AddAfter or AddRateLimited of the item. It cannot be set
+	// with a DelayingQueue.
 	AddCancelsDelay bool
 	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
@@ -47,7 +47,8 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *T
 }
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
-// panics if rateLimiter is nil or MaxParkTime is negative.
+// panics if rateLimiter is nil, MaxParkTime is negative, or AddCancelsDelay
+// is set with a DelayingQueue.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
