@@ -41,7 +41,11 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // warn, and panics and items given up on at error. A Runner is safe for concurrent use. The zero
 // value is not usable: make one with [NewRunner].
 type Runner[T comparable] struct {
-	queue      TypedRateLimitingInterface[T]
+	queue TypedRateLimitingInterface[T]
+	// prio and getter are queue as a priority queue and as a queue with
+	// GetContext, nil if it is not one, found once rather than per item.
+	prio       prioritized[T]
+	getter     contextGetter[T]
 	reconcile  ReconcileFunc[T]
 	maxRetries int
 	timeout    time.Duration
@@ -197,6 +201,8 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	if r.logger == nil {
 		r.logger = slog.Default()
 	}
+	r.prio, _ = queue.(prioritized[T])
+	r.getter, _ = queue.(contextGetter[T])
 	return r
 }
 
@@ -255,7 +261,7 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}
 	grace := time.AfterFunc(r.grace, cancelWork)
 	defer grace.Stop()
-	if !r.getsWithContext() {
+	if r.prio == nil && r.getter == nil {
 		r.queue.ShutDown() // the one way to end a Get without a context
 	}
 	<-allExited
@@ -263,15 +269,6 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	// flight reach the queue, which on a queue shared between processes
 	// (Redis) hands them to the others.
 	r.queue.ShutDown()
-}
-
-// getsWithContext reports whether next can end a Get with its context.
-func (r *Runner[T]) getsWithContext() bool {
-	switch r.queue.(type) {
-	case prioritized[T], contextGetter[T]:
-		return true
-	}
-	return false
 }
 
 // processNext reconciles one item and reports whether the worker goes on:
@@ -292,7 +289,7 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 		o.ObserveSuccess(item)
 	}
 	if result.Priority != nil {
-		priority = result.Priority
+		priority = *result.Priority
 	}
 	switch {
 	case result.RequeueAfter > 0:
@@ -314,28 +311,28 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 
 // next gets the next item, with its priority on a priority queue, or
 // reports that the worker should stop.
-func (r *Runner[T]) next(ctx context.Context) (item T, priority *int, ok bool) {
+func (r *Runner[T]) next(ctx context.Context) (item T, priority int, ok bool) {
 	if ctx.Err() != nil {
-		return item, nil, false
+		return item, 0, false
 	}
-	switch q := r.queue.(type) {
-	case prioritized[T]:
-		item, p, err := q.get(ctx)
-		return item, &p, err == nil
-	case contextGetter[T]:
-		item, err := q.GetContext(ctx)
-		return item, nil, err == nil
+	switch {
+	case r.prio != nil:
+		item, priority, err := r.prio.get(ctx)
+		return item, priority, err == nil
+	case r.getter != nil:
+		item, err := r.getter.GetContext(ctx)
+		return item, 0, err == nil
 	default:
 		item, shutdown := r.queue.Get()
-		return item, nil, !shutdown
+		return item, 0, !shutdown
 	}
 }
 
 // requeue adds item again as opts says, at priority on a priority queue.
-func (r *Runner[T]) requeue(item T, priority *int, opts AddOpts) {
-	if q, ok := r.queue.(prioritized[T]); ok {
-		opts.Priority = priority
-		q.AddWithOpts(opts, item)
+func (r *Runner[T]) requeue(item T, priority int, opts AddOpts) {
+	if r.prio != nil {
+		opts.Priority = &priority
+		r.prio.AddWithOpts(opts, item)
 		return
 	}
 	if opts.RateLimited {
@@ -361,7 +358,7 @@ func (r *Runner[T]) reconcileRecovered(ctx context.Context, item T) (result Resu
 	return r.reconcile(ctx, item)
 }
 
-func (r *Runner[T]) handleFailure(item T, priority *int, err error) {
+func (r *Runner[T]) handleFailure(item T, priority int, err error) {
 	terminal := IsTerminal(err)
 	failures := r.addFailure(item)
 	if !terminal && (r.maxRetries == UnlimitedRetries || failures <= r.maxRetries) {
