@@ -17,6 +17,7 @@ import (
 //	remover          yes    yes                 yes                     yes
 //	snapshotter      yes    yes                 yes                     yes
 //	parker           yes    yes                 yes                     yes
+//	groupLimiter     yes    yes                 yes                     yes
 //	parkingQueue     yes    yes                 -                       yes
 //	prioritized      -      -                   -                       yes
 
@@ -63,6 +64,11 @@ type prioritized[T comparable] interface {
 	AddWithOpts(opts AddOpts, items ...T)
 }
 
+// groupLimiter is the SetGroupLimit method of this package's queues.
+type groupLimiter interface {
+	SetGroupLimit(group string, limit int)
+}
+
 // parker is the Park method of this package's queues.
 type parker[T comparable] interface {
 	Park(item T, events ...string)
@@ -89,4 +95,5 @@ type additions[T comparable] interface {
 	remover[T]
 	snapshotter[T]
 	parker[T]
+	groupLimiter
 }

@@ -81,6 +81,9 @@ type core[T comparable] struct {
 	// lock, so that a hand-off between cores moves fewer cache lines.
 	queued     int // items in the order
 	processing int // items handed out and not yet done
+	// slotWaits counts the queued items that wait for a free slot of
+	// their group: Get hands out only the others.
+	slotWaits int
 	// sleepers are the Get callers asleep and not yet woken, and
 	// wakeupsPending counts those woken and not yet running. A push wakes
 	// a sleeper only when more items are queued than wakeups are pending,
@@ -96,6 +99,9 @@ type core[T comparable] struct {
 	// processed, waiting for a delay in the core's delays, or parked.
 	items table.Table[T, record]
 	order handOutOrder
+	// groups and grouped are nil unless the queue has group limits.
+	groups  *groupSet[T]
+	grouped groupedOrder
 
 	drainWaiters int
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
@@ -167,9 +173,7 @@ func (c *core[T]) start() {
 // caller holds mu and counts the add.
 func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 	_, id := c.items.Insert(item, hash, record{pending: pendingReady})
-	c.order.queue(id)
-	c.queued++
-	c.wakeOne()
+	c.queueHeld(id)
 	return id
 }
 
@@ -177,8 +181,15 @@ func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 // whose record the caller makes pendingReady, after this call for one that
 // waited for something else. The caller holds mu.
 func (c *core[T]) queueHeld(id int32) {
+	if c.groups != nil {
+		c.groups.attach(id, c.items.At(id).Item) // first: the order files the item under its group
+	}
 	c.order.queue(id)
 	c.queued++
+	if c.groups != nil {
+		g := c.groups.of(id)
+		c.changeGroup(g, func() { g.queued++ })
+	}
 	c.wakeOne()
 }
 
@@ -187,6 +198,35 @@ func (c *core[T]) queueHeld(id int32) {
 func (c *core[T]) unqueue(id int32) {
 	c.order.unqueue(id)
 	c.queued--
+	if c.groups != nil {
+		g := c.groups.of(id)
+		c.changeGroup(g, func() { g.queued-- })
+		c.wakeIfShutDownEmpty()
+	}
+}
+
+// changeGroup applies update to g's counts or limit, and passes on what
+// changed to the count of items waiting for a slot and to the order. The
+// caller holds mu and wakes the Get callers the change lets take an item.
+func (c *core[T]) changeGroup(g *group, update func()) {
+	waiting, opened, closed := c.groups.change(g, update)
+	c.slotWaits += waiting
+	switch {
+	case opened:
+		c.grouped.unblock(g)
+	case closed:
+		c.grouped.block(g)
+	}
+}
+
+// wakeIfShutDownEmpty wakes every Get caller asleep once a shutdown has
+// left no item queued: with group limits, a Get sleeps during a shutdown
+// while the queued items wait for a slot, and must then return. The caller
+// holds mu.
+func (c *core[T]) wakeIfShutDownEmpty() {
+	if c.queued == 0 && c.shuttingDown.Load() {
+		c.wakeAll()
+	}
 }
 
 // countAdd records an add that made item ready. The caller holds mu.
@@ -207,16 +247,27 @@ func (c *core[T]) release(id int32) {
 		c.order.empty()
 		c.flight.shrink()
 	}
+	if c.groups != nil {
+		c.groups.detach(id)
+	}
 	if c.drainWaiters > 0 && c.items.Len() == 0 {
 		c.drained.Broadcast()
 	}
 }
 
 // wakeOne wakes a sleeping Get caller if one should take a newly queued
-// item: if more items are queued than wakeups are pending. The caller holds
-// mu.
+// item: if more items can be handed out than wakeups are pending. The
+// caller holds mu.
 func (c *core[T]) wakeOne() {
-	if c.sleepers.Len() > 0 && c.queued > c.wakeupsPending {
+	if c.sleepers.Len() > 0 && c.queued-c.slotWaits > c.wakeupsPending {
+		c.wakeupsPending++
+		c.sleepers.WakeFirst()
+	}
+}
+
+// wakeAll wakes every sleeping Get caller. The caller holds mu.
+func (c *core[T]) wakeAll() {
+	for c.sleepers.Len() > 0 {
 		c.wakeupsPending++
 		c.sleepers.WakeFirst()
 	}
@@ -228,8 +279,10 @@ func (c *core[T]) wakeOne() {
 // error when ctx ends first. zero names the queue's type for the panic of
 // a Get on its zero value.
 func (c *core[T]) get(ctx context.Context, zero string) (item T, id int32, err error) {
-	for c.queued == 0 {
-		if c.shuttingDown.Load() {
+	for c.queued == c.slotWaits {
+		// With group limits, items may be queued and wait for a slot that
+		// a Done frees, shutdown or not.
+		if c.queued == 0 && c.shuttingDown.Load() {
 			return item, -1, ErrShutDown
 		}
 		if c.drained.L == nil {
@@ -242,6 +295,11 @@ func (c *core[T]) get(ctx context.Context, zero string) (item T, id int32, err e
 	id = c.order.next()
 	c.queued--
 	c.processing++
+	if c.groups != nil {
+		g := c.groups.of(id)
+		c.changeGroup(g, func() { g.queued--; g.inFlight++ })
+		c.wakeIfShutDownEmpty()
+	}
 	entry := c.items.At(id)
 	entry.Val = record{processing: true}
 	if c.parking != nil {
@@ -269,12 +327,15 @@ func (c *core[T]) done(item T, hash uint32) {
 	// The order runs first, since custom storage's Push may panic: a Done
 	// that panics has not happened. The metrics, user code too, run last.
 	if entry.Val.pending == pendingReady {
-		c.order.queue(id)
-		c.queued++
-		c.wakeOne()
+		c.queueHeld(id)
 	}
 	entry.Val.processing = false // entry is still valid: queueing inserts nothing in the table
 	c.processing--
+	if c.groups != nil {
+		g := c.groups.of(id)
+		c.changeGroup(g, func() { g.inFlight-- })
+		c.wakeOne() // the slot freed may let a sleeper take an item of g
+	}
 	var since time.Time
 	linked := false
 	if c.flight.tracking { // nothing is in the list before tracking begins
@@ -335,10 +396,7 @@ func (c *core[T]) stopAddsLocked() {
 		c.dropWaiting()
 	}
 	c.shuttingDown.Store(true)
-	for c.sleepers.Len() > 0 {
-		c.wakeupsPending++
-		c.sleepers.WakeFirst()
-	}
+	c.wakeAll()
 }
 
 // doneItem is Done, which the queues share.
@@ -347,6 +405,26 @@ func (c *core[T]) doneItem(item T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.done(item, hash)
+}
+
+// setGroupLimit is SetGroupLimit, which the queues share.
+func (c *core[T]) setGroupLimit(name string, limit int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.groups == nil || name == "" {
+		return
+	}
+	limit = max(limit, 0)
+	if c.groups.limits == nil {
+		c.groups.limits = make(map[string]int)
+	}
+	c.groups.limits[name] = limit
+	if g := c.groups.byName[name]; g != nil {
+		c.changeGroup(g, func() { g.limit = limit })
+		for c.sleepers.Len() > 0 && c.queued-c.slotWaits > c.wakeupsPending {
+			c.wakeOne()
+		}
+	}
 }
 
 // length is Len, which the queues share.
@@ -412,6 +490,10 @@ func (c *core[T]) snapshotLocked(n int) Snapshot[T] {
 		Depth:        c.queued,
 		Processing:   c.processing,
 		Adds:         c.adds,
+	}
+	if c.groups != nil {
+		s.WaitingForSlot = c.slotWaits
+		s.Groups = c.groups.states()
 	}
 	if n > 0 {
 		for _, id := range c.order.first(n) {

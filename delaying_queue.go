@@ -36,6 +36,9 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	// in client-go, the waiting add stays and adds the item again when
 	// its delay ends.
 	AddCancelsDelay bool
+	// GroupLimits is [TypedQueueConfig.GroupLimits] for the queue this
+	// layer makes; it cannot be set with Queue.
+	GroupLimits *GroupLimits[T]
 }
 
 // NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.
@@ -51,7 +54,8 @@ func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 }
 
 // NewTypedDelayingQueueWithConfig returns a new delaying queue. It panics if
-// MaxParkTime is negative.
+// MaxParkTime is negative, or if GroupLimits is set with Queue or has a nil
+// Group.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
@@ -67,7 +71,10 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 			Clock:           config.Clock,
 			Logger:          config.Logger,
 			MaxParkTime:     maxPark,
+			GroupLimits:     config.GroupLimits,
 		})
+	} else if config.GroupLimits != nil {
+		panic("workqueue: NewTypedDelayingQueueWithConfig: GroupLimits with a Queue; set it in the Queue's own config")
 	}
 	q := &TypedDelayingQueue[T]{
 		queue:   config.Queue,
@@ -127,6 +134,15 @@ func (q *TypedDelayingQueue[T]) addCancellingDelay(item T, add func(item T)) {
 
 // Len returns the number of ready items; see [Typed.Len].
 func (q *TypedDelayingQueue[T]) Len() int { return q.queue.Len() }
+
+// SetGroupLimit sets a group's limit in the queue below; see
+// [Typed.SetGroupLimit]. Over a config Queue from outside this package it
+// does nothing.
+func (q *TypedDelayingQueue[T]) SetGroupLimit(group string, limit int) {
+	if g, ok := q.queue.(groupLimiter); ok {
+		g.SetGroupLimit(group, limit)
+	}
+}
 
 // Get hands out the next ready item; see [Typed.Get].
 func (q *TypedDelayingQueue[T]) Get() (T, bool) { return q.queue.Get() }

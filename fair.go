@@ -9,19 +9,25 @@ import "github.com/go-workqueue/workqueue/internal/list"
 //
 // A leaf lists its queued items, oldest first, by their ids in the queue's
 // item table. An inner node keeps its active children (those with items
-// queued) in a rotation: the first is next in turn, and a child joins at
-// the back when it becomes active and moves there when it has had its
-// turn. Children with nothing queued stay in children for reuse, until
-// more than maxIdleKeys + active of them pile up and are dropped together.
+// that can be handed out) in a rotation: the first is next in turn, and a
+// child joins at the back when it becomes active and moves there when it
+// has had its turn. Children with nothing queued stay in children for
+// reuse, until more than maxIdleKeys + the others pile up and are dropped
+// together.
 //
-// Invariant: n is the number of items queued below the node; a child is in
-// its parent's rotation if and only if its n is positive.
+// Invariant: total is the number of items queued below the node and n the
+// number of those that can be handed out: all of them, unless the queue has
+// group limits and some wait for a slot; a child is in its parent's
+// rotation if and only if its n is positive, and counts as idle if and
+// only if its total is zero.
 type fairNode struct {
-	n    int
-	leaf bool
+	n, total int
+	leaf     bool
 
-	// A leaf's list of queued items.
-	items list.IDs
+	// A leaf's list of queued items; with group limits, grouped lists
+	// them instead, by group.
+	items   list.IDs
+	grouped *groupedList
 
 	// An inner node's children by key, its rotation, and how many of its
 	// children have nothing queued.
@@ -44,9 +50,9 @@ func (n *fairNode) Links() *list.Elem[fairNode] { return &n.Elem }
 // in an Add/Get/Done loop, costs no allocation.
 const maxIdleKeys = 1024
 
-// child returns the child of n for key, making it if needed, and puts it in
-// the rotation, at the back, if it is not there; the caller is about to
-// queue an item below it. leaf says whether children are leaves.
+// child returns the child of n for key, making it if needed; the caller is
+// about to queue an item below it and count it. leaf says whether children
+// are leaves.
 func (n *fairNode) child(key string, leaf bool) *fairNode {
 	c := n.children[key]
 	if c == nil {
@@ -57,26 +63,59 @@ func (n *fairNode) child(key string, leaf bool) *fairNode {
 		n.children[key] = c
 		n.idle++
 	}
-	if c.n == 0 {
-		n.idle--
-		n.rotation.PushBack(c)
-	}
 	return c
 }
 
-// deactivate takes c, whose last queued item has left, out of the rotation,
-// and drops the idle children once too many pile up.
-func (n *fairNode) deactivate(c *fairNode) {
-	n.rotation.Remove(c)
-	n.idle++
-	if n.idle > maxIdleKeys+n.rotation.Len() {
-		for key, child := range n.children {
-			if child.n == 0 {
-				delete(n.children, key)
+// count adds dTotal queued items below leaf, dReady of them items that can
+// be handed out, to the counts of leaf and of the nodes above it: a node
+// joins its parent's rotation, at the back, when it gets items that can be
+// handed out, and leaves it when it has none; an emptied child counts as
+// idle, and the idle children are dropped once too many pile up. It returns
+// the root's change of total from or to zero: +1 if it held nothing
+// before, -1 if it holds nothing now.
+func (leaf *fairNode) count(dTotal, dReady int) (rootChange int) {
+	for n := leaf; ; n = n.parent {
+		wasReady, wasTotal := n.n, n.total
+		n.n += dReady
+		n.total += dTotal
+		p := n.parent
+		if p == nil {
+			switch {
+			case wasTotal == 0 && n.total > 0:
+				return 1
+			case wasTotal > 0 && n.total == 0:
+				return -1
 			}
+			return 0
 		}
-		n.idle = 0
+		switch {
+		case wasReady == 0 && n.n > 0:
+			p.rotation.PushBack(n)
+		case wasReady > 0 && n.n == 0:
+			p.rotation.Remove(n)
+		}
+		switch {
+		case wasTotal == 0 && n.total > 0:
+			p.idle--
+		case wasTotal > 0 && n.total == 0:
+			p.idle++
+			p.dropIdle()
+		}
 	}
+}
+
+// dropIdle drops the idle children once more than maxIdleKeys plus the
+// others pile up.
+func (n *fairNode) dropIdle() {
+	if n.idle <= maxIdleKeys+len(n.children)-n.idle {
+		return
+	}
+	for key, child := range n.children {
+		if child.total == 0 {
+			delete(n.children, key)
+		}
+	}
+	n.idle = 0
 }
 
 // turn moves every node on the path from the root to the leaf n to the back

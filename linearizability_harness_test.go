@@ -45,6 +45,9 @@ type linSubject struct {
 	typed *Typed[string]
 	pq    *TypedPriorityQueue[string]
 	park  linParking // nil for a history without parks
+	// groups sets the limit of the group of a and b, in a history with
+	// group limits.
+	groups groupLimiter
 }
 
 // linParking are the parking methods.
@@ -141,11 +144,29 @@ type linSetup struct {
 	// runs Add and AddRateLimited through the delaying layer's lock,
 	// against every other call.
 	addCancelsDelay bool
+	// groups gives the queue group limits: a and b in a group of limit 1
+	// at first, c in none; the histories change the limit.
+	groups bool
+}
+
+// linGroupLimits are the group limits of the histories with groups.
+var linGroupLimits = GroupLimits[string]{
+	Group: func(item string) string {
+		if item == "c" {
+			return ""
+		}
+		return "ab"
+	},
+	Default: 1,
 }
 
 // model returns the specification the setup's queue must meet.
 func (c linSetup) model() porcupine.Model {
 	switch {
+	case c.groups && c.priority:
+		return linPrioGroupModelFor(c.fairness)
+	case c.groups:
+		return linGroupModel
 	case c.priority && c.fairness:
 		return linFairModel
 	case c.priority:
@@ -165,6 +186,9 @@ func (c linSetup) build() linSubject {
 	if c.custom {
 		config.Queue = DefaultQueue[string]() // custom storage, with FIFO order
 	}
+	if c.groups {
+		config.GroupLimits = &linGroupLimits
+	}
 	if c.priority {
 		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour, ParkBackoff: &linLimiter{}}
 		if c.fairness {
@@ -173,12 +197,13 @@ func (c linSetup) build() linSubject {
 		if c.maxWait {
 			pqConfig.MaxWait = time.Hour
 		}
+		pqConfig.GroupLimits = config.GroupLimits
 		pq := NewTypedPriorityQueue[string](&linLimiter{}, pqConfig)
-		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq}
+		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq, groups: pq}
 	}
 	typed := NewTypedWithConfig(config)
 	if !c.rateLimiting {
-		return linSubject{q: typed, ext: typed, typed: typed, park: typed}
+		return linSubject{q: typed, ext: typed, typed: typed, park: typed, groups: typed}
 	}
 	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
@@ -187,7 +212,7 @@ func (c linSetup) build() linSubject {
 	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying, ParkBackoff: &linLimiter{},
 	})
-	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl}
+	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl, groups: rl}
 }
 
 // linPlan is what the goroutines of one history do.
@@ -216,9 +241,9 @@ type linShutter struct {
 }
 
 // randomLinPlan returns a plan for a queue with (rateLimiting) or without
-// the rate-limiting methods, with priorities or without, and with parks
-// and wakes or without.
-func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPlan {
+// the rate-limiting methods, with priorities or without, with parks and
+// wakes or without, and with group limits or without.
+func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking, groups bool) linPlan {
 	p := linPlan{keys: 2 + rng.IntN(linMaxKeys-1), yield: rng.IntN(2) == 0}
 	key := func() int8 { return int8(rng.IntN(p.keys)) }
 	type weighted struct {
@@ -235,6 +260,14 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPl
 	if parking {
 		kinds = append(kinds, []weighted{{linPark, 14}, {linWake, 10}, {linWakeItem, 4}}...)
 	}
+	// A worker of a queue with group limits gets only while it holds
+	// nothing: one that held an item of a full group could wait for a
+	// slot it holds itself.
+	maxHeld := 2
+	if groups {
+		kinds = append(kinds, weighted{linSetGroupLimit, 6})
+		maxHeld = 1
+	}
 	total := 0
 	for _, k := range kinds {
 		total += k.weight
@@ -247,7 +280,7 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPl
 			r := rng.IntN(total)
 			for _, k := range kinds {
 				if r < k.weight {
-					if (k.kind == linGet || k.kind == linGetContext) && (held < 0 || held >= 2) || k.kind == linPark && held <= 0 {
+					if (k.kind == linGet || k.kind == linGetContext) && (held < 0 || held >= maxHeld) || k.kind == linPark && held <= 0 {
 						break
 					}
 					return k.kind
@@ -262,6 +295,8 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPl
 			return linInput{kind: kind, key: -1}
 		case linAddPriority:
 			return linInput{kind: kind, key: key(), prio: int8(rng.IntN(linLevels))}
+		case linSetGroupLimit:
+			return linInput{kind: kind, key: -1, prio: int8(rng.IntN(3))}
 		case linPark:
 			return linInput{kind: kind, key: -1, events: uint8(1 + rng.IntN(3))}
 		case linWake:
@@ -467,6 +502,8 @@ func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
 		if r.subject.ext.Remove(key) {
 			out.n = 1
 		}
+	case linSetGroupLimit:
+		r.subject.groups.SetGroupLimit("ab", int(in.prio))
 	case linDone:
 		q.Done(key)
 	case linShutDown:

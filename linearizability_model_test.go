@@ -66,6 +66,9 @@ const (
 	linPark
 	linWake
 	linWakeItem
+	// linSetGroupLimit is SetGroupLimit of the group of a and b, with
+	// the input's prio as the limit.
+	linSetGroupLimit
 )
 
 var linKindNames = [...]string{
@@ -74,7 +77,7 @@ var linKindNames = [...]string{
 	linGet: "Get", linDone: "Done", linShutDown: "ShutDown", linDrain: "ShutDownWithDrain",
 	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
 	linGetContext: "GetContext", linRemove: "Remove", linAddPriority: "AddWithOpts",
-	linPark: "Park", linWake: "Wake", linWakeItem: "WakeItem",
+	linPark: "Park", linWake: "Wake", linWakeItem: "WakeItem", linSetGroupLimit: "SetGroupLimit",
 }
 
 // linEventNames name the events of the parking histories, by bit.
@@ -142,6 +145,8 @@ func linDescribe(in linInput, out linOutput) string {
 		return fmt.Sprintf("%s() -> %s", name, linKeyName(out.key))
 	case linAddPriority:
 		return fmt.Sprintf("AddWithOpts(Priority %d, %s)", in.prio, linKeyName(in.key))
+	case linSetGroupLimit:
+		return fmt.Sprintf("SetGroupLimit(ab, %d)", in.prio)
 	case linRemove, linWakeItem:
 		return fmt.Sprintf("%s(%s) -> %v", name, linKeyName(in.key), out.n == 1)
 	case linPark:
@@ -195,6 +200,20 @@ type linCommon struct {
 	firedSinceGet [linMaxKeys]uint8
 	parkOrder     [linMaxKeys]int8
 	parks         int8
+
+	// grouped is set for a queue with group limits: a and b form a
+	// group whose limit is groupLimit (0 for none), c has no group.
+	grouped    bool
+	groupLimit int8
+}
+
+// linGroupKeys is the bit mask of the keys of the limited group.
+const linGroupKeys = 0b011
+
+// eligible reports whether Get may hand out key: its group, if it has
+// one, has a free slot.
+func (c *linCommon) eligible(key int8) bool {
+	return !c.grouped || linGroupKeys&(1<<key) == 0 || c.groupLimit <= 0 || bits.OnesCount8(c.processing&linGroupKeys) < int(c.groupLimit)
 }
 
 // handOut marks key, just handed out by Get, as processing.
@@ -356,7 +375,7 @@ func (c linCommon) hash(h uint64) uint64 {
 	if c.released {
 		h ^= 1 << 63
 	}
-	return h
+	return h ^ uint64(c.groupLimit)<<28
 }
 
 // describe writes the processing keys, each with pending(key) if it was
@@ -475,11 +494,15 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 			s.hidden &^= 1 << s.fifo[0]
 			s = s.drop(0)
 		}
-		if s.queued == 0 || s.fifo[0] != out.key {
+		i := slices.IndexFunc(s.fifo[:s.queued], s.eligible) // the first whose group has a free slot
+		if i < 0 || s.fifo[i] != out.key {
 			return false, s
 		}
-		s = s.drop(0)
+		s = s.drop(i)
 		s.handOut(out.key)
+		return true, s
+	case linSetGroupLimit:
+		s.groupLimit = in.prio
 		return true, s
 	case linDone:
 		bit := uint8(1) << key
@@ -539,6 +562,10 @@ var (
 )
 
 func linModelFor(custom bool) porcupine.Model { return linModelOf(linState{custom: custom}) }
+
+// linGroupModel is the specification of a queue with group limits: a and
+// b share a group of limit 1 at first.
+var linGroupModel = linModelOf(linState{linCommon: linCommon{grouped: true, groupLimit: 1}})
 
 // linSpec is a sequential queue of the models: a comparable value.
 type linSpec[S any] interface {

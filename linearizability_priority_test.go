@@ -52,31 +52,53 @@ func newLinPrioState(fair bool) linPrioState {
 
 func (s linPrioState) isQueued(key int8) bool { return slices.Contains(s.fifo[:s.queued], key) }
 
-// queuedAt reports whether any key of tenant is queued at level.
+// queuedAt reports whether any key of tenant that Get may hand out is
+// queued at level.
 func (s linPrioState) queuedAt(level, tenant int8) bool {
 	for _, k := range s.fifo[:s.queued] {
-		if s.prio[k] == level && linTenant(k) == tenant {
+		if s.prio[k] == level && linTenant(k) == tenant && s.eligible(k) {
 			return true
 		}
 	}
 	return false
 }
 
+// reconcile brings the rotations up to date after a change: a tenant with
+// nothing left at a level that Get may hand out leaves the level's
+// rotation, and one that got something joins at the back. (In these
+// histories no change makes two tenants join one level at once.)
+func (s linPrioState) reconcile() linPrioState {
+	if !s.fair {
+		return s
+	}
+	for level := range int8(linLevels) {
+		rot := &s.rot[level]
+		for i := 1; i >= 0; i-- {
+			if rot[i] >= 0 && !s.queuedAt(level, rot[i]) {
+				copy(rot[i:], rot[i+1:])
+				rot[1] = -1
+			}
+		}
+		for tenant := range int8(2) {
+			if s.queuedAt(level, tenant) && rot[0] != tenant && rot[1] != tenant {
+				if rot[0] < 0 {
+					rot[0] = tenant
+				} else {
+					rot[1] = tenant
+				}
+			}
+		}
+	}
+	return s
+}
+
 // enqueue queues key at its priority: at the back of its level, and its
 // tenant at the back of the level's rotation if it had nothing queued
 // there.
 func (s linPrioState) enqueue(key int8) linPrioState {
-	level, tenant := s.prio[key], linTenant(key)
-	if s.fair && !s.queuedAt(level, tenant) {
-		if s.rot[level][0] < 0 {
-			s.rot[level][0] = tenant
-		} else {
-			s.rot[level][1] = tenant
-		}
-	}
 	s.fifo[s.queued] = key
 	s.queued++
-	return s
+	return s.reconcile()
 }
 
 // dequeue takes the queued key out; a tenant left with nothing queued at
@@ -86,15 +108,7 @@ func (s linPrioState) dequeue(key int8) linPrioState {
 	copy(s.fifo[i:], s.fifo[i+1:s.queued])
 	s.queued--
 	s.fifo[s.queued] = 0
-	level, tenant := s.prio[key], linTenant(key)
-	if s.fair && !s.queuedAt(level, tenant) {
-		if s.rot[level][0] == tenant {
-			s.rot[level] = [2]int8{s.rot[level][1], -1}
-		} else {
-			s.rot[level][1] = -1
-		}
-	}
-	return s
+	return s.reconcile()
 }
 
 // next returns the key Get hands out and the state after the rotation
@@ -102,7 +116,12 @@ func (s linPrioState) dequeue(key int8) linPrioState {
 func (s linPrioState) next() (int8, linPrioState) {
 	level := int8(-1)
 	for _, k := range s.fifo[:s.queued] {
-		level = max(level, s.prio[k])
+		if s.eligible(k) {
+			level = max(level, s.prio[k])
+		}
+	}
+	if level < 0 {
+		return -1, s
 	}
 	tenant := int8(-1)
 	if s.fair {
@@ -112,7 +131,7 @@ func (s linPrioState) next() (int8, linPrioState) {
 		}
 	}
 	for _, k := range s.fifo[:s.queued] {
-		if s.prio[k] == level && (tenant < 0 || linTenant(k) == tenant) {
+		if s.prio[k] == level && (tenant < 0 || linTenant(k) == tenant) && s.eligible(k) {
 			return k, s
 		}
 	}
@@ -151,11 +170,11 @@ func (s linPrioState) get(want, prio int8) (bool, linPrioState) {
 		return false, s
 	}
 	key, s := s.next()
-	if key != want || prio >= 0 && prio != s.prio[key] {
+	if key < 0 || key != want || prio >= 0 && prio != s.prio[key] {
 		return false, s
 	}
+	s.handOut(key) // first: the group's slots count it when its tenant leaves the rotations
 	s = s.dequeue(key)
-	s.handOut(key)
 	return true, s
 }
 
@@ -170,7 +189,7 @@ func (s linPrioState) done(key int8) linPrioState {
 		s.dirty &^= bit
 		s = s.enqueue(key)
 	}
-	return s
+	return s.reconcile() // a slot freed: the group's tenant may join
 }
 
 func (s linPrioState) remove(key int8) (bool, linPrioState) {
@@ -214,6 +233,9 @@ func (s linPrioState) step(in linInput, out linOutput) (bool, linPrioState) {
 		return s.get(out.key, out.prio)
 	case linDone:
 		return true, s.done(key)
+	case linSetGroupLimit:
+		s.groupLimit = in.prio
+		return true, s.reconcile()
 	case linWake:
 		woken, n := s.wake(in.events)
 		for _, k := range woken {
@@ -270,3 +292,11 @@ var (
 )
 
 func linPrioModelFor(fair bool) porcupine.Model { return linModelOf(newLinPrioState(fair)) }
+
+// linPrioGroupModelFor is the specification of a priority queue with
+// group limits; see linGroupModel.
+func linPrioGroupModelFor(fair bool) porcupine.Model {
+	s := newLinPrioState(fair)
+	s.grouped, s.groupLimit = true, 1
+	return linModelOf(s)
+}

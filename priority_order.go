@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/go-workqueue/workqueue/internal/chunked"
@@ -39,6 +40,16 @@ type priorityOrder[T comparable] struct {
 	ages       list.IDs
 	ageLinks   list.Links
 	readySince chunked.Array[int64]
+
+	// With group limits (groups not nil), each leaf lists its ids in a
+	// groupedList, by the sequence number of their enqueue (seqs), and
+	// with MaxWait so does groupedAges, by that of their queue
+	// (ageSeqs), instead of ages.
+	groups      *groupSet[T]
+	seqs        chunked.Array[uint64]
+	ageSeqs     chunked.Array[uint64]
+	seq         uint64
+	groupedAges *groupedList
 }
 
 // maxIdleLevels is how many empty levels the queue keeps for reuse, so that
@@ -73,8 +84,22 @@ func (o *priorityOrder[T]) queue(id int32) {
 			o.readySince.Push(0)
 		}
 		*o.readySince.At(int(id)) = o.now()
-		o.ages.PushBack(&o.ageLinks, id)
+		if o.groups != nil {
+			o.setSeq(&o.ageSeqs, id)
+			o.groupedAges.push(id, o.groups.of(id))
+		} else {
+			o.ages.PushBack(&o.ageLinks, id)
+		}
 	}
+}
+
+// setSeq gives id the next sequence number in seqs.
+func (o *priorityOrder[T]) setSeq(seqs *chunked.Array[uint64], id int32) {
+	for seqs.Len() <= int(id) {
+		seqs.Push(0)
+	}
+	o.seq++
+	*seqs.At(int(id)) = o.seq
 }
 
 // raise moves the queued id to the back of the level of priority, higher
@@ -100,6 +125,37 @@ func (o *priorityOrder[T]) empty() {
 	o.leaves.Shrink()
 	o.priorities.Shrink()
 	o.readySince.Shrink()
+	if o.groups != nil {
+		o.seqs.Shrink()
+		o.ageSeqs.Shrink()
+		o.groups.byID.Shrink()
+	}
+}
+
+// block takes the queued items of g, whose slots are all taken, out of the
+// running.
+func (o *priorityOrder[T]) block(g *group) {
+	for _, s := range g.subs {
+		if n := s.owner.block(s); s.owner.leaf != nil {
+			o.countLevel(s.owner.leaf.count(0, -n))
+		}
+	}
+}
+
+// unblock puts the queued items of g, which has a free slot again, back in
+// the running. Keys that join a rotation at once join in the order of their
+// oldest item of g, so that the order does not depend on the order of g's
+// lists.
+func (o *priorityOrder[T]) unblock(g *group) {
+	subs := slices.Clone(g.subs)
+	slices.SortFunc(subs, func(a, b *groupSub) int {
+		return cmp.Compare(a.owner.key(a), b.owner.key(b))
+	})
+	for _, s := range subs {
+		if n := s.owner.unblock(s); s.owner.leaf != nil {
+			o.countLevel(s.owner.leaf.count(0, n))
+		}
+	}
 }
 
 // enqueue puts id at the back of its priority's level: of its leaf's list,
@@ -117,12 +173,38 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 		}
 		*o.leaves.At(int(id)) = node
 	}
-	node.items.PushBack(&o.links, id)
-	for n := node; n != nil; n = n.parent {
-		n.n++
+	if o.groups == nil {
+		node.items.PushBack(&o.links, id)
+		o.countLevel(node.count(1, 1))
+		return
 	}
-	if level.root.n == 1 {
+	if node.grouped == nil {
+		node.grouped = newGroupedList(&o.links, &o.seqs, node)
+	}
+	g := o.groups.of(id)
+	o.setSeq(&o.seqs, id)
+	node.grouped.push(id, g)
+	o.countLevel(node.count(1, readyCount(g)))
+}
+
+// readyCount is 1 if g has a free slot, 0 if not: what an item of g adds
+// to the items that can be handed out.
+func readyCount(g *group) int {
+	if g.open() {
+		return 1
+	}
+	return 0
+}
+
+// countLevel counts a level that began or ceased to hold items, and drops
+// the empty levels once too many pile up.
+func (o *priorityOrder[T]) countLevel(change int) {
+	switch change {
+	case 1:
 		o.idleLevels--
+	case -1:
+		o.idleLevels++
+		o.dropIdleLevels()
 	}
 }
 
@@ -140,26 +222,25 @@ func (o *priorityOrder[T]) dequeue(id int32, leaf *fairNode) {
 	if len(o.fairness) > 0 {
 		*o.leaves.At(int(id)) = nil
 	}
-	leaf.items.Remove(&o.links, id)
-	root := leaf
-	for n := leaf; n != nil; n = n.parent {
-		n.n--
-		if n.n == 0 && n.parent != nil {
-			n.parent.deactivate(n)
-		}
-		root = n
+	if o.groups == nil {
+		leaf.items.Remove(&o.links, id)
+		o.countLevel(leaf.count(-1, -1))
+		return
 	}
-	if root.n == 0 {
-		o.idleLevels++
-		o.dropIdleLevels()
-	}
+	g := o.groups.of(id)
+	leaf.grouped.remove(id, g)
+	o.countLevel(leaf.count(-1, -readyCount(g)))
 }
 
 // unqueueFrom takes the queued id out of leaf, the leaf that lists it, and
 // out of the age list.
 func (o *priorityOrder[T]) unqueueFrom(id int32, leaf *fairNode) {
 	o.dequeue(id, leaf)
-	if o.maxWait > 0 {
+	switch {
+	case o.maxWait == 0:
+	case o.groups != nil:
+		o.groupedAges.remove(id, o.groups.of(id))
+	default:
 		o.ages.Remove(&o.ageLinks, id)
 	}
 }
@@ -192,7 +273,7 @@ func (o *priorityOrder[T]) dropIdleLevels() {
 	if o.idleLevels <= maxIdleLevels {
 		return
 	}
-	o.levels = slices.DeleteFunc(o.levels, func(l *prioLevel) bool { return l.root.n == 0 })
+	o.levels = slices.DeleteFunc(o.levels, func(l *prioLevel) bool { return l.root.total == 0 })
 	o.idleLevels = 0
 }
 
@@ -200,8 +281,8 @@ func (o *priorityOrder[T]) dropIdleLevels() {
 // the leaf that lists it, and turns the fairness rotations it passes,
 // unless the item is overdue.
 func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
-	if o.maxWait > 0 && o.now()-*o.readySince.At(int(o.ages.Head())) >= o.maxWait {
-		return o.ages.Head(), o.leafOf(o.ages.Head()) // out of turn: the rotations stay as they are
+	if oldest := o.oldest(); oldest >= 0 && o.now()-*o.readySince.At(int(oldest)) >= o.maxWait {
+		return oldest, o.leafOf(oldest) // out of turn: the rotations stay as they are
 	}
 	var level *prioLevel
 	for i := len(o.levels) - 1; ; i-- {
@@ -214,7 +295,24 @@ func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
 		node = node.rotation.Front()
 	}
 	node.turn()
+	if node.grouped != nil {
+		return node.grouped.first(), node
+	}
 	return node.items.Head(), node
+}
+
+// oldest returns, with MaxWait, the id that became ready first among those
+// that can be handed out; -1 without MaxWait or with none.
+func (o *priorityOrder[T]) oldest() int32 {
+	switch {
+	case o.maxWait == 0:
+		return -1
+	case o.groups == nil:
+		return o.ages.Head()
+	case o.groupedAges.eligible > 0:
+		return o.groupedAges.first()
+	}
+	return -1
 }
 
 // first returns the first n queued ids in the order next would return them
@@ -228,8 +326,17 @@ func (o *priorityOrder[T]) first(n int) []int32 {
 	if o.maxWait > 0 {
 		cutoff := o.now() - o.maxWait
 		overdue = func(id int32) bool { return *o.readySince.At(int(id)) <= cutoff }
-		for id := o.ages.Head(); id >= 0 && len(out) < n && overdue(id); id = o.ageLinks.Next(id) {
-			out = append(out, id)
+		if o.groups != nil {
+			for _, id := range o.groupedAges.walk(n) {
+				if !overdue(id) {
+					break
+				}
+				out = append(out, id)
+			}
+		} else {
+			for id := o.ages.Head(); id >= 0 && len(out) < n && overdue(id); id = o.ageLinks.Next(id) {
+				out = append(out, id)
+			}
 		}
 	}
 	for i := len(o.levels) - 1; i >= 0 && len(out) < n; i-- {
@@ -249,8 +356,9 @@ func (o *priorityOrder[T]) first(n int) []int32 {
 type fairCursor struct {
 	node    *fairNode
 	started bool
-	id      int32         // a leaf's next item
-	turns   []*fairCursor // an inner node's children, next in turn first
+	id      int32          // a leaf's next item
+	walker  *groupedWalker // with group limits, a leaf's items instead
+	turns   []*fairCursor  // an inner node's children, next in turn first
 }
 
 // step returns the id of the next item below c.node in hand-out order that
@@ -261,11 +369,23 @@ func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) b
 	if !c.started {
 		c.started = true
 		c.id = c.node.items.Head()
+		if c.node.grouped != nil {
+			c.walker, c.id = c.node.grouped.walker(), -1
+		}
 		for child := c.node.rotation.Front(); child != nil && len(c.turns) < budget; child = c.node.rotation.Next(child) {
 			c.turns = append(c.turns, &fairCursor{node: child, id: -1})
 		}
 	}
 	if c.node.leaf {
+		for c.walker != nil {
+			id := c.walker.next()
+			if id < 0 {
+				break
+			}
+			if !skip(id) {
+				return id
+			}
+		}
 		for c.id >= 0 {
 			id := c.id
 			c.id = o.links.Next(id)

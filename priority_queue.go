@@ -42,6 +42,13 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// MaxWait, if positive, hands out an item ready for that long before
 	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
+	// GroupLimits, if not nil, limits the items of each group in flight
+	// at once. Get hands out the first item in the order above whose
+	// group has a free slot; a fairness key whose queued items all wait
+	// for a slot leaves its rotation, and joins at the back when one
+	// frees. MaxWait hands out the longest ready of the items whose
+	// group has a free slot.
+	GroupLimits *GroupLimits[T]
 }
 
 // TypedPriorityQueue is a rate-limiting queue, with the additions of
@@ -70,8 +77,9 @@ type TypedPriorityQueue[T comparable] struct {
 	depthByPriority PriorityGaugeMetric
 }
 
-// NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter
-// or a Fairness function is nil, or if MaxWait or MaxParkTime is negative.
+// NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter,
+// a Fairness function or GroupLimits' Group is nil, or if MaxWait or
+// MaxParkTime is negative.
 func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config TypedPriorityQueueConfig[T]) *TypedPriorityQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")
@@ -104,6 +112,11 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		fairness: slices.Clone(config.Fairness),
 		maxWait:  int64(config.MaxWait),
 		ages:     list.New(),
+		groups:   newGroupSet("NewTypedPriorityQueue", config.GroupLimits),
+	}
+	if q.order.groups != nil {
+		q.core.groups, q.core.grouped = q.order.groups, q.order
+		q.order.groupedAges = newGroupedList(&q.order.ageLinks, &q.order.ageSeqs, nil)
 	}
 	q.core.init(q.order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
 	q.core.onReady = func(item T, id int32) { q.countReady(item, q.order.priority(id)) }
@@ -354,6 +367,11 @@ func (q *TypedPriorityQueue[T]) WakeFunc(event string, accept func(item T) bool)
 
 // WakeItem ends item's park; see [Typed.WakeItem].
 func (q *TypedPriorityQueue[T]) WakeItem(item T) bool { return q.core.wakeItem(item) }
+
+// SetGroupLimit sets a group's limit; see [Typed.SetGroupLimit].
+func (q *TypedPriorityQueue[T]) SetGroupLimit(group string, limit int) {
+	q.core.setGroupLimit(group, limit)
+}
 
 // Forget clears item's failures and park backoff; Done must still be called.
 func (q *TypedPriorityQueue[T]) Forget(item T) {

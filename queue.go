@@ -46,6 +46,9 @@ type TypedQueueConfig[T comparable] struct {
 	Logger          *slog.Logger     // nil means slog.Default()
 	MaxParkTime     time.Duration    // see Typed.Park; 0 means DefaultMaxParkTime
 	Queue           Queue[T]         // custom storage; nil means FIFO
+	// GroupLimits, if not nil, limits the items of each group in flight
+	// at once; it cannot be set with Queue.
+	GroupLimits *GroupLimits[T]
 }
 
 // Typed is a work queue with the guarantees listed in the package
@@ -63,7 +66,8 @@ func NewTyped[T comparable]() *Typed[T] {
 	return NewTypedWithConfig(TypedQueueConfig[T]{})
 }
 
-// NewTypedWithConfig returns a new queue; it panics if MaxParkTime < 0.
+// NewTypedWithConfig returns a new queue. It panics if MaxParkTime < 0, or if
+// GroupLimits is set with a nil Group or with Queue.
 func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
@@ -75,9 +79,16 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	q := &Typed[T]{}
 	var order handOutOrder
 	var prefilled []T
-	if config.Queue == nil {
+	groups := newGroupSet("NewTypedWithConfig", config.GroupLimits)
+	switch {
+	case groups != nil && config.Queue != nil:
+		panic("workqueue: NewTypedWithConfig: GroupLimits cannot be set with a custom Queue, which cannot pass over the items of a group at its limit")
+	case groups != nil:
+		grouped := newGroupedFIFO(groups)
+		q.core.groups, q.core.grouped, order = groups, grouped, grouped
+	case config.Queue == nil:
 		order = &fifoOrder{list: list.New()}
-	} else {
+	default:
 		for config.Queue.Len() > 0 {
 			prefilled = append(prefilled, config.Queue.Pop())
 		}
@@ -235,6 +246,13 @@ func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
 
 // WakeItem ends item's park, queuing it without backoff; false if not parked.
 func (q *Typed[T]) WakeItem(item T) bool { return q.core.wakeItem(item) }
+
+// SetGroupLimit sets the limit of group, over the config's GroupLimits; 0 or
+// less means no limit. A raised limit lets Get hand out the group's waiting
+// items at once; a lowered one hands out none of the group's items until
+// fewer than the new limit are in flight. It does nothing on a queue without
+// GroupLimits, or for the group "".
+func (q *Typed[T]) SetGroupLimit(group string, limit int) { q.core.setGroupLimit(group, limit) }
 
 // ShutDown begins a shutdown, which drops parked items, and returns once the
 // queue's goroutines have exited. A second call does nothing.

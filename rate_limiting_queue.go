@@ -36,6 +36,9 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	// pending AddAfter or AddRateLimited of the item. It cannot be set
 	// with a DelayingQueue.
 	AddCancelsDelay bool
+	// GroupLimits is [TypedQueueConfig.GroupLimits] for the queue this
+	// layer makes; it cannot be set with a DelayingQueue.
+	GroupLimits *GroupLimits[T]
 	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
 }
@@ -47,8 +50,8 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *T
 }
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
-// panics if rateLimiter is nil, MaxParkTime is negative, or AddCancelsDelay
-// is set with a DelayingQueue.
+// panics if rateLimiter is nil, MaxParkTime is negative, AddCancelsDelay or
+// GroupLimits is set with a DelayingQueue, or GroupLimits has a nil Group.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
@@ -61,7 +64,10 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 			Clock:           config.Clock,
 			MaxParkTime:     maxPark,
 			AddCancelsDelay: config.AddCancelsDelay,
+			GroupLimits:     config.GroupLimits,
 		})
+	} else if config.GroupLimits != nil {
+		panic("workqueue: NewTypedRateLimitingQueueWithConfig: GroupLimits with a DelayingQueue; set it in the DelayingQueue's own config")
 	} else if config.AddCancelsDelay {
 		panic("workqueue: NewTypedRateLimitingQueueWithConfig: AddCancelsDelay with a DelayingQueue; set it in the DelayingQueue's own config")
 	}
@@ -118,6 +124,15 @@ func (q *TypedRateLimitingQueue[T]) AddAfter(item T, duration time.Duration) {
 
 // Len returns the number of ready items; see [Typed.Len].
 func (q *TypedRateLimitingQueue[T]) Len() int { return q.delaying.Len() }
+
+// SetGroupLimit sets a group's limit in the queue below; see
+// [Typed.SetGroupLimit]. Over a config DelayingQueue from outside this
+// package it does nothing.
+func (q *TypedRateLimitingQueue[T]) SetGroupLimit(group string, limit int) {
+	if g, ok := q.delaying.(groupLimiter); ok {
+		g.SetGroupLimit(group, limit)
+	}
+}
 
 // Get hands out the next ready item; see [Typed.Get].
 func (q *TypedRateLimitingQueue[T]) Get() (item T, shutdown bool) { return q.delaying.Get() }

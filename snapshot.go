@@ -19,7 +19,12 @@ type Snapshot[T comparable] struct {
 	Parked       int               // items parked, from the Done after their Park
 	ParkedItems  []ParkedItem[T]   // those parked longest
 	Adds         uint64            // adds that queued an item, since construction
-	Failures     map[T]int         // the listed items' failure counts, if any
+	// With group limits: the queued items (counted in Depth) that wait for
+	// a free slot of their group, and the groups with items in flight or
+	// queued, those with items waiting first, then by name.
+	WaitingForSlot int
+	Groups         []GroupState
+	Failures       map[T]int // the listed items' failure counts, if any
 }
 
 // InFlightItem is an item being processed.

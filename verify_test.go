@@ -2,6 +2,8 @@ package workqueue
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/go-workqueue/workqueue/internal/delayheap"
 	"github.com/go-workqueue/workqueue/internal/list"
@@ -99,6 +101,11 @@ func verifyCoreLocked[T comparable](c *core[T]) error {
 		}
 	case *priorityOrder[T]:
 		err = verifyPriorityOrder(o, queued)
+	case *groupedFIFO[T]:
+		var listed map[int32]bool
+		if listed, err = verifyGroupedList(o.list, "the FIFO"); err == nil && !maps.Equal(listed, queued) {
+			err = fmt.Errorf("the FIFO lists %d ids, %d are queued", len(listed), len(queued))
+		}
 	default:
 		err = fmt.Errorf("unknown order %T", o)
 	}
@@ -108,7 +115,134 @@ func verifyCoreLocked[T comparable](c *core[T]) error {
 	if err := verifyFlight(c); err != nil {
 		return err
 	}
-	return verifySleepers(&c.sleepers, c.wakeupsPending, c.queued, c.shuttingDown.Load())
+	if err := verifyGroups(c, queued); err != nil {
+		return err
+	}
+	return verifySleepers(&c.sleepers, c.wakeupsPending, c.queued-c.slotWaits, c.shuttingDown.Load() && c.queued == 0)
+}
+
+// verifyGroups checks a core's group limits: every queued or in-flight
+// item has its group, whose counts match the records, and no other group
+// is kept; the items waiting for a slot and the groups at their limit are
+// counted right; a group's lists hold its queued items.
+func verifyGroups[T comparable](c *core[T], queued map[int32]bool) error {
+	if c.groups == nil {
+		if c.slotWaits != 0 {
+			return fmt.Errorf("%d items wait for a slot without group limits", c.slotWaits)
+		}
+		return nil
+	}
+	type counts struct{ inFlight, queued, held int }
+	want := map[*group]*counts{}
+	for id := range c.items.IDLimit() {
+		var g *group
+		if int(id) < c.groups.byID.Len() {
+			g = *c.groups.byID.At(int(id))
+		}
+		if !c.items.IsLive(id) {
+			if g != nil {
+				return fmt.Errorf("id %d: not held, yet in group %q", id, g.name)
+			}
+			continue
+		}
+		e := c.items.At(id)
+		if g == nil {
+			if e.Val.processing || queued[id] {
+				return fmt.Errorf("item %v: queued or in flight without a group", e.Item)
+			}
+			continue
+		}
+		if name := c.groups.groupOf(e.Item); name != g.name {
+			return fmt.Errorf("item %v: in group %q, its group is %q", e.Item, g.name, name)
+		}
+		if want[g] == nil {
+			want[g] = &counts{}
+		}
+		want[g].held++
+		if e.Val.processing {
+			want[g].inFlight++
+		}
+		if queued[id] {
+			want[g].queued++
+		}
+	}
+	if len(want) != len(c.groups.byName) {
+		return fmt.Errorf("%d groups hold items, %d are kept", len(want), len(c.groups.byName))
+	}
+	waiting, atLimit := 0, 0
+	for name, g := range c.groups.byName {
+		w := want[g]
+		if w == nil || g.name != name {
+			return fmt.Errorf("group %q: kept without items, or under another name", name)
+		}
+		if *w != (counts{g.inFlight, g.queued, g.held}) {
+			return fmt.Errorf("group %q: %+v, counted %d in flight, %d queued, %d held", name, *w, g.inFlight, g.queued, g.held)
+		}
+		if g.limit != c.groups.limitOf(name) {
+			return fmt.Errorf("group %q: limit %d, set %d", name, g.limit, c.groups.limitOf(name))
+		}
+		waiting += g.waiting()
+		if g.waiting() > 0 {
+			atLimit++
+		}
+		for i, s := range g.subs {
+			if s.g != g || s.groupAt != i || s.owner.subs[g] != s {
+				return fmt.Errorf("group %q: list %d filed wrong", name, i)
+			}
+		}
+	}
+	if waiting != c.slotWaits || atLimit != c.groups.atLimit {
+		return fmt.Errorf("%d items wait for a slot in %d groups, counted %d in %d", waiting, atLimit, c.slotWaits, c.groups.atLimit)
+	}
+	return nil
+}
+
+// verifyGroupedList checks a groupedList and returns the ids it lists:
+// each group's list is sound, in key order, and filed under its group; the
+// heap holds exactly the lists of open groups, in heap order; eligible
+// counts their ids.
+func verifyGroupedList(l *groupedList, name string) (map[int32]bool, error) {
+	listed := map[int32]bool{}
+	eligible := 0
+	for g, s := range l.subs {
+		ids, err := list.Verify(s.ids, l.links)
+		if err != nil {
+			return nil, fmt.Errorf("%s, group %q: %w", name, g.name, err)
+		}
+		if len(ids) == 0 || s.g != g || s.owner != l {
+			return nil, fmt.Errorf("%s, group %q: an empty list, or filed wrong", name, g.name)
+		}
+		for i, id := range ids {
+			if listed[id] {
+				return nil, fmt.Errorf("%s: id %d listed twice", name, id)
+			}
+			listed[id] = true
+			if i > 0 && *l.keys.At(int(id)) <= *l.keys.At(int(ids[i-1])) {
+				return nil, fmt.Errorf("%s, group %q: out of order at id %d", name, g.name, id)
+			}
+		}
+		if (s.heapAt >= 0) != g.open() || s.heapAt >= len(l.heap) || s.heapAt >= 0 && l.heap[s.heapAt] != s {
+			return nil, fmt.Errorf("%s, group %q: open %v, at %d in the heap", name, g.name, g.open(), s.heapAt)
+		}
+		if g.open() {
+			eligible += len(ids)
+		}
+	}
+	for i := 1; i < len(l.heap); i++ {
+		if l.less(i, (i-1)/2) {
+			return nil, fmt.Errorf("%s: heap out of order at %d", name, i)
+		}
+	}
+	open := 0
+	for _, s := range l.subs {
+		if s.heapAt >= 0 {
+			open++
+		}
+	}
+	if open != len(l.heap) || eligible != l.eligible {
+		return nil, fmt.Errorf("%s: %d open lists, heap holds %d; %d eligible ids, counted %d", name, open, len(l.heap), eligible, l.eligible)
+	}
+	return listed, nil
 }
 
 // verifyListed checks that list is sound and lists exactly the ids in want.
@@ -192,10 +326,10 @@ func verifyPriorityOrder[T comparable](o *priorityOrder[T], queued map[int32]boo
 		if i > 0 && o.levels[i-1].priority >= level.priority {
 			return fmt.Errorf("levels out of order: %d before %d", o.levels[i-1].priority, level.priority)
 		}
-		if level.root.n == 0 {
+		if level.root.total == 0 {
 			idle++
 		}
-		if _, err := verifyFairNode(o, &level.root, level.priority, 0, listed); err != nil {
+		if _, _, err := verifyFairNode(o, &level.root, level.priority, 0, listed); err != nil {
 			return fmt.Errorf("level %d: %w", level.priority, err)
 		}
 	}
@@ -216,8 +350,25 @@ func verifyPriorityOrder[T comparable](o *priorityOrder[T], queued map[int32]boo
 		}
 	}
 	if o.maxWait == 0 {
-		if o.ages.Len() > 0 || o.ageLinks.Size() > 0 || o.readySince.Len() > 0 {
+		if o.ages.Len() > 0 || o.ageLinks.Size() > 0 || o.readySince.Len() > 0 || o.groupedAges != nil && len(o.groupedAges.subs) > 0 {
 			return fmt.Errorf("age list used without MaxWait")
+		}
+		return nil
+	}
+	if o.groups != nil {
+		ages, err := verifyGroupedList(o.groupedAges, "the age list")
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(ages, queued) || o.ages.Len() > 0 {
+			return fmt.Errorf("the age lists list %d and %d ids, %d are queued", len(ages), o.ages.Len(), len(queued))
+		}
+		for id := range ages { // a later sequence number is never ready earlier
+			for other := range ages {
+				if *o.ageSeqs.At(int(id)) < *o.ageSeqs.At(int(other)) && *o.readySince.At(int(id)) > *o.readySince.At(int(other)) {
+					return fmt.Errorf("age list out of order at id %d", id)
+				}
+			}
 		}
 		return nil
 	}
@@ -236,64 +387,77 @@ func verifyPriorityOrder[T comparable](o *priorityOrder[T], queued map[int32]boo
 }
 
 // verifyFairNode checks the subtree of node at depth, adds the ids its
-// leaves list to listed, and returns how many they are.
-func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority, depth int, listed map[int32]bool) (int, error) {
+// leaves list to listed, and returns how many they are and how many of
+// them can be handed out.
+func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority, depth int, listed map[int32]bool) (total, ready int, err error) {
 	if node.leaf != (depth == len(o.fairness)) {
-		return 0, fmt.Errorf("node at depth %d of %d: leaf %v", depth, len(o.fairness), node.leaf)
+		return 0, 0, fmt.Errorf("node at depth %d of %d: leaf %v", depth, len(o.fairness), node.leaf)
 	}
 	if node.leaf {
 		ids, err := list.Verify(node.items, &o.links)
 		if err != nil {
-			return 0, fmt.Errorf("leaf %q: %w", node.key, err)
+			return 0, 0, fmt.Errorf("leaf %q: %w", node.key, err)
+		}
+		ready := len(ids)
+		if node.grouped != nil {
+			if len(ids) > 0 || node.grouped.leaf != node {
+				return 0, 0, fmt.Errorf("leaf %q: lists ids in both lists, or a list of another leaf", node.key)
+			}
+			grouped, err := verifyGroupedList(node.grouped, fmt.Sprintf("leaf %q", node.key))
+			if err != nil {
+				return 0, 0, err
+			}
+			ids = slices.Collect(maps.Keys(grouped))
+			ready = node.grouped.eligible
 		}
 		for _, id := range ids {
 			if listed[id] {
-				return 0, fmt.Errorf("leaf %q: id %d listed twice", node.key, id)
+				return 0, 0, fmt.Errorf("leaf %q: id %d listed twice", node.key, id)
 			}
 			listed[id] = true
 			if o.priority(id) != priority || len(o.fairness) > 0 && *o.leaves.At(int(id)) != node {
-				return 0, fmt.Errorf("leaf %q: id %d of priority %d, or kept in another leaf", node.key, id, o.priority(id))
+				return 0, 0, fmt.Errorf("leaf %q: id %d of priority %d, or kept in another leaf", node.key, id, o.priority(id))
 			}
 			if d := len(o.fairness) - 1; d >= 0 && o.fairness[d](o.items.At(id).Item) != node.key {
-				return 0, fmt.Errorf("leaf %q lists %v", node.key, o.items.At(id).Item)
+				return 0, 0, fmt.Errorf("leaf %q lists %v", node.key, o.items.At(id).Item)
 			}
 		}
-		if node.n != len(ids) {
-			return 0, fmt.Errorf("leaf %q: lists %d items, counts %d", node.key, len(ids), node.n)
+		if node.total != len(ids) || node.n != ready {
+			return 0, 0, fmt.Errorf("leaf %q: lists %d items, %d ready; counts %d, %d", node.key, len(ids), ready, node.total, node.n)
 		}
-		return len(ids), nil
+		return len(ids), ready, nil
 	}
 	rotation, err := list.VerifyPtrs(&node.rotation)
 	if err != nil {
-		return 0, fmt.Errorf("node %q: rotation: %w", node.key, err)
+		return 0, 0, fmt.Errorf("node %q: rotation: %w", node.key, err)
 	}
 	for _, c := range rotation {
 		if c.parent != node || c.n == 0 || node.children[c.key] != c {
-			return 0, fmt.Errorf("node %q: rotation holds %q, idle or not its child", node.key, c.key)
+			return 0, 0, fmt.Errorf("node %q: rotation holds %q, idle or not its child", node.key, c.key)
 		}
 	}
-	total := 0
 	idle := 0
 	for key, c := range node.children {
 		if c.key != key {
-			return 0, fmt.Errorf("node %q: child %q filed under %q", node.key, c.key, key)
+			return 0, 0, fmt.Errorf("node %q: child %q filed under %q", node.key, c.key, key)
 		}
-		if c.n == 0 {
+		if c.total == 0 {
 			idle++
-			if node.rotation.Contains(c) {
-				return 0, fmt.Errorf("node %q: idle child %q in the rotation", node.key, key)
-			}
 		}
-		n, err := verifyFairNode(o, c, priority, depth+1, listed)
+		if c.n == 0 && node.rotation.Contains(c) {
+			return 0, 0, fmt.Errorf("node %q: child %q in the rotation with nothing to hand out", node.key, key)
+		}
+		n, r, err := verifyFairNode(o, c, priority, depth+1, listed)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		total += n
+		ready += r
 	}
-	if idle != node.idle || total != node.n {
-		return 0, fmt.Errorf("node %q: %d idle children, counted %d; %d items, counted %d", node.key, idle, node.idle, total, node.n)
+	if idle != node.idle || total != node.total || ready != node.n {
+		return 0, 0, fmt.Errorf("node %q: %d idle children, counted %d; %d items, %d ready, counted %d, %d", node.key, idle, node.idle, total, ready, node.total, node.n)
 	}
-	return total, nil
+	return total, ready, nil
 }
 
 // verifyParking checks a core's parking against the ids of the records

@@ -1,0 +1,578 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+// The group-limit model walks: a queue with group limits and a plain model
+// of it take the same operations, one at a time, in a synctest bubble, so
+// that after each one every goroutine has run as far as it can. Each Get
+// runs in a goroutine of its own: one that cannot take an item stays
+// asleep, and the model says which item each sleeper must have taken after
+// every later step. A Get asleep while an item of a group with a free slot
+// is queued (a lost wakeup, or a group that holds back the others), an item
+// handed out beyond its group's limit, or one handed out out of order, is a
+// divergence.
+
+// groupModelItems are the walks' items: 0 to 2 in group g0, 3 to 5 in g1, 6
+// in g2, 7 in no group; two fairness dimensions cut across the groups, so
+// that a full group holds back items of several fairness keys.
+const groupModelItems = 8
+
+func groupModelGroup(item int) string {
+	if item == 7 {
+		return ""
+	}
+	return fmt.Sprint("g", item/3)
+}
+
+func groupModelFairness(d, item int) string { return fmt.Sprint(item % (2 + d)) }
+
+// groupModelLimits are the limits a walk starts with; SetGroupLimit changes
+// them.
+var groupModelLimits = GroupLimits[string]{
+	Group:   func(item string) string { return groupModelGroup(modelItem(item)) },
+	Default: 1,
+	Limits:  map[string]int{"g1": 2},
+}
+
+func modelItem(name string) int {
+	var i int
+	fmt.Sscan(name, &i)
+	return i
+}
+
+type groupOpKind uint8
+
+const (
+	groupOpAdd groupOpKind = iota
+	groupOpGet
+	groupOpDone
+	groupOpRemove
+	groupOpSetLimit
+	groupOpCancel // cancels the context of the oldest sleeping Get
+	groupOpTick   // advances the clock by a second
+	groupOpShutDown
+	groupOpKinds
+)
+
+var groupOpNames = [...]string{"Add", "Get", "Done", "Remove", "SetGroupLimit", "Cancel", "Tick", "ShutDown"}
+
+type groupModelOp struct {
+	kind     groupOpKind
+	item     int // for Done, the index among the items in flight
+	priority int // for SetGroupLimit, the limit
+}
+
+func (o groupModelOp) String() string {
+	switch o.kind {
+	case groupOpAdd:
+		return fmt.Sprintf("Add(%d, priority %d)", o.item, o.priority)
+	case groupOpSetLimit:
+		return fmt.Sprintf("SetGroupLimit(%s, %d)", groupModelGroup(o.item), o.priority)
+	case groupOpGet, groupOpCancel, groupOpTick, groupOpShutDown:
+		return groupOpNames[o.kind]
+	}
+	return fmt.Sprintf("%s(%d)", groupOpNames[o.kind], o.item)
+}
+
+// groupModelEntry is a queued item of the model.
+type groupModelEntry struct {
+	item, priority int
+	seq, ageSeq    uint64 // when it joined its level, when it was queued
+	readySince     time.Duration
+}
+
+// groupModel is the obvious queue with group limits: the queued items in a
+// slice, searched in full for every Get, and the rotations of the fairness
+// keys with something to hand out, per priority and path.
+type groupModel struct {
+	priorities bool
+	dims       int
+	maxWait    time.Duration
+	limits     map[string]int
+	queued     []groupModelEntry
+	processing []int       // in the order handed out
+	dirty      map[int]int // processing items added again: the priority to queue them at
+	rotations  map[string][]string
+	seq        uint64
+	now        time.Duration
+	shutdown   bool
+}
+
+func newGroupModel(priorities bool, dims int, maxWait time.Duration) *groupModel {
+	return &groupModel{priorities: priorities, dims: dims, maxWait: maxWait, limits: maps.Clone(groupModelLimits.Limits), dirty: map[int]int{}, rotations: map[string][]string{}}
+}
+
+func (m *groupModel) limit(group string) int {
+	if group == "" {
+		return 0
+	}
+	if l, ok := m.limits[group]; ok {
+		return max(l, 0)
+	}
+	return groupModelLimits.Default
+}
+
+func (m *groupModel) inFlight(group string) int {
+	n := 0
+	for _, item := range m.processing {
+		if groupModelGroup(item) == group {
+			n++
+		}
+	}
+	return n
+}
+
+func (m *groupModel) eligible(item int) bool {
+	g := groupModelGroup(item)
+	return m.limit(g) == 0 || m.inFlight(g) < m.limit(g)
+}
+
+func (m *groupModel) find(item int) int {
+	return slices.IndexFunc(m.queued, func(e groupModelEntry) bool { return e.item == item })
+}
+
+// path returns the fairness path of item under its priority, to depth d.
+func (m *groupModel) path(e groupModelEntry, d int) string {
+	p := fmt.Sprint(e.priority)
+	for i := range d {
+		p += "/" + groupModelFairness(i, e.item)
+	}
+	return p
+}
+
+// reconcile brings the rotations up to date: a key with nothing left to
+// hand out leaves its rotation; keys that got something join at the back,
+// several at once in the order of their oldest item that can be handed out.
+func (m *groupModel) reconcile() {
+	for d := range m.dims {
+		oldest := map[string]map[string]uint64{} // node path -> child key -> least seq
+		for _, e := range m.queued {
+			if !m.eligible(e.item) {
+				continue
+			}
+			node, key := m.path(e, d), groupModelFairness(d, e.item)
+			if oldest[node] == nil {
+				oldest[node] = map[string]uint64{}
+			}
+			if s, ok := oldest[node][key]; !ok || e.seq < s {
+				oldest[node][key] = e.seq
+			}
+		}
+		for node := range m.rotations {
+			if strings.Count(node, "/") != d {
+				continue
+			}
+			m.rotations[node] = slices.DeleteFunc(m.rotations[node], func(key string) bool { _, ok := oldest[node][key]; return !ok })
+		}
+		for node, keys := range oldest {
+			var joining []string
+			for key := range keys {
+				if !slices.Contains(m.rotations[node], key) {
+					joining = append(joining, key)
+				}
+			}
+			slices.SortFunc(joining, func(a, b string) int { return int(keys[a]) - int(keys[b]) })
+			m.rotations[node] = append(m.rotations[node], joining...)
+		}
+	}
+}
+
+func (m *groupModel) enqueue(item, priority int, readySince time.Duration, ageSeq uint64) {
+	m.seq++
+	if ageSeq == 0 {
+		ageSeq = m.seq
+	}
+	m.queued = append(m.queued, groupModelEntry{item: item, priority: priority, seq: m.seq, ageSeq: ageSeq, readySince: readySince})
+	m.reconcile()
+}
+
+func (m *groupModel) add(item, priority int) {
+	if !m.priorities {
+		priority = 0
+	}
+	if m.shutdown {
+		return
+	}
+	if slices.Contains(m.processing, item) {
+		if p, ok := m.dirty[item]; ok {
+			priority = max(p, priority)
+		}
+		m.dirty[item] = priority
+		return
+	}
+	i := m.find(item)
+	switch {
+	case i < 0:
+		m.enqueue(item, priority, m.now, 0)
+	case priority > m.queued[i].priority: // raised: to the back of its new level
+		e := m.queued[i]
+		m.queued = slices.Delete(m.queued, i, i+1)
+		m.enqueue(item, priority, e.readySince, e.ageSeq)
+	}
+}
+
+// pick returns the index of the entry Get hands out, -1 for none, and turns
+// the rotations for it.
+func (m *groupModel) pick() int {
+	best := -1
+	for i, e := range m.queued {
+		if m.eligible(e.item) && (best < 0 || e.ageSeq < m.queued[best].ageSeq) {
+			best = i
+		}
+	}
+	if best < 0 || m.maxWait > 0 && m.now-m.queued[best].readySince >= m.maxWait {
+		return best
+	}
+	level := -1 << 31
+	for _, e := range m.queued {
+		if m.eligible(e.item) {
+			level = max(level, e.priority)
+		}
+	}
+	node := fmt.Sprint(level)
+	for range m.dims {
+		key := m.rotations[node][0]
+		m.rotations[node] = append(m.rotations[node][1:], key)
+		node += "/" + key
+	}
+	best = -1
+	for i, e := range m.queued {
+		if m.eligible(e.item) && e.priority == level && m.path(e, m.dims) == node && (best < 0 || e.seq < m.queued[best].seq) {
+			best = i
+		}
+	}
+	return best
+}
+
+// get hands out the next item, -1 for none.
+func (m *groupModel) get() int {
+	i := m.pick()
+	if i < 0 {
+		return -1
+	}
+	item := m.queued[i].item
+	m.queued = slices.Delete(m.queued, i, i+1)
+	m.processing = append(m.processing, item)
+	m.reconcile()
+	return item
+}
+
+func (m *groupModel) done(item int) {
+	m.processing = slices.DeleteFunc(m.processing, func(p int) bool { return p == item })
+	if p, ok := m.dirty[item]; ok {
+		delete(m.dirty, item)
+		m.enqueue(item, p, m.now, 0)
+	}
+	m.reconcile()
+}
+
+func (m *groupModel) remove(item int) bool {
+	if _, ok := m.dirty[item]; ok {
+		delete(m.dirty, item)
+		return true
+	}
+	if i := m.find(item); i >= 0 {
+		m.queued = slices.Delete(m.queued, i, i+1)
+		m.reconcile()
+		return true
+	}
+	return false
+}
+
+func (m *groupModel) setLimit(group string, limit int) {
+	if group != "" {
+		m.limits[group] = limit
+		m.reconcile()
+	}
+}
+
+// waiting returns how many queued items wait for a slot.
+func (m *groupModel) waiting() int {
+	queued := map[string]int{}
+	for _, e := range m.queued {
+		queued[groupModelGroup(e.item)]++
+	}
+	n := 0
+	for g, q := range queued {
+		if l := m.limit(g); l > 0 {
+			n += max(0, q-max(0, l-m.inFlight(g)))
+		}
+	}
+	return n
+}
+
+// groupSubject is a queue with group limits under a walk.
+type groupSubject interface {
+	add(item string, priority int)
+	GetContext(ctx context.Context) (string, error)
+	Done(item string)
+	Remove(item string) bool
+	SetGroupLimit(group string, limit int)
+	Len() int
+	ShutDown()
+	Snapshot(n int) Snapshot[string]
+	verify() error
+}
+
+type groupTyped struct{ *Typed[string] }
+
+func (q groupTyped) add(item string, _ int) { q.Add(item) }
+func (q groupTyped) verify() error          { return verifyQueue(q.Typed) }
+
+type groupRateLimiting struct {
+	*TypedRateLimitingQueue[string]
+	typed *Typed[string]
+}
+
+func (q groupRateLimiting) add(item string, _ int) { q.Add(item) }
+func (q groupRateLimiting) verify() error          { return verifyQueue(q.typed) }
+
+type groupPriority struct{ *TypedPriorityQueue[string] }
+
+func (q groupPriority) add(item string, priority int) {
+	q.AddWithOpts(AddOpts{Priority: &priority}, item)
+}
+func (q groupPriority) verify() error { return verifyPriorityQueue(q.TypedPriorityQueue) }
+
+// groupModelConfig is a queue under the walks, with its model.
+type groupModelConfig struct {
+	name       string
+	priorities bool
+	dims       int
+	maxWait    time.Duration
+	build      func(clock *clocktesting.FakeClock) groupSubject
+}
+
+var groupModelConfigs = []groupModelConfig{
+	{name: "queue", build: func(clock *clocktesting.FakeClock) groupSubject {
+		return groupTyped{NewTypedWithConfig(TypedQueueConfig[string]{Clock: clock, GroupLimits: &groupModelLimits})}
+	}},
+	{name: "rate limiting", build: func(clock *clocktesting.FakeClock) groupSubject {
+		typed := NewTypedWithConfig(TypedQueueConfig[string]{Clock: clock, GroupLimits: &groupModelLimits})
+		delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Clock: clock, Queue: typed})
+		return groupRateLimiting{NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{Clock: clock, DelayingQueue: delaying}), typed}
+	}},
+	{name: "priority", priorities: true, build: priorityGroupSubject(0, 0)},
+	{name: "priority/fairness", priorities: true, dims: 1, build: priorityGroupSubject(1, 0)},
+	{name: "priority/nested fairness and MaxWait", priorities: true, dims: 2, maxWait: 3 * time.Second, build: priorityGroupSubject(2, 3*time.Second)},
+}
+
+func priorityGroupSubject(dims int, maxWait time.Duration) func(*clocktesting.FakeClock) groupSubject {
+	return func(clock *clocktesting.FakeClock) groupSubject {
+		config := TypedPriorityQueueConfig[string]{Clock: clock, GroupLimits: &groupModelLimits, MaxWait: maxWait}
+		for d := range dims {
+			config.Fairness = append(config.Fairness, func(item string) string { return groupModelFairness(d, modelItem(item)) })
+		}
+		return groupPriority{NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), config)}
+	}
+}
+
+// groupSleeper is a Get running in a goroutine of its own.
+type groupSleeper struct {
+	cancel context.CancelFunc
+	result chan groupGetResult
+}
+
+type groupGetResult struct {
+	item string
+	err  error
+}
+
+// runGroupModelWalk applies ops to a queue and the model, in a synctest
+// bubble, and returns how many it applied and the first divergence.
+func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed int, divergence string) {
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+	q := config.build(clock)
+	m := newGroupModel(config.priorities, config.dims, config.maxWait)
+	var sleepers []groupSleeper
+	defer func() {
+		for _, s := range sleepers {
+			s.cancel()
+		}
+		q.ShutDown()
+		synctest.Wait()
+	}()
+	name := func(item int) string { return fmt.Sprint(item) }
+	var history []string
+	fail := func(format string, args ...any) (int, string) {
+		return executed, fmt.Sprintf("after %d operations, the last %s: %s", len(history), strings.Join(history[max(0, len(history)-30):], ", "), fmt.Sprintf(format, args...))
+	}
+	for _, op := range ops {
+		history = append(history, op.String())
+		switch op.kind {
+		case groupOpAdd:
+			q.add(name(op.item), op.priority)
+			m.add(op.item, op.priority)
+		case groupOpGet:
+			ctx, cancel := context.WithCancel(context.Background())
+			s := groupSleeper{cancel: cancel, result: make(chan groupGetResult, 1)}
+			go func() {
+				item, err := q.GetContext(ctx)
+				s.result <- groupGetResult{item, err}
+			}()
+			sleepers = append(sleepers, s)
+		case groupOpDone:
+			if len(m.processing) == 0 {
+				continue
+			}
+			item := m.processing[op.item%len(m.processing)]
+			q.Done(name(item))
+			m.done(item)
+		case groupOpRemove:
+			if got, want := q.Remove(name(op.item)), m.remove(op.item); got != want {
+				return fail("Remove returned %v, want %v", got, want)
+			}
+		case groupOpSetLimit:
+			q.SetGroupLimit(groupModelGroup(op.item), op.priority)
+			m.setLimit(groupModelGroup(op.item), op.priority)
+		case groupOpCancel:
+			if len(sleepers) == 0 {
+				continue
+			}
+			sleepers[0].cancel()
+			synctest.Wait()
+			select {
+			case r := <-sleepers[0].result:
+				if r.err == nil { // it had taken an item before the cancel
+					return fail("a sleeping Get returned %q the model did not hand out", r.item)
+				}
+			default:
+				return fail("a cancelled Get did not return")
+			}
+			sleepers = sleepers[1:]
+		case groupOpTick:
+			clock.Step(time.Second)
+			m.now += time.Second
+		case groupOpShutDown:
+			q.ShutDown()
+			m.shutdown = true
+		}
+		synctest.Wait()
+		executed++
+		// Hand out to the sleepers what the model says they take; with
+		// several woken at once, any of them may take any of the items.
+		var want []string
+		for range sleepers {
+			item := m.get()
+			if item < 0 {
+				break
+			}
+			want = append(want, name(item))
+		}
+		var got []string
+		shutdowns := 0
+		for i := 0; i < len(sleepers); i++ {
+			select {
+			case r := <-sleepers[i].result:
+				if r.err != nil {
+					if !m.shutdown || len(m.queued) > 0 {
+						return fail("a Get returned %v with %d queued", r.err, len(m.queued))
+					}
+					shutdowns++
+				} else {
+					got = append(got, r.item)
+				}
+				sleepers[i].cancel()
+				sleepers = slices.Delete(sleepers, i, i+1)
+				i--
+			default:
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			return fail("the Gets took %v, the model hands out %v (in flight %v, queued %v)", got, want, m.processing, m.queued)
+		}
+		if m.shutdown && len(m.queued) == 0 && len(sleepers) > 0 {
+			return fail("%d Gets asleep after a shutdown with nothing queued", len(sleepers))
+		}
+		if err := q.verify(); err != nil {
+			return fail("invariant: %v", err)
+		}
+		if got, want := q.Len(), len(m.queued); got != want {
+			return fail("Len %d, want %d", got, want)
+		}
+		if got, want := q.Snapshot(0).WaitingForSlot, m.waiting(); got != want {
+			return fail("Snapshot.WaitingForSlot %d, want %d", got, want)
+		}
+	}
+	return executed, ""
+}
+
+// randomGroupOps returns n operations drawn from r, with shutdowns rare.
+func randomGroupOps(r *rand.Rand, n int) []groupModelOp {
+	weights := [groupOpKinds]int{groupOpAdd: 30, groupOpGet: 15, groupOpDone: 20, groupOpRemove: 5, groupOpSetLimit: 4, groupOpCancel: 2, groupOpTick: 3, groupOpShutDown: 0}
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	ops := make([]groupModelOp, n)
+	for i := range ops {
+		x := r.IntN(total)
+		kind := groupOpKind(0)
+		for ; x >= weights[kind]; kind++ {
+			x -= weights[kind]
+		}
+		if r.IntN(300) == 0 {
+			kind = groupOpShutDown
+		}
+		ops[i] = groupModelOp{kind: kind, item: r.IntN(groupModelItems), priority: r.IntN(4) - 1}
+	}
+	return ops
+}
+
+func TestGroupLimitsModelWalks(t *testing.T) {
+	walks, steps := 60, 300
+	if testing.Short() {
+		walks = 10
+	}
+	for _, config := range groupModelConfigs {
+		t.Run(config.name, func(t *testing.T) {
+			total := 0
+			for seed := range uint64(walks) {
+				ops := randomGroupOps(rand.New(rand.NewPCG(seed, 36)), steps)
+				synctest.Test(t, func(t *testing.T) {
+					executed, divergence := runGroupModelWalk(config, ops)
+					total += executed
+					require.Emptyf(t, divergence, "seed %d", seed)
+				})
+			}
+			t.Logf("%d operations checked", total)
+		})
+	}
+}
+
+// FuzzGroupLimitsModel decodes each input as a configuration and
+// operations, two bytes each, and runs them against the model.
+func FuzzGroupLimitsModel(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 1, 1, 0, 1, 0, 2, 0})
+	f.Add([]byte{3, 0, 2, 0, 3, 1, 0, 1, 0, 4, 12, 1, 0, 2, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		config := groupModelConfigs[int(data[0])%len(groupModelConfigs)]
+		var ops []groupModelOp
+		for b := data[1:]; len(b) >= 2; b = b[2:] {
+			ops = append(ops, groupModelOp{kind: groupOpKind(b[0] % byte(groupOpKinds)), item: int(b[1]) % groupModelItems, priority: int(b[1]/groupModelItems)%4 - 1})
+		}
+		synctest.Test(t, func(t *testing.T) {
+			if _, divergence := runGroupModelWalk(config, ops); divergence != "" {
+				t.Fatal(divergence)
+			}
+		})
+	})
+}

@@ -1,0 +1,299 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tenantOf is the group of the items of the group tests: the part before
+// the slash, none without one.
+func tenantOf(item string) string {
+	tenant, _, found := strings.Cut(item, "/")
+	if !found {
+		return ""
+	}
+	return tenant
+}
+
+// groupQueue is what the group tests use of a queue.
+type groupQueue interface {
+	Add(item string)
+	GetContext(ctx context.Context) (string, error)
+	Done(item string)
+	Len() int
+	SetGroupLimit(group string, limit int)
+	Snapshot(n int) Snapshot[string]
+	ShutDown()
+	ShutDownWithDrain()
+}
+
+// groupQueues makes one queue of each kind with limits.
+var groupQueues = []struct {
+	name string
+	make func(limits GroupLimits[string]) groupQueue
+}{
+	{"queue", func(limits GroupLimits[string]) groupQueue {
+		return NewTypedWithConfig(TypedQueueConfig[string]{GroupLimits: &limits})
+	}},
+	{"rate limiting", func(limits GroupLimits[string]) groupQueue {
+		return NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{GroupLimits: &limits})
+	}},
+	{"priority with fairness", func(limits GroupLimits[string]) groupQueue {
+		return NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{
+			GroupLimits: &limits, Fairness: []func(string) string{func(item string) string { return item[len(item)-1:] }},
+		})
+	}},
+}
+
+func TestGroupLimits(t *testing.T) {
+	limits := GroupLimits[string]{Group: tenantOf, Default: 1, Limits: map[string]int{"wide": 2, "free": 0}}
+	// Each step is an operation and what it must return; "get" lists the
+	// item Get must hand out at once, "" for one that must wait.
+	type step struct{ op, item string }
+	tests := []struct {
+		name  string
+		steps []step
+		len   int // Len at the end
+	}{
+		{"a full group is passed over", []step{{"add", "a/1"}, {"add", "a/2"}, {"add", "b/1"}, {"get", "a/1"}, {"get", "b/1"}, {"get", ""}}, 1},
+		{"a freed slot hands out the group's next", []step{{"add", "a/1"}, {"add", "a/2"}, {"get", "a/1"}, {"done", "a/1"}, {"get", "a/2"}}, 0},
+		{"a limit of two", []step{{"add", "wide/1"}, {"add", "wide/2"}, {"add", "wide/3"}, {"get", "wide/1"}, {"get", "wide/2"}, {"get", ""}}, 1},
+		{"a limit of 0 is none", []step{{"add", "free/1"}, {"add", "free/2"}, {"get", "free/1"}, {"get", "free/2"}}, 0},
+		{"the empty group has no limit", []step{{"add", "1"}, {"add", "2"}, {"get", "1"}, {"get", "2"}}, 0},
+		{"a raised limit hands out at once", []step{{"add", "a/1"}, {"add", "a/2"}, {"get", "a/1"}, {"limit a 2", ""}, {"get", "a/2"}}, 0},
+		{"a lowered limit waits for Done", []step{{"add", "wide/1"}, {"add", "wide/2"}, {"add", "wide/3"}, {"get", "wide/1"}, {"limit wide 1", ""}, {"done", "wide/1"}, {"get", "wide/2"}, {"get", ""}}, 1},
+		{"an item added while processed waits for its own slot", []step{{"add", "a/1"}, {"get", "a/1"}, {"add", "a/1"}, {"done", "a/1"}, {"get", "a/1"}}, 0},
+	}
+	for _, q := range groupQueues {
+		for _, tt := range tests {
+			t.Run(q.name+"/"+tt.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					queue := q.make(limits)
+					defer queue.ShutDown()
+					for _, s := range tt.steps {
+						switch op := strings.Fields(s.op); op[0] {
+						case "add":
+							queue.Add(s.item)
+						case "done":
+							queue.Done(s.item)
+						case "limit":
+							var n int
+							fmt.Sscan(op[2], &n)
+							queue.SetGroupLimit(op[1], n)
+						case "get":
+							ctx, cancel := context.WithCancel(t.Context())
+							got := make(chan string, 1)
+							go func() {
+								item, _ := queue.GetContext(ctx)
+								got <- item
+							}()
+							synctest.Wait()
+							cancel()
+							assert.Equal(t, s.item, <-got, "Get")
+						}
+					}
+					assert.Equal(t, tt.len, queue.Len(), "Len counts the items waiting for a slot")
+				})
+			})
+		}
+	}
+}
+
+func TestGroupLimitsSnapshot(t *testing.T) {
+	for _, q := range groupQueues {
+		t.Run(q.name, func(t *testing.T) {
+			queue := q.make(GroupLimits[string]{Group: tenantOf, Default: 1})
+			defer queue.ShutDown()
+			for _, item := range []string{"a/1", "a/2", "a/3", "b/1", "c/1"} {
+				queue.Add(item)
+			}
+			for range 2 {
+				_, err := queue.GetContext(t.Context()) // a/1, then b/1
+				require.NoError(t, err)
+			}
+			s := queue.Snapshot(10)
+			assert.Equal(t, 3, s.Depth)
+			assert.Equal(t, 2, s.WaitingForSlot)
+			assert.ElementsMatch(t, []string{"c/1"}, s.Queued, "Queued lists the items that can be handed out")
+			assert.Equal(t, []GroupState{
+				{Group: "a", Limit: 1, InFlight: 1, Queued: 2, Waiting: 2},
+				{Group: "b", Limit: 1, InFlight: 1},
+				{Group: "c", Limit: 1, Queued: 1},
+			}, s.Groups)
+		})
+	}
+}
+
+func TestGroupLimitsPanics(t *testing.T) {
+	limits := &GroupLimits[string]{Group: tenantOf}
+	tests := []struct {
+		name, want string
+		make       func()
+	}{
+		{"nil Group", "workqueue: NewTypedWithConfig: GroupLimits.Group is nil", func() {
+			NewTypedWithConfig(TypedQueueConfig[string]{GroupLimits: &GroupLimits[string]{Default: 1}})
+		}},
+		{"custom storage", "workqueue: NewTypedWithConfig: GroupLimits cannot be set with a custom Queue, which cannot pass over the items of a group at its limit", func() {
+			NewTypedWithConfig(TypedQueueConfig[string]{GroupLimits: limits, Queue: DefaultQueue[string]()})
+		}},
+		{"delaying queue with a Queue", "workqueue: NewTypedDelayingQueueWithConfig: GroupLimits with a Queue; set it in the Queue's own config", func() {
+			NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{GroupLimits: limits, Queue: NewTyped[string]()})
+		}},
+		{"rate-limiting queue with a DelayingQueue", "workqueue: NewTypedRateLimitingQueueWithConfig: GroupLimits with a DelayingQueue; set it in the DelayingQueue's own config", func() {
+			delaying := NewTypedDelayingQueue[string]()
+			defer delaying.ShutDown()
+			NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{GroupLimits: limits, DelayingQueue: delaying})
+		}},
+		{"priority queue with a nil Group", "workqueue: NewTypedPriorityQueue: GroupLimits.Group is nil", func() {
+			NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{GroupLimits: &GroupLimits[string]{}})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { assert.PanicsWithValue(t, tt.want, tt.make) })
+	}
+}
+
+// TestGroupLimitsNoOps checks SetGroupLimit where it does nothing: on a
+// queue without group limits, and for the empty group.
+func TestGroupLimitsNoOps(t *testing.T) {
+	q := NewTyped[string]()
+	defer q.ShutDown()
+	q.SetGroupLimit("a", 1)
+	q.Add("a/1")
+	q.Add("a/2")
+	for range 2 {
+		_, err := q.GetContext(t.Context())
+		require.NoError(t, err)
+	}
+	limited := NewTypedWithConfig(TypedQueueConfig[string]{GroupLimits: &GroupLimits[string]{Group: tenantOf}})
+	defer limited.ShutDown()
+	limited.SetGroupLimit("", 1)
+	limited.Add("1")
+	limited.Add("2")
+	for range 2 {
+		_, err := limited.GetContext(t.Context())
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []GroupState{{Group: "", InFlight: 2}}, limited.Snapshot(0).Groups)
+}
+
+// TestGroupLimitsStress runs producers and workers on real time on each
+// queue kind with group limits, and checks, with a counter per group, that
+// no group ever has more items in flight than its limit, and that every
+// added item is processed after its last add.
+func TestGroupLimitsStress(t *testing.T) {
+	const (
+		groups, keysPerGroup = 6, 20
+		producers, addsEach  = 4, 2000
+		workers              = 8
+	)
+	limitOf := func(g int) int { return 1 + g%3 } // 1, 2, 3, ...
+	limits := GroupLimits[string]{Group: tenantOf, Limits: map[string]int{}}
+	for g := range groups {
+		limits.Limits[fmt.Sprint("g", g)] = limitOf(g)
+	}
+	for _, q := range groupQueues {
+		t.Run(q.name, func(t *testing.T) {
+			queue := q.make(limits)
+			var inFlight, most [groups]atomic.Int64
+			var added, processed sync.Map // item -> add count, then the count seen at Get
+			var producing sync.WaitGroup
+			for p := range producers {
+				producing.Go(func() {
+					for i := range addsEach {
+						g := (p + i) % groups
+						item := fmt.Sprintf("g%d/%d", g, (i*7+p)%keysPerGroup)
+						n, _ := added.LoadOrStore(item, new(atomic.Int64))
+						n.(*atomic.Int64).Add(1)
+						queue.Add(item)
+						if i%64 == 0 {
+							runtime.Gosched()
+						}
+					}
+				})
+			}
+			var working sync.WaitGroup
+			for range workers {
+				working.Go(func() {
+					for {
+						item, err := queue.GetContext(context.Background())
+						if err != nil {
+							return
+						}
+						var g int
+						fmt.Sscanf(item, "g%d/", &g)
+						n := inFlight[g].Add(1)
+						for m := most[g].Load(); n > m && !most[g].CompareAndSwap(m, n); m = most[g].Load() {
+						}
+						if adds, ok := added.Load(item); ok {
+							processed.Store(item, adds.(*atomic.Int64).Load())
+						}
+						runtime.Gosched()
+						inFlight[g].Add(-1)
+						queue.Done(item)
+					}
+				})
+			}
+			producing.Wait()
+			queue.ShutDownWithDrain()
+			working.Wait()
+			for g := range groups {
+				assert.LessOrEqualf(t, most[g].Load(), int64(limitOf(g)), "group g%d: most in flight at once", g)
+			}
+			added.Range(func(item, adds any) bool {
+				seen, ok := processed.Load(item)
+				assert.Truef(t, ok && seen.(int64) == adds.(*atomic.Int64).Load(), "item %v: processed after its last add", item)
+				return true
+			})
+		})
+	}
+}
+
+// TestGroupLimitsGetWaitsThroughShutdown checks a Get that waits for a
+// slot when a shutdown begins: it keeps waiting while the group's item is
+// queued, takes it at the Done that frees the slot, and a Get that then
+// finds the queue empty returns ErrShutDown.
+func TestGroupLimitsGetWaitsThroughShutdown(t *testing.T) {
+	for _, q := range groupQueues {
+		t.Run(q.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				queue := q.make(GroupLimits[string]{Group: tenantOf, Default: 1})
+				queue.Add("a/1")
+				queue.Add("a/2")
+				first, err := queue.GetContext(t.Context())
+				require.NoError(t, err)
+				got := make(chan string, 2)
+				go func() {
+					item, err := queue.GetContext(t.Context())
+					if err != nil {
+						item = err.Error()
+					}
+					got <- item
+				}()
+				go queue.ShutDown()
+				synctest.Wait()
+				assert.Empty(t, got, "a Get returned while an item waits for a slot")
+				queue.Done(first)
+				synctest.Wait()
+				assert.Equal(t, "a/2", <-got)
+				go func() {
+					_, err := queue.GetContext(t.Context())
+					got <- err.Error()
+				}()
+				synctest.Wait()
+				assert.Equal(t, ErrShutDown.Error(), <-got)
+				queue.Done("a/2")
+				synctest.Wait()
+			})
+		})
+	}
+}
