@@ -99,9 +99,11 @@ type core[T comparable] struct {
 	// processed, waiting for a delay in the core's delays, or parked.
 	items table.Table[T, record]
 	order handOutOrder
-	// groups and grouped are nil unless the queue has group limits.
-	groups  *groupSet[T]
-	grouped groupedOrder
+	// groups and grouped are nil unless the queue has group limits, and
+	// groupMetrics unless it also records their metrics.
+	groups       *groupSet[T]
+	grouped      groupedOrder
+	groupMetrics *groupMetrics
 
 	drainWaiters int
 	// drainReleased is set by ShutDown: no ShutDownWithDrain waits after it.
@@ -153,6 +155,9 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 	warnIfNoProvider(provider, name, logger)
 	c.metrics = newQueueMetrics[T](provider, name, clk, c.refreshUnfinishedWork)
 	c.parkingMetrics = newParkingMetrics(provider, name)
+	if c.groups != nil {
+		c.groupMetrics = newGroupMetrics(provider, name)
+	}
 	c.flight.tracking = c.metrics != nil
 }
 
@@ -209,8 +214,15 @@ func (c *core[T]) unqueue(id int32) {
 // changed to the count of items waiting for a slot and to the order. The
 // caller holds mu and wakes the Get callers the change lets take an item.
 func (c *core[T]) changeGroup(g *group, update func()) {
+	atLimit := c.groups.atLimit
 	waiting, opened, closed := c.groups.change(g, update)
 	c.slotWaits += waiting
+	if c.groupMetrics != nil && waiting != 0 {
+		c.groupMetrics.waiting.Set(float64(c.slotWaits))
+		if atLimit != c.groups.atLimit {
+			c.groupMetrics.atLimit.Set(float64(c.groups.atLimit))
+		}
+	}
 	switch {
 	case opened:
 		c.grouped.unblock(g)

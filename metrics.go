@@ -63,6 +63,31 @@ type ParkingMetricsProvider interface {
 	NewParkTimeoutsMetric(name string) CounterMetric      // parks ended by MaxParkTime
 }
 
+// GroupMetricsProvider is a [MetricsProvider] that also reports group limits
+// ([GroupLimits]), over all the groups of a queue so that the number of
+// series stays bounded; Snapshot lists the groups themselves.
+type GroupMetricsProvider interface {
+	MetricsProvider
+	NewWaitingForSlotMetric(name string) SettableGaugeMetric // queued items that wait for a free slot of their group
+	NewGroupsAtLimitMetric(name string) SettableGaugeMetric  // groups with items waiting for a slot
+}
+
+// groupMetrics are the group-limit metrics of one queue; a queue without
+// them has a nil *groupMetrics.
+type groupMetrics struct {
+	waiting, atLimit SettableGaugeMetric
+}
+
+// newGroupMetrics returns the group-limit metrics of a named queue, or nil
+// if it records no metrics or the provider does not offer them.
+func newGroupMetrics(provider MetricsProvider, name string) *groupMetrics {
+	p, ok := provider.(GroupMetricsProvider)
+	if !ok || name == "" {
+		return nil
+	}
+	return &groupMetrics{waiting: orNoop(p.NewWaitingForSlotMetric(name)), atLimit: orNoop(p.NewGroupsAtLimitMetric(name))}
+}
+
 // EventCounterMetric counts by event; it must be safe for concurrent use.
 type EventCounterMetric interface {
 	Inc(event string)

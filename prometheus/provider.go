@@ -22,8 +22,10 @@
 //	workqueue_parked_items                       gauge      items parked until an event
 //	workqueue_wakes_total                        counter    parks ended by an event, by event
 //	workqueue_park_timeouts_total                counter    parks ended by MaxParkTime
+//	workqueue_items_waiting_for_slot             gauge      queued items whose group is at its limit
+//	workqueue_groups_at_limit                    gauge      groups with items waiting for a slot
 //
-// The last five are not in Kubernetes. workqueue_depth_by_priority has a
+// The last seven are not in Kubernetes. workqueue_depth_by_priority has a
 // second label, priority; it shows at most [MaxPriorityLabels] priorities
 // per queue, and counts the depth at further priorities under the
 // priority "other", so that callers choosing priorities cannot grow the
@@ -46,8 +48,9 @@ import (
 // Provider creates the metrics of named work queues and registers them with
 // one registry. It implements [workqueue.MetricsProvider],
 // [workqueue.DelayedItemsMetricsProvider],
-// [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider]
-// and [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
+// [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
+// [workqueue.GroupMetricsProvider] and
+// [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
 	depth          *prometheus.GaugeVec
@@ -62,6 +65,8 @@ type Provider struct {
 	parked         *prometheus.GaugeVec
 	wakes          *prometheus.CounterVec // labels name and event
 	parkTimeouts   *prometheus.CounterVec
+	waitingForSlot *prometheus.GaugeVec
+	groupsAtLimit  *prometheus.GaugeVec
 	updatePeriod   time.Duration
 }
 
@@ -70,6 +75,7 @@ var (
 	_ workqueue.DelayedItemsMetricsProvider        = (*Provider)(nil)
 	_ workqueue.PriorityMetricsProvider            = (*Provider)(nil)
 	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
+	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
 )
 
@@ -190,8 +196,10 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
 			Namespace: o.namespace, Subsystem: o.subsystem, Name: "wakes_total", ConstLabels: o.constLabels,
 			Help: "Parks in the work queue ended by an event, by event.",
 		}, []string{"name", "event"})),
-		parkTimeouts: counter("park_timeouts_total", "Parks in the work queue ended by the longest park time, without an event."),
-		updatePeriod: o.updatePeriod,
+		parkTimeouts:   counter("park_timeouts_total", "Parks in the work queue ended by the longest park time, without an event."),
+		waitingForSlot: gauge("items_waiting_for_slot", "Items queued in the work queue whose group has no free slot under its concurrency limit."),
+		groupsAtLimit:  gauge("groups_at_limit", "Groups of the work queue at their concurrency limit with items waiting for a slot."),
+		updatePeriod:   o.updatePeriod,
 	}
 }
 
@@ -230,7 +238,7 @@ type metricVector interface {
 }
 
 func (p *Provider) vectors() []metricVector {
-	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority, p.parked, p.wakes, p.parkTimeouts}
+	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority, p.parked, p.wakes, p.parkTimeouts, p.waitingForSlot, p.groupsAtLimit}
 }
 
 // NewDepthMetric returns the workqueue_depth gauge of the queue name.
@@ -355,6 +363,18 @@ func (p *Provider) NewParkedItemsMetric(name string) workqueue.SettableGaugeMetr
 // of the queue name.
 func (p *Provider) NewParkTimeoutsMetric(name string) workqueue.CounterMetric {
 	return p.parkTimeouts.WithLabelValues(name)
+}
+
+// NewWaitingForSlotMetric returns the workqueue_items_waiting_for_slot
+// gauge of the queue name.
+func (p *Provider) NewWaitingForSlotMetric(name string) workqueue.SettableGaugeMetric {
+	return p.waitingForSlot.WithLabelValues(name)
+}
+
+// NewGroupsAtLimitMetric returns the workqueue_groups_at_limit gauge of the
+// queue name.
+func (p *Provider) NewGroupsAtLimitMetric(name string) workqueue.SettableGaugeMetric {
+	return p.groupsAtLimit.WithLabelValues(name)
 }
 
 // MaxEventLabels is how many events workqueue_wakes_total shows for one
