@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/go-workqueue/workqueue"
 	crqueue "github.com/go-workqueue/workqueue/controllerruntime"
 )
 
@@ -382,4 +383,48 @@ func TestControllerMaxWait(t *testing.T) {
 			assert.Equal(t, want, order)
 		})
 	}
+}
+
+// TestControllerGroupLimits runs a controller with four workers and a limit
+// of one reconcile per namespace: a namespace with many requests never has
+// two reconciled at once, and the other namespaces' requests are reconciled
+// beside it rather than after it.
+func TestControllerGroupLimits(t *testing.T) {
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]int{}
+		most     = map[string]int{}
+		order    []string
+	)
+	release := make(chan struct{})
+	r := reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
+		mu.Lock()
+		inFlight[r.Namespace]++
+		most[r.Namespace] = max(most[r.Namespace], inFlight[r.Namespace])
+		order = append(order, r.Namespace)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight[r.Namespace]--
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	h := start(t, r, 4, fastLimiter(), crqueue.WithGroupLimits(workqueue.GroupLimits[reconcile.Request]{
+		Group:   func(r reconcile.Request) string { return r.Namespace },
+		Default: 1,
+	}))
+	for i := range 20 {
+		h.send(t, nil, req("hot", fmt.Sprintf("o%d", i)))
+	}
+	h.send(t, nil, req("a", "x"), req("b", "x"), req("c", "x"))
+	// The hot namespace's first request and the three others run at once.
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 4 }, 5*time.Second, time.Millisecond)
+	mu.Lock()
+	assert.ElementsMatch(t, []string{"hot", "a", "b", "c"}, order, "the other namespaces pass the waiting hot ones")
+	mu.Unlock()
+	close(release)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) == 23 }, 5*time.Second, time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, map[string]int{"hot": 1, "a": 1, "b": 1, "c": 1}, most)
 }

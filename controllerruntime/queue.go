@@ -27,6 +27,7 @@ type options[T comparable] struct {
 	registerer prometheus.Registerer
 	noMetrics  bool
 	drain      bool
+	groups     *workqueue.GroupLimits[T]
 }
 
 // Option configures the queues [NewQueue] makes.
@@ -47,6 +48,19 @@ func WithFairness[T comparable](keys ...func(item T) string) Option[T] {
 // makes the constructor panic.
 func WithMaxWait[T comparable](d time.Duration) Option[T] {
 	return func(o *options[T]) { o.maxWait = d }
+}
+
+// WithGroupLimits limits how many items of a group are reconciled at once,
+// as [workqueue.GroupLimits] describes: with a Group function that returns
+// a request's namespace and a Default of 2, at most two reconciles of a
+// namespace run at once, and the controller's other workers reconcile
+// requests of other namespaces meanwhile. [Queue.SetGroupLimit] changes a
+// limit at run time. The constructor panics on a nil Group.
+//
+// A Get that waits for a slot of its group when ShutDown is called returns
+// at the Done that frees the slot, not at once.
+func WithGroupLimits[T comparable](limits workqueue.GroupLimits[T]) Option[T] {
+	return func(o *options[T]) { o.groups = &limits }
 }
 
 // WithRegisterer records the queue's metrics in reg instead of
@@ -75,7 +89,8 @@ func WithDrainOnShutDown[T comparable]() Option[T] {
 // controller passes. The constructor is safe for concurrent use and may
 // be called any number of times; it panics as
 // [workqueue.NewTypedPriorityQueue] does on bad options (a nil fairness
-// function, a negative MaxWait), and never on metrics registration.
+// function, a negative MaxWait, a nil Group in the group limits), and
+// never on metrics registration.
 func NewQueue[T comparable](opts ...Option[T]) func(controllerName string, rateLimiter ctrlworkqueue.TypedRateLimiter[T]) ctrlworkqueue.TypedRateLimitingInterface[T] {
 	var o options[T]
 	for _, opt := range opts {
@@ -105,9 +120,10 @@ func newQueue[T comparable](name string, rateLimiter ctrlworkqueue.TypedRateLimi
 		rateLimiter = ctrlworkqueue.NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 1000*time.Second)
 	}
 	config := workqueue.TypedPriorityQueueConfig[T]{
-		Name:     name,
-		Fairness: o.fairness,
-		MaxWait:  o.maxWait,
+		Name:        name,
+		Fairness:    o.fairness,
+		MaxWait:     o.maxWait,
+		GroupLimits: o.groups,
 	}
 	if !o.noMetrics && name != "" {
 		reg := o.registerer
@@ -221,8 +237,14 @@ func (q *Queue[T]) NumRequeues(item T) int { return q.q.NumRequeues(item) }
 func (q *Queue[T]) Remove(item T) bool { return q.q.Remove(item) }
 
 // Len returns the number of items queued and ready; items waiting for
-// their delay or being processed are not counted.
+// their delay or being processed are not counted, items waiting for a slot
+// of their group are.
 func (q *Queue[T]) Len() int { return q.q.Len() }
+
+// SetGroupLimit sets the limit of group; see
+// [workqueue.TypedPriorityQueue.SetGroupLimit]. It does nothing on a queue
+// made without [WithGroupLimits].
+func (q *Queue[T]) SetGroupLimit(group string, limit int) { q.q.SetGroupLimit(group, limit) }
 
 // ShuttingDown reports whether ShutDown or ShutDownWithDrain was called.
 func (q *Queue[T]) ShuttingDown() bool { return q.q.ShuttingDown() }
