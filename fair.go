@@ -30,10 +30,15 @@ type fairNode struct {
 	grouped *groupedList
 
 	// An inner node's children by key, its rotation, and how many of its
-	// children have nothing queued.
+	// children have nothing queued; weight gives its children's weights,
+	// nil for all 1.
 	children map[string]*fairNode
 	rotation list.Ptrs[fairNode, *fairNode]
 	idle     int
+	weight   func(key string) int
+	// As a child in its parent's rotation: the turns it has left before
+	// it moves to the back.
+	turnsLeft int
 
 	// As a child: its parent, its key and its place in the parent's
 	// rotation.
@@ -52,14 +57,14 @@ const maxIdleKeys = 1024
 
 // child returns the child of n for key, making it if needed; the caller is
 // about to queue an item below it and count it. leaf says whether children
-// are leaves.
-func (n *fairNode) child(key string, leaf bool) *fairNode {
+// are leaves, and weight gives the weights of the child's own children.
+func (n *fairNode) child(key string, leaf bool, weight func(string) int) *fairNode {
 	c := n.children[key]
 	if c == nil {
 		if n.children == nil {
 			n.children = make(map[string]*fairNode)
 		}
-		c = &fairNode{leaf: leaf, items: list.New(), parent: n, key: key}
+		c = &fairNode{leaf: leaf, items: list.New(), parent: n, key: key, weight: weight}
 		n.children[key] = c
 		n.idle++
 	}
@@ -91,6 +96,7 @@ func (leaf *fairNode) count(dTotal, dReady int) (rootChange int) {
 		switch {
 		case wasReady == 0 && n.n > 0:
 			p.rotation.PushBack(n)
+			n.turnsLeft = p.weightOf(n.key)
 		case wasReady > 0 && n.n == 0:
 			p.rotation.Remove(n)
 		}
@@ -118,10 +124,23 @@ func (n *fairNode) dropIdle() {
 	n.idle = 0
 }
 
-// turn moves every node on the path from the root to the leaf n to the back
-// of its parent's rotation: the leaf is about to hand out an item.
+// turn takes a turn of every node on the path from the root to the leaf n,
+// which is about to hand out an item: a node whose turns are used up moves
+// to the back of its parent's rotation, with its weight's turns again.
 func (n *fairNode) turn() {
 	for c := n; c.parent != nil; c = c.parent {
-		c.parent.rotation.MoveToBack(c)
+		if c.turnsLeft--; c.turnsLeft <= 0 {
+			c.parent.rotation.MoveToBack(c)
+			c.turnsLeft = c.parent.weightOf(c.key)
+		}
 	}
+}
+
+// weightOf returns the weight of n's child key: 1 without weights, and for
+// a weight below 1.
+func (n *fairNode) weightOf(key string) int {
+	if n.weight == nil {
+		return 1
+	}
+	return max(n.weight(key), 1)
 }

@@ -205,12 +205,16 @@ func (q *groupRefQueue) ShuttingDown() bool {
 	return q.shutdown
 }
 
-func (q *groupRefQueue) Snapshot(int) Snapshot[string] {
+func (q *groupRefQueue) Snapshot(n int) Snapshot[string] {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	queued := map[string]int{}
+	var first []string
 	for _, item := range q.fifo {
 		queued[q.limits.Group(item)]++
+		if len(first) < n && q.eligible(item) {
+			first = append(first, item)
+		}
 	}
 	waiting := 0
 	for g, n := range queued {
@@ -218,7 +222,7 @@ func (q *groupRefQueue) Snapshot(int) Snapshot[string] {
 			waiting += max(0, n-max(0, l-q.inFlight(g)))
 		}
 	}
-	return Snapshot[string]{Depth: len(q.fifo), WaitingForSlot: waiting}
+	return Snapshot[string]{Depth: len(q.fifo), Queued: first, WaitingForSlot: waiting}
 }
 
 func (q *groupRefQueue) verify() error { return nil }

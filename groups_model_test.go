@@ -100,7 +100,9 @@ type groupModelEntry struct {
 type groupModel struct {
 	priorities bool
 	dims       int
+	weighted   bool
 	maxWait    time.Duration
+	turnsLeft  map[string]int // by node path and key, for the weighted rotations
 	limits     map[string]int
 	queued     []groupModelEntry
 	processing []int       // in the order handed out
@@ -111,8 +113,25 @@ type groupModel struct {
 	shutdown   bool
 }
 
-func newGroupModel(priorities bool, dims int, maxWait time.Duration) *groupModel {
-	return &groupModel{priorities: priorities, dims: dims, maxWait: maxWait, limits: maps.Clone(groupModelLimits.Limits), dirty: map[int]int{}, rotations: map[string][]string{}}
+func newGroupModel(config groupModelConfig) *groupModel {
+	return &groupModel{priorities: config.priorities, dims: config.dims, weighted: config.weighted, maxWait: config.maxWait,
+		limits: maps.Clone(groupModelLimits.Limits), dirty: map[int]int{}, rotations: map[string][]string{}, turnsLeft: map[string]int{}}
+}
+
+// groupModelWeight is the weight of a key of fairness dimension d in the
+// weighted walks: keys 1 and 3 weigh two, the others one.
+func groupModelWeight(d int, key string) int {
+	if key == "1" || key == "3" {
+		return 2
+	}
+	return 1
+}
+
+func (m *groupModel) weight(d int, key string) int {
+	if !m.weighted {
+		return 1
+	}
+	return groupModelWeight(d, key)
 }
 
 func (m *groupModel) limit(group string) int {
@@ -186,6 +205,9 @@ func (m *groupModel) reconcile() {
 			}
 			slices.SortFunc(joining, func(a, b string) int { return int(keys[a]) - int(keys[b]) })
 			m.rotations[node] = append(m.rotations[node], joining...)
+			for _, key := range joining {
+				m.turnsLeft[node+"|"+key] = m.weight(d, key)
+			}
 		}
 	}
 }
@@ -243,9 +265,12 @@ func (m *groupModel) pick() int {
 		}
 	}
 	node := fmt.Sprint(level)
-	for range m.dims {
+	for d := range m.dims {
 		key := m.rotations[node][0]
-		m.rotations[node] = append(m.rotations[node][1:], key)
+		if m.turnsLeft[node+"|"+key]--; m.turnsLeft[node+"|"+key] <= 0 {
+			m.rotations[node] = append(m.rotations[node][1:], key)
+			m.turnsLeft[node+"|"+key] = m.weight(d, key)
+		}
 		node += "/" + key
 	}
 	best = -1
@@ -255,6 +280,29 @@ func (m *groupModel) pick() int {
 		}
 	}
 	return best
+}
+
+// first returns the items Get would hand out if called again and again now
+// with no slot filling up: what Snapshot lists, at most n.
+func (m *groupModel) first(n int) []string {
+	c := *m
+	c.queued = slices.Clone(m.queued)
+	c.rotations = maps.Clone(m.rotations)
+	for node, keys := range c.rotations {
+		c.rotations[node] = slices.Clone(keys)
+	}
+	c.turnsLeft = maps.Clone(m.turnsLeft)
+	var out []string
+	for len(out) < n {
+		i := c.pick()
+		if i < 0 {
+			break
+		}
+		out = append(out, fmt.Sprint(c.queued[i].item))
+		c.queued = slices.Delete(c.queued, i, i+1)
+		c.reconcile()
+	}
+	return out
 }
 
 // get hands out the next item, -1 for none.
@@ -352,6 +400,7 @@ type groupModelConfig struct {
 	name       string
 	priorities bool
 	dims       int
+	weighted   bool
 	maxWait    time.Duration
 	build      func(clock *clocktesting.FakeClock) groupSubject
 }
@@ -365,16 +414,21 @@ var groupModelConfigs = []groupModelConfig{
 		delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Clock: clock, Queue: typed})
 		return groupRateLimiting{NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{Clock: clock, DelayingQueue: delaying}), typed}
 	}},
-	{name: "priority", priorities: true, build: priorityGroupSubject(0, 0)},
-	{name: "priority/fairness", priorities: true, dims: 1, build: priorityGroupSubject(1, 0)},
-	{name: "priority/nested fairness and MaxWait", priorities: true, dims: 2, maxWait: 3 * time.Second, build: priorityGroupSubject(2, 3*time.Second)},
+	{name: "priority", priorities: true, build: priorityGroupSubject(0, false, 0)},
+	{name: "priority/fairness", priorities: true, dims: 1, build: priorityGroupSubject(1, false, 0)},
+	{name: "priority/nested fairness and MaxWait", priorities: true, dims: 2, maxWait: 3 * time.Second, build: priorityGroupSubject(2, false, 3*time.Second)},
+	{name: "priority/weighted nested fairness", priorities: true, dims: 2, weighted: true, build: priorityGroupSubject(2, true, 0)},
+	{name: "priority/weighted fairness and MaxWait", priorities: true, dims: 1, weighted: true, maxWait: 3 * time.Second, build: priorityGroupSubject(1, true, 3*time.Second)},
 }
 
-func priorityGroupSubject(dims int, maxWait time.Duration) func(*clocktesting.FakeClock) groupSubject {
+func priorityGroupSubject(dims int, weighted bool, maxWait time.Duration) func(*clocktesting.FakeClock) groupSubject {
 	return func(clock *clocktesting.FakeClock) groupSubject {
 		config := TypedPriorityQueueConfig[string]{Clock: clock, GroupLimits: &groupModelLimits, MaxWait: maxWait}
 		for d := range dims {
 			config.Fairness = append(config.Fairness, func(item string) string { return groupModelFairness(d, modelItem(item)) })
+			if weighted {
+				config.FairnessWeights = append(config.FairnessWeights, func(key string) int { return groupModelWeight(d, key) })
+			}
 		}
 		return groupPriority{NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), config)}
 	}
@@ -396,7 +450,7 @@ type groupGetResult struct {
 func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed int, divergence string) {
 	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
 	q := config.build(clock)
-	m := newGroupModel(config.priorities, config.dims, config.maxWait)
+	m := newGroupModel(config)
 	var sleepers []groupSleeper
 	defer func() {
 		for _, s := range sleepers {
@@ -505,8 +559,12 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 		if got, want := q.Len(), len(m.queued); got != want {
 			return fail("Len %d, want %d", got, want)
 		}
-		if got, want := q.Snapshot(0).WaitingForSlot, m.waiting(); got != want {
+		s := q.Snapshot(5)
+		if got, want := s.WaitingForSlot, m.waiting(); got != want {
 			return fail("Snapshot.WaitingForSlot %d, want %d", got, want)
+		}
+		if want := m.first(5); !slices.Equal(s.Queued, want) {
+			return fail("Snapshot.Queued %v, want %v", s.Queued, want)
 		}
 	}
 	return executed, ""

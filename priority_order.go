@@ -20,6 +20,9 @@ import (
 type priorityOrder[T comparable] struct {
 	items    *table.Table[T, record]
 	fairness []func(T) string
+	// weights gives, by dimension, the weights of the fairness keys; nil
+	// or shorter than fairness for weights of 1.
+	weights []func(key string) int
 
 	// levels holds the levels, lowest priority first; the empty ones are
 	// kept for reuse up to maxIdleLevels.
@@ -165,7 +168,7 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 	level := o.level(o.priority(id))
 	node := &level.root
 	for d, key := range o.fairness {
-		node = node.child(key(o.items.At(id).Item), d+1 == len(o.fairness))
+		node = node.child(key(o.items.At(id).Item), d+1 == len(o.fairness), o.weightsAt(d+1))
 	}
 	if len(o.fairness) > 0 {
 		for o.leaves.Len() <= int(id) {
@@ -185,6 +188,14 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 	o.setSeq(&o.seqs, id)
 	node.grouped.push(id, g)
 	o.countLevel(node.count(1, readyCount(g)))
+}
+
+// weightsAt returns the weights of the keys of dimension d, nil for none.
+func (o *priorityOrder[T]) weightsAt(d int) func(string) int {
+	if d < len(o.weights) {
+		return o.weights[d]
+	}
+	return nil
 }
 
 // readyCount is 1 if g has a free slot, 0 if not: what an item of g adds
@@ -261,7 +272,7 @@ func (o *priorityOrder[T]) level(priority int) *prioLevel {
 		return o.levels[lo]
 	}
 	i := lo
-	l := &prioLevel{priority: priority, root: fairNode{leaf: len(o.fairness) == 0, items: list.New()}}
+	l := &prioLevel{priority: priority, root: fairNode{leaf: len(o.fairness) == 0, items: list.New(), weight: o.weightsAt(0)}}
 	o.levels = slices.Insert(o.levels, i, l)
 	o.idleLevels++
 	return l
@@ -354,11 +365,12 @@ func (o *priorityOrder[T]) first(n int) []int32 {
 
 // fairCursor walks a fairness tree in hand-out order without changing it.
 type fairCursor struct {
-	node    *fairNode
-	started bool
-	id      int32          // a leaf's next item
-	walker  *groupedWalker // with group limits, a leaf's items instead
-	turns   []*fairCursor  // an inner node's children, next in turn first
+	node      *fairNode
+	turnsLeft int // as the node's, in the walk
+	started   bool
+	id        int32          // a leaf's next item
+	walker    *groupedWalker // with group limits, a leaf's items instead
+	turns     []*fairCursor  // an inner node's children, next in turn first
 }
 
 // step returns the id of the next item below c.node in hand-out order that
@@ -373,7 +385,7 @@ func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) b
 			c.walker, c.id = c.node.grouped.walker(), -1
 		}
 		for child := c.node.rotation.Front(); child != nil && len(c.turns) < budget; child = c.node.rotation.Next(child) {
-			c.turns = append(c.turns, &fairCursor{node: child, id: -1})
+			c.turns = append(c.turns, &fairCursor{node: child, turnsLeft: child.turnsLeft, id: -1})
 		}
 	}
 	if c.node.leaf {
@@ -397,11 +409,16 @@ func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) b
 	}
 	for len(c.turns) > 0 {
 		child := c.turns[0]
-		c.turns = c.turns[1:]
-		if id := o.step(child, budget, skip); id >= 0 {
-			c.turns = append(c.turns, child) // an emptied child drops out at its next turn
-			return id
+		id := o.step(child, budget, skip)
+		if id < 0 { // an emptied child drops out at its next turn
+			c.turns = c.turns[1:]
+			continue
 		}
+		if child.turnsLeft--; child.turnsLeft <= 0 {
+			c.turns = append(c.turns[1:], child)
+			child.turnsLeft = c.node.weightOf(child.node.key)
+		}
+		return id
 	}
 	return -1
 }

@@ -39,6 +39,16 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// with the queue locked; they must return the same key for an item
 	// every time, and must neither panic nor call the queue.
 	Fairness []func(item T) string
+	// FairnessWeights, if not empty, gives keys of Fairness more turns:
+	// FairnessWeights[d](key) is the weight of a key of Fairness[d] (a nil
+	// function, a missing one or a weight below 1 means 1). A key of weight
+	// k hands out up to k items in a row before the next key's turn, so an
+	// item whose key has nothing queued waits for at most the sum of the
+	// other keys' weights, at each dimension. A weight is read when its
+	// key joins the rotation and after each of its rounds, so a changed
+	// weight takes effect from its key's next round. The functions are
+	// called as Fairness's are. It cannot be longer than Fairness.
+	FairnessWeights []func(key string) int
 	// MaxWait, if positive, hands out an item ready for that long before
 	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
@@ -78,8 +88,8 @@ type TypedPriorityQueue[T comparable] struct {
 }
 
 // NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter,
-// a Fairness function or GroupLimits' Group is nil, or if MaxWait or
-// MaxParkTime is negative.
+// a Fairness function or GroupLimits' Group is nil, if FairnessWeights is
+// longer than Fairness, or if MaxWait or MaxParkTime is negative.
 func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config TypedPriorityQueueConfig[T]) *TypedPriorityQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")
@@ -91,6 +101,9 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		if f == nil {
 			panic(fmt.Sprintf("workqueue: NewTypedPriorityQueue: Fairness[%d] is nil", i))
 		}
+	}
+	if len(config.FairnessWeights) > len(config.Fairness) {
+		panic(fmt.Sprintf("workqueue: NewTypedPriorityQueue: %d FairnessWeights for %d Fairness functions", len(config.FairnessWeights), len(config.Fairness)))
 	}
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
@@ -110,6 +123,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	q.order = &priorityOrder[T]{
 		items:    &q.core.items,
 		fairness: slices.Clone(config.Fairness),
+		weights:  slices.Clone(config.FairnessWeights),
 		maxWait:  int64(config.MaxWait),
 		ages:     list.New(),
 		groups:   newGroupSet("NewTypedPriorityQueue", config.GroupLimits),
