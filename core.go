@@ -178,7 +178,15 @@ func (c *core[T]) start() {
 // caller holds mu and counts the add.
 func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 	_, id := c.items.Insert(item, hash, record{pending: pendingReady})
-	c.queueHeld(id)
+	if c.groups != nil {
+		c.queueGrouped(id)
+		return id
+	}
+	// queueHeld written out: the add of a new item is the hot path, and
+	// the call would not be inlined.
+	c.order.queue(id)
+	c.queued++
+	c.wakeOne()
 	return id
 }
 
@@ -187,14 +195,20 @@ func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 // waited for something else. The caller holds mu.
 func (c *core[T]) queueHeld(id int32) {
 	if c.groups != nil {
-		c.groups.attach(id, c.items.At(id).Item) // first: the order files the item under its group
+		c.queueGrouped(id)
+		return
 	}
 	c.order.queue(id)
 	c.queued++
-	if c.groups != nil {
-		g := c.groups.of(id)
-		c.changeGroup(g, func() { g.queued++ })
-	}
+	c.wakeOne()
+}
+
+// queueGrouped is queueHeld on a queue with group limits.
+func (c *core[T]) queueGrouped(id int32) {
+	g := c.groups.attach(id, c.items.At(id).Item) // first: the order files the item under its group
+	c.order.queue(id)
+	c.queued++
+	c.changeGroup(g, func() { g.queued++ })
 	c.wakeOne()
 }
 
@@ -208,6 +222,22 @@ func (c *core[T]) unqueue(id int32) {
 		c.changeGroup(g, func() { g.queued-- })
 		c.wakeIfShutDownEmpty()
 	}
+}
+
+// handOutGrouped takes a slot of the group of id, just handed out. The
+// caller holds mu.
+func (c *core[T]) handOutGrouped(id int32) {
+	g := c.groups.of(id)
+	c.changeGroup(g, func() { g.queued--; g.inFlight++ })
+	c.wakeIfShutDownEmpty()
+}
+
+// freeSlot gives back the slot of the group of id, whose processing ended,
+// and wakes a sleeper if that lets it take an item. The caller holds mu.
+func (c *core[T]) freeSlot(id int32) {
+	g := c.groups.of(id)
+	c.changeGroup(g, func() { g.inFlight-- })
+	c.wakeOne()
 }
 
 // changeGroup applies update to g's counts or limit, and passes on what
@@ -308,9 +338,7 @@ func (c *core[T]) get(ctx context.Context, zero string) (item T, id int32, err e
 	c.queued--
 	c.processing++
 	if c.groups != nil {
-		g := c.groups.of(id)
-		c.changeGroup(g, func() { g.queued--; g.inFlight++ })
-		c.wakeIfShutDownEmpty()
+		c.handOutGrouped(id)
 	}
 	entry := c.items.At(id)
 	entry.Val = record{processing: true}
@@ -344,9 +372,7 @@ func (c *core[T]) done(item T, hash uint32) {
 	entry.Val.processing = false // entry is still valid: queueing inserts nothing in the table
 	c.processing--
 	if c.groups != nil {
-		g := c.groups.of(id)
-		c.changeGroup(g, func() { g.inFlight-- })
-		c.wakeOne() // the slot freed may let a sleeper take an item of g
+		c.freeSlot(id)
 	}
 	var since time.Time
 	linked := false

@@ -178,7 +178,14 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 	}
 	if o.groups == nil {
 		node.items.PushBack(&o.links, id)
-		o.countLevel(node.count(1, 1))
+		if node.parent == nil { // no fairness: the root is the leaf, and no rotation turns
+			node.n++
+			if node.total++; node.total == 1 {
+				o.idleLevels--
+			}
+			return
+		}
+		o.countLevel(node.countReady(1))
 		return
 	}
 	if node.grouped == nil {
@@ -235,7 +242,14 @@ func (o *priorityOrder[T]) dequeue(id int32, leaf *fairNode) {
 	}
 	if o.groups == nil {
 		leaf.items.Remove(&o.links, id)
-		o.countLevel(leaf.count(-1, -1))
+		if leaf.parent == nil {
+			leaf.n--
+			if leaf.total--; leaf.total == 0 {
+				o.countLevel(-1)
+			}
+			return
+		}
+		o.countLevel(leaf.countReady(-1))
 		return
 	}
 	g := o.groups.of(id)
@@ -292,8 +306,10 @@ func (o *priorityOrder[T]) dropIdleLevels() {
 // the leaf that lists it, and turns the fairness rotations it passes,
 // unless the item is overdue.
 func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
-	if oldest := o.oldest(); oldest >= 0 && o.now()-*o.readySince.At(int(oldest)) >= o.maxWait {
-		return oldest, o.leafOf(oldest) // out of turn: the rotations stay as they are
+	if o.maxWait > 0 {
+		if oldest := o.oldest(); oldest >= 0 && o.now()-*o.readySince.At(int(oldest)) >= o.maxWait {
+			return oldest, o.leafOf(oldest) // out of turn: the rotations stay as they are
+		}
 	}
 	var level *prioLevel
 	for i := len(o.levels) - 1; ; i-- {
@@ -305,7 +321,13 @@ func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
 	for !node.leaf {
 		node = node.rotation.Front()
 	}
-	node.turn()
+	if len(o.weights) == 0 {
+		for c := node; c.parent != nil; c = c.parent { // turn, without weights: the loop inlines
+			c.parent.rotation.MoveToBack(c)
+		}
+	} else {
+		node.turn()
+	}
 	if node.grouped != nil {
 		return node.grouped.first(), node
 	}
@@ -313,11 +335,9 @@ func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
 }
 
 // oldest returns, with MaxWait, the id that became ready first among those
-// that can be handed out; -1 without MaxWait or with none.
+// that can be handed out; -1 with none.
 func (o *priorityOrder[T]) oldest() int32 {
 	switch {
-	case o.maxWait == 0:
-		return -1
 	case o.groups == nil:
 		return o.ages.Head()
 	case o.groupedAges.eligible > 0:
