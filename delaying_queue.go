@@ -36,6 +36,12 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	// in client-go, the waiting add stays and adds the item again when
 	// its delay ends.
 	AddCancelsDelay bool
+	// Debounce, if set, makes an Add (or an AddAfter of no delay) of an
+	// item not ready already wait for the end of its burst of adds, as
+	// [Debounce] says, merged with the delay it waits for already, so that
+	// AddCancelsDelay changes nothing. Over a Queue from outside this
+	// package, an item queued there is debounced too.
+	Debounce Debounce
 }
 
 // NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.
@@ -51,12 +57,13 @@ func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 }
 
 // NewTypedDelayingQueueWithConfig returns a new delaying queue. It panics if
-// MaxParkTime is negative.
+// MaxParkTime is negative or Debounce is not valid (see [Debounce]).
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
 	maxPark := maxParkTime("NewTypedDelayingQueueWithConfig", config.MaxParkTime)
+	debounce := config.Debounce.checked("NewTypedDelayingQueueWithConfig")
 	if config.Logger == nil {
 		config.Logger = slog.Default()
 	}
@@ -76,6 +83,7 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		delays:  newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
 
 		addCancelsDelay: config.AddCancelsDelay,
+		debounce:        debounce,
 	}
 	q.delays.start(&q.mu, q.queue.Add, q.finished, q.logger)
 	return q
@@ -92,8 +100,9 @@ type TypedDelayingQueue[T comparable] struct {
 	queue   TypedInterface[T]
 	logger  *slog.Logger
 	maxPark time.Duration // for Park over a queue that cannot park
-	// addCancelsDelay is the config's AddCancelsDelay.
+	// addCancelsDelay and debounce are the config's.
 	addCancelsDelay bool
+	debounce        Debounce
 
 	// mu guards the delays. Their goroutine holds it while it moves ready
 	// items to the underlying queue, so that an item is always in one of
@@ -106,8 +115,13 @@ type TypedDelayingQueue[T comparable] struct {
 }
 
 // Add adds item at once; see [Typed.Add]. With AddCancelsDelay it also
-// takes item out of the items waiting for their delay.
+// takes item out of the items waiting for their delay; with Debounce it
+// adds item at the end of its burst of adds instead.
 func (q *TypedDelayingQueue[T]) Add(item T) {
+	if q.debounce.enabled() {
+		q.addDebounced(item)
+		return
+	}
 	if q.addCancelsDelay {
 		q.addCancellingDelay(item, q.queue.Add)
 		return
@@ -162,9 +176,18 @@ func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T,
 }
 
 // AddAfter adds item after duration; if it waits already, the earlier time
-// wins.
+// wins. A duration of zero or less is Add.
 func (q *TypedDelayingQueue[T]) AddAfter(item T, duration time.Duration) {
-	if duration <= 0 && q.addCancelsDelay {
+	if duration <= 0 && q.debounce.enabled() {
+		q.addDebounced(item)
+		return
+	}
+	q.addRetry(item, duration)
+}
+
+// addRetry is AddAfter without Debounce, for AddRateLimited.
+func (q *TypedDelayingQueue[T]) addRetry(item T, duration time.Duration) {
+	if duration <= 0 && (q.addCancelsDelay || q.debounce.enabled()) {
 		q.addCancellingDelay(item, q.addNow)
 		return
 	}
@@ -191,6 +214,52 @@ func (q *TypedDelayingQueue[T]) addNow(item T) {
 		q.delays.countRetry()
 	}
 	q.queue.Add(item)
+}
+
+// addDebounced is Add under Debounce: one more add of item's burst,
+// unless the queue below holds it ready already.
+func (q *TypedDelayingQueue[T]) addDebounced(item T) {
+	if q.waitDebounced(item) {
+		q.delays.poke()
+	}
+}
+
+func (q *TypedDelayingQueue[T]) waitDebounced(item T) (isFirst bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || q.queue.ShuttingDown() {
+		return false
+	}
+	if r, ok := q.queue.(readyHolder[T]); ok && r.holdsReady(item) {
+		return false
+	}
+	return q.delays.debounce(item, q.debounce)
+}
+
+// Reschedule makes item ready duration from now, replacing the delay it
+// waits for, even an earlier one, or the rest of its Debounce burst: the
+// latest call wins, where AddAfter keeps the earliest. With a duration of
+// zero or less it takes item out of the waiting items and adds it at once,
+// never debounced. Like AddAfter, it does not take back an add that has
+// made item ready. After a shutdown has begun it does nothing.
+func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
+	if duration <= 0 {
+		q.addCancellingDelay(item, q.addNow)
+		return
+	}
+	if q.waitRescheduled(item, duration) {
+		q.delays.poke()
+	}
+}
+
+func (q *TypedDelayingQueue[T]) waitRescheduled(item T, delay time.Duration) (isFirst bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || q.queue.ShuttingDown() {
+		return false
+	}
+	q.delays.countRetry()
+	return q.delays.reschedule(item, delay)
 }
 
 // waitFor puts item in the heap, to be added after delay, and reports

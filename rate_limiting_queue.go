@@ -38,6 +38,10 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	AddCancelsDelay bool
 	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
+	// Debounce is [TypedDelayingQueueConfig.Debounce] for the delaying
+	// queue this layer makes; AddRateLimited is never debounced. It cannot
+	// be set with a DelayingQueue.
+	Debounce Debounce
 }
 
 // NewTypedRateLimitingQueue is shorthand for
@@ -47,8 +51,9 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *T
 }
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
-// panics if rateLimiter is nil, MaxParkTime is negative, or AddCancelsDelay
-// is set with a DelayingQueue.
+// panics if rateLimiter is nil, MaxParkTime is negative, Debounce is not
+// valid (see [Debounce]), or AddCancelsDelay or Debounce is set with a
+// DelayingQueue.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
@@ -61,9 +66,12 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 			Clock:           config.Clock,
 			MaxParkTime:     maxPark,
 			AddCancelsDelay: config.AddCancelsDelay,
+			Debounce:        config.Debounce.checked("NewTypedRateLimitingQueueWithConfig"),
 		})
 	} else if config.AddCancelsDelay {
 		panic("workqueue: NewTypedRateLimitingQueueWithConfig: AddCancelsDelay with a DelayingQueue; set it in the DelayingQueue's own config")
+	} else if config.Debounce != (Debounce{}) {
+		panic("workqueue: NewTypedRateLimitingQueueWithConfig: Debounce with a DelayingQueue; set it in the DelayingQueue's own config")
 	}
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
@@ -116,6 +124,16 @@ func (q *TypedRateLimitingQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.delaying.AddAfter(item, duration)
 }
 
+// Reschedule is [TypedDelayingQueue.Reschedule]. Over a DelayingQueue from
+// outside this package that has no Reschedule method, it is AddAfter.
+func (q *TypedRateLimitingQueue[T]) Reschedule(item T, duration time.Duration) {
+	if r, ok := q.delaying.(rescheduler[T]); ok {
+		r.Reschedule(item, duration)
+		return
+	}
+	q.delaying.AddAfter(item, duration)
+}
+
 // Len returns the number of ready items; see [Typed.Len].
 func (q *TypedRateLimitingQueue[T]) Len() int { return q.delaying.Len() }
 
@@ -128,14 +146,20 @@ func (q *TypedRateLimitingQueue[T]) Done(item T) { q.delaying.Done(item) }
 // ShuttingDown reports whether a shutdown has begun.
 func (q *TypedRateLimitingQueue[T]) ShuttingDown() bool { return q.delaying.ShuttingDown() }
 
-// AddRateLimited adds item after a rate-limited delay, recording a failure.
+// AddRateLimited adds item after a rate-limited delay, recording a failure;
+// it is never debounced.
 func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.stopped || q.ShuttingDown() {
 		return
 	}
-	q.AddAfter(item, q.rateLimiter.When(item))
+	delay := q.rateLimiter.When(item)
+	if r, ok := q.delaying.(retryAdder[T]); ok {
+		r.addRetry(item, delay)
+		return
+	}
+	q.delaying.AddAfter(item, delay)
 }
 
 // Park is [Typed.Park], except that a wake does not queue the item before
