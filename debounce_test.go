@@ -3,6 +3,7 @@ package workqueue
 import (
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -301,4 +302,59 @@ func TestDebounceConfigPanics(t *testing.T) {
 			NewTypedRateLimitingQueueWithConfig(fixedLimiter(ms), TypedRateLimitingQueueConfig[string]{DelayingQueue: delaying, Debounce: Debounce{Quiet: ms}})
 		})
 	})
+}
+
+// verifyBursts checks the delayer's bursts: every item in a burst waits,
+// ready no later than its burst's deadline. The caller holds the owner's
+// lock.
+func verifyBursts[T comparable](d *delayer[T]) error {
+	for item, deadline := range d.bursts {
+		readyAt, ok := d.heap.ReadyAt(item)
+		if !ok {
+			return fmt.Errorf("%v is in a burst but not waiting", item)
+		}
+		if readyAt > deadline {
+			return fmt.Errorf("%v is ready at %d, after its burst's deadline %d", item, readyAt, deadline)
+		}
+	}
+	return nil
+}
+
+// TestModelCatchesDebouncePastItsLongestWait is the broken variant of the
+// model walks for Debounce: a queue whose bursts extend past their longest
+// wait (its MaxDelay an hour, the model's as the walks set it) must diverge
+// from the model within a few walks, on the rate-limiting queue and on the
+// priority queue.
+func TestModelCatchesDebouncePastItsLongestWait(t *testing.T) {
+	const walks = 20
+	broken := func(db Debounce) Debounce { db.MaxDelay = time.Hour; return db }
+	tests := []struct {
+		name string
+		walk func(seed uint64) string
+	}{
+		{"rate-limiting", func(seed uint64) string {
+			db := modelDebounces[1]
+			_, divergence := runModelWalkOn(randomOps(rand.New(rand.NewPCG(seed, 0x5eed)), 2000), false, db, broken(db))
+			return divergence
+		}},
+		{"priority", func(seed uint64) string {
+			db := Debounce{Quiet: 10 * time.Millisecond} // as the "debounce-window" walks
+			_, divergence := runPQModelWalkOn(0, 0, db, broken(db), randomPQOps(rand.New(rand.NewPCG(seed, 15)), 400))
+			return divergence
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			caught := -1
+			for seed := uint64(0); seed < walks && caught < 0; seed++ {
+				synctest.Test(t, func(t *testing.T) {
+					if divergence := tt.walk(seed); divergence != "" {
+						caught = int(seed)
+						t.Logf("caught in walk %d: %s", seed, divergence)
+					}
+				})
+			}
+			assert.GreaterOrEqual(t, caught, 0, "no walk of %d caught a debounce past its longest wait", walks)
+		})
+	}
 }
