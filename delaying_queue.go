@@ -109,9 +109,11 @@ type TypedDelayingQueue[T comparable] struct {
 	// the two for Remove and Snapshot.
 	mu     sync.Mutex
 	delays *delayer[T]
-	// stopped is set when the goroutine is told to stop: nothing more
-	// waits for a delay.
+	// stopped is set when the shutdown begins or the goroutine is told to
+	// stop: nothing more waits for a delay. dropped counts the waiting
+	// items that dropped, for the log.
 	stopped bool
+	dropped int
 }
 
 // Add adds item at once; see [Typed.Add]. With AddCancelsDelay it also
@@ -313,6 +315,7 @@ func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
 
 // ShutDown also drops delayed items; see [Typed.ShutDown].
 func (q *TypedDelayingQueue[T]) ShutDown() {
+	q.stopAdds()
 	q.queue.ShutDown()
 	q.stopWaiting()
 }
@@ -325,18 +328,26 @@ func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
 }
 
 // stopAdds begins the underlying queue's shutdown, when it is one of this
-// package's, without waiting for a drain. Another queue begins its shutdown
-// only in its ShutDownWithDrain; until then Add and AddAfter(item, 0) go on
-// adding.
+// package's, without waiting for a drain, and drops the delayed items at
+// the same instant, under mu, so that no call sees the one without the
+// other. Another queue begins its shutdown only in its ShutDown or
+// ShutDownWithDrain; until then Add and AddAfter(item, 0) go on adding.
 func (q *TypedDelayingQueue[T]) stopAdds() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if s, ok := q.queue.(addStopper); ok {
 		s.stopAdds()
+		q.dropWaitingLocked()
 	}
 }
 
 func (q *TypedDelayingQueue[T]) stopWaiting() {
-	dropped := q.dropWaiting()
+	q.dropWaiting()
 	q.delays.stop()
+	q.mu.Lock()
+	dropped := q.dropped
+	q.dropped = 0
+	q.mu.Unlock()
 	if dropped > 0 {
 		q.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", dropped)
 	}
@@ -353,12 +364,17 @@ func (q *TypedDelayingQueue[T]) finished() bool {
 }
 
 // dropWaiting stops the delays, so later AddAfter calls with a delay do
-// nothing, and drops the waiting items; it returns how many there were.
-func (q *TypedDelayingQueue[T]) dropWaiting() int {
+// nothing, and drops the waiting items, counting them for the shutdown's
+// log line.
+func (q *TypedDelayingQueue[T]) dropWaiting() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.dropWaitingLocked()
+}
+
+func (q *TypedDelayingQueue[T]) dropWaitingLocked() {
 	q.stopped = true
-	return q.delays.dropAll(nil)
+	q.dropped += q.delays.dropAll(nil)
 }
 
 // Snapshot lists delayed items too; see [Typed.Snapshot].

@@ -45,6 +45,10 @@ type linSubject struct {
 	typed *Typed[string]
 	pq    *TypedPriorityQueue[string]
 	park  linParking // nil for a history without parks
+	// resched is the queue's Reschedule; nil for the plain queue.
+	resched interface {
+		Reschedule(item string, duration time.Duration)
+	}
 }
 
 // linParking are the parking methods.
@@ -141,10 +145,17 @@ type linSetup struct {
 	// runs Add and AddRateLimited through the delaying layer's lock,
 	// against every other call.
 	addCancelsDelay bool
+	// debounce sets a Debounce that the histories' clock never ends, and
+	// adds Reschedule to the histories; the priority queue's then add at
+	// priority 0 only.
+	debounce bool
 }
 
 // model returns the specification the setup's queue must meet.
 func (c linSetup) model() porcupine.Model {
+	if c.debounce {
+		return linDebounceModel(c)
+	}
 	switch {
 	case c.priority && c.fairness:
 		return linFairModel
@@ -166,7 +177,8 @@ func (c linSetup) build() linSubject {
 		config.Queue = DefaultQueue[string]() // custom storage, with FIFO order
 	}
 	if c.priority {
-		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour, ParkBackoff: &linLimiter{}}
+		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour, ParkBackoff: &linLimiter{},
+			Debounce: c.debounceConfig()}
 		if c.fairness {
 			pqConfig.Fairness = []func(string) string{func(item string) string { return fmt.Sprint(linTenant(linKeyIndex(item))) }}
 		}
@@ -174,7 +186,7 @@ func (c linSetup) build() linSubject {
 			pqConfig.MaxWait = time.Hour
 		}
 		pq := NewTypedPriorityQueue[string](&linLimiter{}, pqConfig)
-		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq}
+		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq, resched: pq}
 	}
 	typed := NewTypedWithConfig(config)
 	if !c.rateLimiting {
@@ -182,12 +194,12 @@ func (c linSetup) build() linSubject {
 	}
 	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
-		AddCancelsDelay: c.addCancelsDelay,
+		AddCancelsDelay: c.addCancelsDelay, Debounce: c.debounceConfig(),
 	})
 	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying, ParkBackoff: &linLimiter{},
 	})
-	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl}
+	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl, resched: rl}
 }
 
 // linPlan is what the goroutines of one history do.
@@ -218,7 +230,7 @@ type linShutter struct {
 // randomLinPlan returns a plan for a queue with (rateLimiting) or without
 // the rate-limiting methods, with priorities or without, and with parks
 // and wakes or without.
-func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPlan {
+func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking, reschedule bool) linPlan {
 	p := linPlan{keys: 2 + rng.IntN(linMaxKeys-1), yield: rng.IntN(2) == 0}
 	key := func() int8 { return int8(rng.IntN(p.keys)) }
 	type weighted struct {
@@ -234,6 +246,9 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking bool) linPl
 	}
 	if parking {
 		kinds = append(kinds, []weighted{{linPark, 14}, {linWake, 10}, {linWakeItem, 4}}...)
+	}
+	if reschedule {
+		kinds = append(kinds, []weighted{{linRescheduleZero, 8}, {linRescheduleLater, 10}}...)
 	}
 	total := 0
 	for _, k := range kinds {
@@ -481,6 +496,10 @@ func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
 		if r.subject.park.WakeItem(key) {
 			out.n = 1
 		}
+	case linRescheduleZero:
+		r.subject.resched.Reschedule(key, 0)
+	case linRescheduleLater:
+		r.subject.resched.Reschedule(key, time.Hour)
 	default:
 		panic(fmt.Sprintf("linRun.call: unexpected operation %v", in.kind))
 	}

@@ -66,6 +66,11 @@ const (
 	linPark
 	linWake
 	linWakeItem
+	// linRescheduleZero and linRescheduleLater are Reschedule with no
+	// delay and with an hour, which the histories' clock never reaches
+	// (linearizability_debounce_test.go).
+	linRescheduleZero
+	linRescheduleLater
 )
 
 var linKindNames = [...]string{
@@ -75,6 +80,7 @@ var linKindNames = [...]string{
 	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
 	linGetContext: "GetContext", linRemove: "Remove", linAddPriority: "AddWithOpts",
 	linPark: "Park", linWake: "Wake", linWakeItem: "WakeItem",
+	linRescheduleZero: "Reschedule0", linRescheduleLater: "Reschedule1h",
 }
 
 // linEventNames name the events of the parking histories, by bit.

@@ -57,6 +57,10 @@ func TestLinearizability(t *testing.T) {
 		{"rate limiting/parking and metrics", linSetup{rateLimiting: true, parking: true, metrics: true}},
 		{"priority queue/parking", linSetup{rateLimiting: true, priority: true, parking: true}},
 		{"priority queue/fairness and parking", linSetup{rateLimiting: true, priority: true, fairness: true, parking: true}},
+		{"rate limiting/debounce and parking", linSetup{rateLimiting: true, debounce: true, parking: true}},
+		{"rate limiting/debounce and metrics", linSetup{rateLimiting: true, debounce: true, metrics: true}},
+		{"priority queue/debounce and parking", linSetup{rateLimiting: true, priority: true, debounce: true, parking: true}},
+		{"priority queue/fairness, debounce and metrics", linSetup{rateLimiting: true, priority: true, fairness: true, debounce: true, metrics: true}},
 	}
 	seed := linBaseSeed(t)
 	for ti, tt := range tests {
@@ -70,7 +74,7 @@ func TestLinearizability(t *testing.T) {
 			)
 			for h := range histories {
 				historySeed := seed + uint64(ti)<<32 + uint64(h)
-				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting, tt.setup.priority, tt.setup.parking)
+				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting, tt.setup.priority && !tt.setup.debounce, tt.setup.parking, tt.setup.debounce)
 				ops := runLinHistory(t, tt.setup.build(), plan, historySeed)
 				operations += len(ops)
 				if !checkLinHistory(t, tt.setup.model(), ops) {
@@ -142,7 +146,7 @@ func checkBrokenQueue(t *testing.T, model porcupine.Model, seed uint64, broken, 
 	}
 	for h := range histories {
 		historySeed := seed + uint64(h)
-		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities, false)
+		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities, false, false)
 		ops := runLinHistory(t, build(), plan, historySeed)
 		if !checkLinHistory(t, model, ops) {
 			if !broken {
