@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/utils/clock"
 )
 
 // debounceQueue is what the debounce tests call of the three queues that
@@ -20,24 +21,25 @@ type debounceQueue interface {
 	Reschedule(item string, duration time.Duration)
 }
 
-// debounceKinds makes each queue that debounces, with db and a limiter that
-// delays every retry by limiterDelay.
+// debounceKinds makes each queue that debounces, with db, clk and a limiter
+// that delays every retry by limiterDelay.
 var debounceKinds = []struct {
 	name string
-	make func(db Debounce) debounceQueue
+	make func(db Debounce, clk clock.WithTicker) debounceQueue
 }{
-	{"delaying", func(db Debounce) debounceQueue {
+	{"delaying", func(db Debounce, clk clock.WithTicker) debounceQueue {
 		// A delaying queue has no AddRateLimited: the rate-limiting layer
 		// over it, without a DelayingQueue of its own, is the same queue.
 		return NewTypedRateLimitingQueueWithConfig(fixedLimiter(limiterDelay), TypedRateLimitingQueueConfig[string]{
-			DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Debounce: db, Logger: discardLogger}),
+			Clock:         clk,
+			DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Debounce: db, Clock: clk, Logger: discardLogger}),
 		})
 	}},
-	{"rate-limiting", func(db Debounce) debounceQueue {
-		return NewTypedRateLimitingQueueWithConfig(fixedLimiter(limiterDelay), TypedRateLimitingQueueConfig[string]{Debounce: db})
+	{"rate-limiting", func(db Debounce, clk clock.WithTicker) debounceQueue {
+		return NewTypedRateLimitingQueueWithConfig(fixedLimiter(limiterDelay), TypedRateLimitingQueueConfig[string]{Debounce: db, Clock: clk})
 	}},
-	{"priority", func(db Debounce) debounceQueue {
-		return NewTypedPriorityQueue(fixedLimiter(limiterDelay), TypedPriorityQueueConfig[string]{Debounce: db, Logger: discardLogger})
+	{"priority", func(db Debounce, clk clock.WithTicker) debounceQueue {
+		return NewTypedPriorityQueue(fixedLimiter(limiterDelay), TypedPriorityQueueConfig[string]{Debounce: db, Clock: clk, Logger: discardLogger})
 	}},
 }
 
@@ -111,7 +113,7 @@ func TestDebounce(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(kind.name+"/"+tt.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					q := kind.make(tt.db)
+					q := kind.make(tt.db, clock.RealClock{})
 					defer q.ShutDown()
 					runDebounceSteps(t, q, tt.steps)
 				})
@@ -126,7 +128,7 @@ func forEachDebounceKind(t *testing.T, db Debounce, test func(t *testing.T, kind
 	for _, kind := range debounceKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := kind.make(db)
+				q := kind.make(db, clock.RealClock{})
 				defer q.ShutDown()
 				test(t, kind.name, q)
 			})
@@ -198,7 +200,7 @@ func TestReschedule(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(kind.name+"/"+tt.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					q := kind.make(Debounce{})
+					q := kind.make(Debounce{}, clock.RealClock{})
 					defer q.ShutDown()
 					runDebounceSteps(t, q, tt.steps)
 				})

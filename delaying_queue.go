@@ -89,8 +89,9 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] that adds GetContext,
-// Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods are safe
+// TypedDelayingQueue is a [TypedDelayingInterface] that adds Reschedule,
+// GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem, and in
+// its config Debounce; its methods are safe
 // for concurrent use. The zero value is not usable: make one with
 // [NewTypedDelayingQueue]. Over a config Queue from outside this package, the
 // additions do what that queue supports: GetContext returns an error wrapping

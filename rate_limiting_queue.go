@@ -89,7 +89,8 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 }
 
 // TypedRateLimitingQueue is a [TypedRateLimitingInterface] that adds
-// GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods
+// Reschedule, GetContext, Remove, Snapshot, Park, Wake, WakeFunc and
+// WakeItem, and in its config Debounce; its methods
 // are safe for concurrent use. The zero value is not usable: make one with
 // [NewTypedRateLimitingQueue]. Over a config DelayingQueue from outside this
 // package, the additions do what that queue supports.
