@@ -91,10 +91,10 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 
 // TypedDelayingQueue is a [TypedDelayingInterface] that adds Reschedule,
 // GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem, and in
-// its config Debounce; its methods are safe
-// for concurrent use. The zero value is not usable: make one with
-// [NewTypedDelayingQueue]. Over a config Queue from outside this package, the
-// additions do what that queue supports: GetContext returns an error wrapping
+// its config Debounce; its methods are safe for concurrent use. The zero
+// value is not usable: make one with [NewTypedDelayingQueue]. Over a config
+// Queue from outside this package, the additions do what that queue
+// supports: GetContext returns an error wrapping
 // [errors.ErrUnsupported], Park adds the item after MaxParkTime, the others
 // cover the delayed items or nothing.
 type TypedDelayingQueue[T comparable] struct {
