@@ -36,6 +36,11 @@ type delayer[T comparable] struct {
 	// and returns how many it ended and when the next thing falls due, ok
 	// false if nothing will.
 	expire func(now int64, budget int) (ended int, next int64, ok bool)
+	// bursts holds the deadline of every waiting item whose wait is a
+	// debounce (debounce.go): the latest its ready time may become. Every
+	// key is in the heap, with a ready time no later than its deadline.
+	// Nil until the first debounced add.
+	bursts map[T]int64
 
 	// wake tells the goroutine that the first ready time moved earlier.
 	// Its buffer of one makes the send non-blocking: a pending wake
@@ -66,7 +71,13 @@ func (d *delayer[T]) now() int64 { return int64(d.clock.Since(d.epoch)) }
 // its ready time earlier if it is waiting already, and reports whether it
 // is now the first to be ready. The caller holds the owner's lock.
 func (d *delayer[T]) add(item T, delay time.Duration) (isFirst bool) {
-	isFirst = d.heap.Add(item, readyAfter(d.now(), delay))
+	readyAt := readyAfter(d.now(), delay)
+	isFirst = d.heap.Add(item, readyAt)
+	if len(d.bursts) > 0 {
+		if deadline, ok := d.bursts[item]; ok && readyAt < deadline {
+			d.bursts[item] = readyAt // the burst ends no later than this delay
+		}
+	}
 	d.setGauge()
 	return isFirst
 }
@@ -77,6 +88,7 @@ func (d *delayer[T]) remove(item T) bool {
 	if !d.heap.Remove(item) {
 		return false
 	}
+	d.endBurst(item)
 	d.setGauge()
 	return true
 }
@@ -164,7 +176,9 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 	now := d.now()
 	moved := 0
 	for ; moved < waitingBatch && d.heap.Len() > 0 && d.heap.FirstReadyAt() <= now; moved++ {
-		ready(d.heap.PopFirst())
+		item := d.heap.PopFirst()
+		d.endBurst(item)
+		ready(item)
 	}
 	if moved > 0 {
 		d.setGauge()
@@ -192,6 +206,7 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 // and returns how many it held; the caller holds the owner's lock.
 func (d *delayer[T]) dropAll(each func(item T)) int {
 	n := d.heap.Len()
+	clear(d.bursts)
 	if each == nil {
 		d.heap.RemoveAll()
 	}

@@ -39,6 +39,12 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	// GroupLimits is [TypedQueueConfig.GroupLimits] for the queue this
 	// layer makes; it cannot be set with Queue.
 	GroupLimits *GroupLimits[T]
+	// Debounce, if set, makes an Add (or an AddAfter of no delay) of an
+	// item not ready already wait for the end of its burst of adds, as
+	// [Debounce] says, merged with the delay it waits for already, so that
+	// AddCancelsDelay changes nothing. Over a Queue from outside this
+	// package, an item queued there is debounced too.
+	Debounce Debounce
 }
 
 // NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.
@@ -54,13 +60,14 @@ func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 }
 
 // NewTypedDelayingQueueWithConfig returns a new delaying queue. It panics if
-// MaxParkTime is negative, or if GroupLimits is set with Queue or has a nil
-// Group.
+// MaxParkTime is negative, if Debounce is not valid (see [Debounce]), or if
+// GroupLimits is set with Queue or has a nil Group.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
 	maxPark := maxParkTime("NewTypedDelayingQueueWithConfig", config.MaxParkTime)
+	debounce := config.Debounce.checked("NewTypedDelayingQueueWithConfig")
 	if config.Logger == nil {
 		config.Logger = slog.Default()
 	}
@@ -83,38 +90,48 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		delays:  newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
 
 		addCancelsDelay: config.AddCancelsDelay,
+		debounce:        debounce,
 	}
 	q.delays.start(&q.mu, q.queue.Add, q.finished, q.logger)
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] that adds GetContext,
-// Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods are safe
-// for concurrent use. The zero value is not usable: make one with
-// [NewTypedDelayingQueue]. Over a config Queue from outside this package, the
-// additions do what that queue supports: GetContext returns an error wrapping
+// TypedDelayingQueue is a [TypedDelayingInterface] that adds Reschedule,
+// GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem, and in
+// its config Debounce; its methods are safe for concurrent use. The zero
+// value is not usable: make one with [NewTypedDelayingQueue]. Over a config
+// Queue from outside this package, the additions do what that queue
+// supports: GetContext returns an error wrapping
 // [errors.ErrUnsupported], Park adds the item after MaxParkTime, the others
 // cover the delayed items or nothing.
 type TypedDelayingQueue[T comparable] struct {
 	queue   TypedInterface[T]
 	logger  *slog.Logger
 	maxPark time.Duration // for Park over a queue that cannot park
-	// addCancelsDelay is the config's AddCancelsDelay.
+	// addCancelsDelay and debounce are the config's.
 	addCancelsDelay bool
+	debounce        Debounce
 
 	// mu guards the delays. Their goroutine holds it while it moves ready
 	// items to the underlying queue, so that an item is always in one of
 	// the two for Remove and Snapshot.
 	mu     sync.Mutex
 	delays *delayer[T]
-	// stopped is set when the goroutine is told to stop: nothing more
-	// waits for a delay.
+	// stopped is set when the shutdown begins or the goroutine is told to
+	// stop: nothing more waits for a delay. dropped counts the waiting
+	// items that dropped, for the log.
 	stopped bool
+	dropped int
 }
 
 // Add adds item at once; see [Typed.Add]. With AddCancelsDelay it also
-// takes item out of the items waiting for their delay.
+// takes item out of the items waiting for their delay; with Debounce it
+// adds item at the end of its burst of adds instead.
 func (q *TypedDelayingQueue[T]) Add(item T) {
+	if q.debounce.enabled() {
+		q.addDebounced(item)
+		return
+	}
 	if q.addCancelsDelay {
 		q.addCancellingDelay(item, q.queue.Add)
 		return
@@ -178,9 +195,18 @@ func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T,
 }
 
 // AddAfter adds item after duration; if it waits already, the earlier time
-// wins.
+// wins. A duration of zero or less is Add.
 func (q *TypedDelayingQueue[T]) AddAfter(item T, duration time.Duration) {
-	if duration <= 0 && q.addCancelsDelay {
+	if duration <= 0 && q.debounce.enabled() {
+		q.addDebounced(item)
+		return
+	}
+	q.addRetry(item, duration)
+}
+
+// addRetry is AddAfter without Debounce, for AddRateLimited.
+func (q *TypedDelayingQueue[T]) addRetry(item T, duration time.Duration) {
+	if duration <= 0 && (q.addCancelsDelay || q.debounce.enabled()) {
 		q.addCancellingDelay(item, q.addNow)
 		return
 	}
@@ -207,6 +233,52 @@ func (q *TypedDelayingQueue[T]) addNow(item T) {
 		q.delays.countRetry()
 	}
 	q.queue.Add(item)
+}
+
+// addDebounced is Add under Debounce: one more add of item's burst,
+// unless the queue below holds it ready already.
+func (q *TypedDelayingQueue[T]) addDebounced(item T) {
+	if q.waitDebounced(item) {
+		q.delays.poke()
+	}
+}
+
+func (q *TypedDelayingQueue[T]) waitDebounced(item T) (isFirst bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || q.queue.ShuttingDown() {
+		return false
+	}
+	if r, ok := q.queue.(readyHolder[T]); ok && r.holdsReady(item) {
+		return false
+	}
+	return q.delays.debounce(item, q.debounce)
+}
+
+// Reschedule makes item ready duration from now, replacing the delay it
+// waits for, even an earlier one, or the rest of its Debounce burst: the
+// latest call wins, where AddAfter keeps the earliest. With a duration of
+// zero or less it takes item out of the waiting items and adds it at once,
+// never debounced. Like AddAfter, it does not take back an add that has
+// made item ready. After a shutdown has begun it does nothing.
+func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
+	if duration <= 0 {
+		q.addCancellingDelay(item, q.addNow)
+		return
+	}
+	if q.waitRescheduled(item, duration) {
+		q.delays.poke()
+	}
+}
+
+func (q *TypedDelayingQueue[T]) waitRescheduled(item T, delay time.Duration) (isFirst bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.stopped || q.queue.ShuttingDown() {
+		return false
+	}
+	q.delays.countRetry()
+	return q.delays.reschedule(item, delay)
 }
 
 // waitFor puts item in the heap, to be added after delay, and reports
@@ -260,6 +332,7 @@ func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
 
 // ShutDown also drops delayed items; see [Typed.ShutDown].
 func (q *TypedDelayingQueue[T]) ShutDown() {
+	q.stopAdds()
 	q.queue.ShutDown()
 	q.stopWaiting()
 }
@@ -272,18 +345,26 @@ func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
 }
 
 // stopAdds begins the underlying queue's shutdown, when it is one of this
-// package's, without waiting for a drain. Another queue begins its shutdown
-// only in its ShutDownWithDrain; until then Add and AddAfter(item, 0) go on
-// adding.
+// package's, without waiting for a drain, and drops the delayed items at
+// the same instant, under mu, so that no call sees the one without the
+// other. Another queue begins its shutdown only in its ShutDown or
+// ShutDownWithDrain; until then Add and AddAfter(item, 0) go on adding.
 func (q *TypedDelayingQueue[T]) stopAdds() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if s, ok := q.queue.(addStopper); ok {
 		s.stopAdds()
+		q.dropWaitingLocked()
 	}
 }
 
 func (q *TypedDelayingQueue[T]) stopWaiting() {
-	dropped := q.dropWaiting()
+	q.dropWaiting()
 	q.delays.stop()
+	q.mu.Lock()
+	dropped := q.dropped
+	q.dropped = 0
+	q.mu.Unlock()
 	if dropped > 0 {
 		q.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", dropped)
 	}
@@ -300,12 +381,17 @@ func (q *TypedDelayingQueue[T]) finished() bool {
 }
 
 // dropWaiting stops the delays, so later AddAfter calls with a delay do
-// nothing, and drops the waiting items; it returns how many there were.
-func (q *TypedDelayingQueue[T]) dropWaiting() int {
+// nothing, and drops the waiting items, counting them for the shutdown's
+// log line.
+func (q *TypedDelayingQueue[T]) dropWaiting() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.dropWaitingLocked()
+}
+
+func (q *TypedDelayingQueue[T]) dropWaitingLocked() {
 	q.stopped = true
-	return q.delays.dropAll(nil)
+	q.dropped += q.delays.dropAll(nil)
 }
 
 // Snapshot lists delayed items too; see [Typed.Snapshot].

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"github.com/go-workqueue/workqueue"
 )
 
@@ -331,4 +333,60 @@ func ExampleWithGracePeriod() {
 	// Output:
 	// reconcile of default/a ended: context canceled
 	// queued, not reconciled: 1
+}
+
+// A burst of events for one key is reconciled once: a second after the
+// events go quiet, and never more than five seconds after the first.
+func ExampleDebounce() {
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{
+			Clock:    clock,
+			Debounce: workqueue.Debounce{Quiet: time.Second, MaxDelay: 5 * time.Second},
+		})
+	defer queue.ShutDown()
+	start := clock.Now()
+	for range 8 { // an event every 600 ms: never quiet for a second
+		queue.Add("default/web")
+		clock.Step(600 * time.Millisecond)
+	}
+	fmt.Println("ready after", clock.Since(start), "of events:", queue.Len())
+	clock.Step(200 * time.Millisecond) // five seconds after the first event
+	item, _ := queue.Get()
+	fmt.Println("handed out after", clock.Since(start), item)
+	queue.Done(item)
+
+	queue.Add("default/web") // one event: handed out once it has been quiet
+	clock.Step(time.Second)
+	item, _ = queue.Get()
+	fmt.Println("handed out after", clock.Since(start), item)
+	queue.Done(item)
+	// Output:
+	// ready after 4.8s of events: 0
+	// handed out after 5s default/web
+	// handed out after 6s default/web
+}
+
+// Reschedule moves a pending delay later as well as earlier: the latest
+// call wins, where AddAfter keeps the earliest.
+func ExampleTypedRateLimitingQueue_Reschedule() {
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: clock})
+	defer queue.ShutDown()
+	start := clock.Now()
+	queue.AddAfter("cert/web", time.Hour)     // renew in an hour
+	queue.AddAfter("cert/web", 2*time.Hour)   // the earliest wins: still an hour
+	queue.Reschedule("cert/web", 2*time.Hour) // the latest wins: two hours
+	fmt.Println("ready at", queue.Snapshot(1).Delayed[0].ReadyAt.Sub(start))
+	clock.Step(time.Hour)
+	fmt.Println("ready after an hour:", queue.Len())
+	clock.Step(time.Hour)
+	item, _ := queue.Get()
+	fmt.Println("handed out after", clock.Since(start), item)
+	queue.Done(item)
+	// Output:
+	// ready at 2h0m0s
+	// ready after an hour: 0
+	// handed out after 2h0m0s cert/web
 }

@@ -279,7 +279,7 @@ func TestGroupLimitsCheckersCatchBrokenQueues(t *testing.T) {
 			rejected := 0
 			for h := range histories {
 				historySeed := seed + uint64(h)
-				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), false, false, false, true)
+				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), false, false, false, false, true)
 				q := newGroupRefQueue(linGroupLimits, tt.bug)
 				ops := runLinHistory(t, linSubject{q: q, ext: q, groups: q}, plan, historySeed)
 				if !checkLinHistory(t, linGroupModel, ops) {

@@ -48,6 +48,10 @@ type linSubject struct {
 	// groups sets the limit of the group of a and b, in a history with
 	// group limits.
 	groups groupLimiter
+	// resched is the queue's Reschedule; nil for the plain queue.
+	resched interface {
+		Reschedule(item string, duration time.Duration)
+	}
 }
 
 // linParking are the parking methods.
@@ -144,6 +148,10 @@ type linSetup struct {
 	// runs Add and AddRateLimited through the delaying layer's lock,
 	// against every other call.
 	addCancelsDelay bool
+	// debounce sets a Debounce that the histories' clock never ends, and
+	// adds Reschedule to the histories; the priority queue's then add at
+	// priority 0 only.
+	debounce bool
 	// groups gives the queue group limits: a and b in a group of limit 1
 	// at first, c in none; the histories change the limit.
 	groups bool
@@ -162,6 +170,9 @@ var linGroupLimits = GroupLimits[string]{
 
 // model returns the specification the setup's queue must meet.
 func (c linSetup) model() porcupine.Model {
+	if c.debounce {
+		return linDebounceModel(c)
+	}
 	switch {
 	case c.groups && c.priority:
 		return linPrioGroupModelFor(c.fairness)
@@ -190,7 +201,8 @@ func (c linSetup) build() linSubject {
 		config.GroupLimits = &linGroupLimits
 	}
 	if c.priority {
-		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour, ParkBackoff: &linLimiter{}}
+		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour, ParkBackoff: &linLimiter{},
+			Debounce: c.debounceConfig()}
 		if c.fairness {
 			pqConfig.Fairness = []func(string) string{func(item string) string { return fmt.Sprint(linTenant(linKeyIndex(item))) }}
 		}
@@ -199,7 +211,7 @@ func (c linSetup) build() linSubject {
 		}
 		pqConfig.GroupLimits = config.GroupLimits
 		pq := NewTypedPriorityQueue[string](&linLimiter{}, pqConfig)
-		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq, groups: pq}
+		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq, groups: pq, resched: pq}
 	}
 	typed := NewTypedWithConfig(config)
 	if !c.rateLimiting {
@@ -207,12 +219,12 @@ func (c linSetup) build() linSubject {
 	}
 	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
-		AddCancelsDelay: c.addCancelsDelay,
+		AddCancelsDelay: c.addCancelsDelay, Debounce: c.debounceConfig(),
 	})
 	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
 		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying, ParkBackoff: &linLimiter{},
 	})
-	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl, groups: rl}
+	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl, groups: rl, resched: rl}
 }
 
 // linPlan is what the goroutines of one history do.
@@ -242,8 +254,9 @@ type linShutter struct {
 
 // randomLinPlan returns a plan for a queue with (rateLimiting) or without
 // the rate-limiting methods, with priorities or without, with parks and
-// wakes or without, and with group limits or without.
-func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking, groups bool) linPlan {
+// wakes or without, with Reschedule or without, and with group limits or
+// without.
+func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking, reschedule, groups bool) linPlan {
 	p := linPlan{keys: 2 + rng.IntN(linMaxKeys-1), yield: rng.IntN(2) == 0}
 	key := func() int8 { return int8(rng.IntN(p.keys)) }
 	type weighted struct {
@@ -259,6 +272,9 @@ func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking, groups boo
 	}
 	if parking {
 		kinds = append(kinds, []weighted{{linPark, 14}, {linWake, 10}, {linWakeItem, 4}}...)
+	}
+	if reschedule {
+		kinds = append(kinds, []weighted{{linRescheduleZero, 8}, {linRescheduleLater, 10}}...)
 	}
 	// A worker of a queue with group limits gets only while it holds
 	// nothing: one that held an item of a full group could wait for a
@@ -518,6 +534,10 @@ func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
 		if r.subject.park.WakeItem(key) {
 			out.n = 1
 		}
+	case linRescheduleZero:
+		r.subject.resched.Reschedule(key, 0)
+	case linRescheduleLater:
+		r.subject.resched.Reschedule(key, time.Hour)
 	default:
 		panic(fmt.Sprintf("linRun.call: unexpected operation %v", in.kind))
 	}

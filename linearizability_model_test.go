@@ -69,6 +69,11 @@ const (
 	// linSetGroupLimit is SetGroupLimit of the group of a and b, with
 	// the input's prio as the limit.
 	linSetGroupLimit
+	// linRescheduleZero and linRescheduleLater are Reschedule with no
+	// delay and with an hour, which the histories' clock never reaches
+	// (linearizability_debounce_test.go).
+	linRescheduleZero
+	linRescheduleLater
 )
 
 var linKindNames = [...]string{
@@ -78,6 +83,7 @@ var linKindNames = [...]string{
 	linDrainBegin: "ShutDownWithDrain(begin)", linDrainEnd: "ShutDownWithDrain(end)",
 	linGetContext: "GetContext", linRemove: "Remove", linAddPriority: "AddWithOpts",
 	linPark: "Park", linWake: "Wake", linWakeItem: "WakeItem", linSetGroupLimit: "SetGroupLimit",
+	linRescheduleZero: "Reschedule0", linRescheduleLater: "Reschedule1h",
 }
 
 // linEventNames name the events of the parking histories, by bit.

@@ -61,6 +61,10 @@ func TestLinearizability(t *testing.T) {
 		{"rate limiting/group limits and metrics", linSetup{rateLimiting: true, groups: true, metrics: true}},
 		{"priority queue/group limits", linSetup{rateLimiting: true, priority: true, groups: true}},
 		{"priority queue/fairness, group limits and parking", linSetup{rateLimiting: true, priority: true, fairness: true, groups: true, parking: true}},
+		{"rate limiting/debounce and parking", linSetup{rateLimiting: true, debounce: true, parking: true}},
+		{"rate limiting/debounce and metrics", linSetup{rateLimiting: true, debounce: true, metrics: true}},
+		{"priority queue/debounce and parking", linSetup{rateLimiting: true, priority: true, debounce: true, parking: true}},
+		{"priority queue/fairness, debounce and metrics", linSetup{rateLimiting: true, priority: true, fairness: true, debounce: true, metrics: true}},
 	}
 	seed := linBaseSeed(t)
 	for ti, tt := range tests {
@@ -74,7 +78,7 @@ func TestLinearizability(t *testing.T) {
 			)
 			for h := range histories {
 				historySeed := seed + uint64(ti)<<32 + uint64(h)
-				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting, tt.setup.priority, tt.setup.parking, tt.setup.groups)
+				plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), tt.setup.rateLimiting, tt.setup.priority && !tt.setup.debounce, tt.setup.parking, tt.setup.debounce, tt.setup.groups)
 				ops := runLinHistory(t, tt.setup.build(), plan, historySeed)
 				operations += len(ops)
 				if !checkLinHistory(t, tt.setup.model(), ops) {
@@ -146,7 +150,7 @@ func checkBrokenQueue(t *testing.T, model porcupine.Model, seed uint64, broken, 
 	}
 	for h := range histories {
 		historySeed := seed + uint64(h)
-		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities, false, false)
+		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities, false, false, false)
 		ops := runLinHistory(t, build(), plan, historySeed)
 		if !checkLinHistory(t, model, ops) {
 			if !broken {

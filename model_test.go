@@ -48,11 +48,13 @@ const (
 	opPark
 	opWake
 	opWakeItem
+	// opReschedule is Reschedule with the duration.
+	opReschedule
 	opKinds
 )
 
 var opNames = [...]string{"Add", "Get", "Done", "AddAfter", "AddRateLimited", "Forget", "NumRequeues", "Len", "Step", "ShutDown", "ShutDownWithDrain", "Remove", "GetContext", "Snapshot",
-	"Park", "Wake", "WakeItem"}
+	"Park", "Wake", "WakeItem", "Reschedule"}
 
 // modelEvents returns the events, a bit each, that a park with duration d
 // waits for: one of them or both.
@@ -98,6 +100,10 @@ type queueModel struct {
 	// addCancelsDelay is the delaying layer's AddCancelsDelay: an add
 	// takes the item out of waiting.
 	addCancelsDelay bool
+	// debounce is the delaying layer's Debounce, MaxDelay set, and bursts
+	// the deadline of each waiting item whose wait is a debounce.
+	debounce Debounce
+	bursts   map[int]time.Duration
 
 	// parking holds the parks, and coreWaiting the woken items waiting for
 	// their park's backoff, which the core queue holds, apart from the
@@ -117,16 +123,58 @@ type modelWait struct {
 
 func newQueueModel() *queueModel {
 	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{},
-		parking: newParkingModel(modelMaxPark), coreWaiting: map[int]modelWait{}}
+		parking: newParkingModel(modelMaxPark), coreWaiting: map[int]modelWait{}, bursts: map[int]time.Duration{}}
 }
 
 // addNow is an Add through the delaying layer, which with AddCancelsDelay
 // takes the item out of the waiting items first.
 func (m *queueModel) addNow(item int) {
+	if m.debounce.Quiet > 0 {
+		m.addDebounced(item)
+		return
+	}
 	if m.addCancelsDelay && !m.shuttingDown {
 		delete(m.waiting, item)
 	}
 	m.add(item)
+}
+
+// addDebounced is an add under Debounce: nothing for an item queued or to
+// be queued at Done; otherwise ready Quiet from now, but no later than
+// the burst's deadline, set when it begins.
+func (m *queueModel) addDebounced(item int) {
+	if m.shuttingDown || m.dirty[item] {
+		return
+	}
+	deadline, inBurst := m.bursts[item]
+	if !inBurst {
+		deadline = m.now + m.debounce.MaxDelay
+		if w, ok := m.waiting[item]; ok {
+			deadline = min(deadline, w.readyAt)
+		}
+		m.bursts[item] = deadline
+	}
+	m.wait(item, min(m.now+m.debounce.Quiet, deadline))
+}
+
+// wait sets item's ready time in the delaying layer.
+func (m *queueModel) wait(item int, readyAt time.Duration) {
+	m.waiting[item] = modelWait{readyAt: readyAt, seq: m.nextSeq}
+	m.nextSeq++
+}
+
+// reschedule is Reschedule: the latest ready time wins, and ends a burst.
+func (m *queueModel) reschedule(item int, d time.Duration) {
+	if m.shuttingDown {
+		return
+	}
+	delete(m.bursts, item)
+	if d <= 0 {
+		delete(m.waiting, item)
+		m.add(item)
+		return
+	}
+	m.wait(item, m.now+d)
 }
 
 func (m *queueModel) add(item int) {
@@ -172,12 +220,31 @@ func (m *queueModel) addAfter(item int, d time.Duration) {
 		m.addNow(item)
 		return
 	}
+	m.addRetry(item, d)
+}
+
+// addRetry is AddAfter of a positive delay, or AddRateLimited: the earliest
+// ready time wins, and bounds a burst.
+func (m *queueModel) addRetry(item int, d time.Duration) {
+	if m.shuttingDown {
+		return
+	}
+	if d <= 0 {
+		if m.debounce.Quiet > 0 || m.addCancelsDelay {
+			delete(m.waiting, item)
+			delete(m.bursts, item)
+		}
+		m.add(item)
+		return
+	}
 	readyAt := m.now + d
+	if deadline, ok := m.bursts[item]; ok && readyAt < deadline {
+		m.bursts[item] = readyAt
+	}
 	if w, ok := m.waiting[item]; ok && readyAt >= w.readyAt {
 		return
 	}
-	m.waiting[item] = modelWait{readyAt: readyAt, seq: m.nextSeq}
-	m.nextSeq++
+	m.wait(item, readyAt)
 }
 
 // when is the max of an exponential backoff and a fast-slow limiter, over
@@ -220,6 +287,7 @@ func (m *queueModel) step(d time.Duration) {
 		outer := m.readyAt(m.waiting, next)
 		for _, item := range outer {
 			delete(m.waiting, item)
+			delete(m.bursts, item)
 		}
 		inner := m.readyAt(m.coreWaiting, next)
 		for _, item := range inner {
@@ -331,6 +399,7 @@ func (m *queueModel) remove(item int) bool {
 	_, woken := m.coreWaiting[item]
 	removed = m.parking.drop(item) || removed || woken
 	delete(m.waiting, item)
+	delete(m.bursts, item)
 	delete(m.coreWaiting, item)
 	delete(m.failures, item)
 	m.parking.forget(item)
@@ -347,6 +416,7 @@ func (m *queueModel) remove(item int) bool {
 func (m *queueModel) shutDown() {
 	m.shuttingDown = true
 	clear(m.waiting)
+	clear(m.bursts)
 	clear(m.coreWaiting)
 	m.parking.shutDown()
 }
@@ -385,18 +455,26 @@ var modelKeys = func() []string {
 // the Step operation moves. It returns how many operations it applied
 // (those that cannot apply, such as a Get from an empty queue, are passed
 // over) and a description of the first divergence, or "".
-func runModelWalk(ops []modelOp, addCancelsDelay bool) (executed int, divergence string) {
+func runModelWalk(ops []modelOp, addCancelsDelay bool, debounce Debounce) (executed int, divergence string) {
+	return runModelWalkOn(ops, addCancelsDelay, debounce, debounce)
+}
+
+// runModelWalkOn is runModelWalk of a queue whose Debounce may differ from
+// the model's, to show that the walks catch a queue that debounces wrong.
+func runModelWalkOn(ops []modelOp, addCancelsDelay bool, debounce, queueDebounce Debounce) (executed int, divergence string) {
 	limiter := newModelLimiter()
 	parkLimiter := newModelLimiter()
 	config := TypedRateLimitingQueueConfig[string]{
-		DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger, AddCancelsDelay: addCancelsDelay}),
-		ParkBackoff:   parkLimiter,
+		DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger, AddCancelsDelay: addCancelsDelay,
+			Debounce: queueDebounce}),
+		ParkBackoff: parkLimiter,
 	}
 	q := NewTypedRateLimitingQueueWithConfig[string](limiter, config)
 	delaying := q.delaying.(*TypedDelayingQueue[string])
 	typed := delaying.queue.(*Typed[string])
 	m := newQueueModel()
 	m.addCancelsDelay = addCancelsDelay
+	m.debounce = debounce.checked("runModelWalk")
 	var drained atomic.Bool
 	defer func() {
 		q.ShutDown() // releases a drain still waiting
@@ -456,10 +534,13 @@ func runModelWalk(ops []modelOp, addCancelsDelay bool) (executed int, divergence
 				if limiter.last != want {
 					return diverged(i, op, "limiter delay = %v, model %v", limiter.last, want)
 				}
-				m.addAfter(op.item, want)
+				m.addRetry(op.item, want)
 			} else if limiter.last != -1 {
 				return diverged(i, op, "limiter consulted after shutdown")
 			}
+		case opReschedule:
+			q.Reschedule(key, op.dur)
+			m.reschedule(op.item, op.dur)
 		case opForget:
 			q.Forget(key)
 			delete(m.failures, op.item)
@@ -515,6 +596,9 @@ func runModelWalk(ops []modelOp, addCancelsDelay bool) (executed int, divergence
 		}
 		delaying.mu.Lock()
 		err := delayheap.Verify(delaying.delays.heap)
+		if err == nil {
+			err = verifyBursts(delaying.delays)
+		}
 		delaying.mu.Unlock()
 		if err != nil {
 			return diverged(i, op, "heap invariant: %v", err)
@@ -612,11 +696,12 @@ func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	})
 	var delayed []string
 	for _, w := range waiting[:min(n, len(waiting))] {
-		delayed = append(delayed, modelKeys[w.item])
+		delayed = append(delayed, fmt.Sprintf("%s@%v", modelKeys[w.item], w.readyAt))
 	}
+	start := s.Taken.Add(-m.now) // the model's times count from it
 	var gotDelayed []string
 	for _, d := range s.Delayed {
-		gotDelayed = append(gotDelayed, d.Item)
+		gotDelayed = append(gotDelayed, fmt.Sprintf("%s@%v", d.Item, d.ReadyAt.Sub(start)))
 	}
 	if !slices.Equal(gotDelayed, delayed) {
 		return fmt.Sprintf("Snapshot lists delayed %v; model %v", gotDelayed, delayed)
@@ -662,8 +747,10 @@ func randomOps(rng *rand.Rand, n int) []modelOp {
 			kind = opGet
 		case r < 530:
 			kind = opDone
-		case r < 610:
+		case r < 590:
 			kind = opAddAfter
+		case r < 610:
+			kind = opReschedule
 		case r < 690:
 			kind = opAddRateLimited
 		case r < 720:
@@ -710,6 +797,11 @@ func decodeOps(data []byte) []modelOp {
 	return ops
 }
 
+// modelDebounces are the Debounce settings the walks take turns with: none,
+// and quiet periods equal to one of the walks' delays, so that ready times
+// tie, with longest waits that the walks' short steps reach.
+var modelDebounces = []Debounce{{}, {Quiet: 100 * time.Millisecond, MaxDelay: 105 * time.Millisecond}, {Quiet: time.Second}}
+
 var (
 	modelOps  = flag.Int64("modelops", 10_000_000, "operations TestModelRandomWalks checks")
 	modelSeed = flag.Uint64("modelseed", 0, "first seed of TestModelRandomWalks; change it to soak with new walks")
@@ -733,7 +825,7 @@ func TestModelRandomWalks(t *testing.T) {
 					rng := rand.New(rand.NewPCG(*modelSeed+uint64(walk), 0x5eed))
 					ops := randomOps(rng, walkLength)
 					synctest.Test(t, func(t *testing.T) {
-						n, divergence := runModelWalk(ops, walk%4 >= 2)
+						n, divergence := runModelWalk(ops, walk%4 >= 2, modelDebounces[walk%3])
 						total.Add(int64(n))
 						walks.Add(1)
 						if divergence != "" {
@@ -760,7 +852,7 @@ func FuzzModel(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ops := decodeOps(data)
 		synctest.Test(t, func(t *testing.T) {
-			if _, divergence := runModelWalk(ops, len(data)%2 == 1); divergence != "" {
+			if _, divergence := runModelWalk(ops, len(data)%2 == 1, modelDebounces[len(data)%3]); divergence != "" {
 				t.Fatal(divergence)
 			}
 		})

@@ -39,12 +39,15 @@ const (
 	pqOpPark
 	pqOpWake
 	pqOpWakeItem
+	// pqOpReschedule is AddWithOpts with Reschedule, the duration and the
+	// priority.
+	pqOpReschedule
 	pqOpShutDown
 	pqOpShutDownWithDrain
 	pqOpKinds
 )
 
-var pqOpNames = [...]string{"Add", "AddAfter", "AddRateLimited", "Get", "Done", "Step", "Remove", "Forget", "Snapshot", "Park", "Wake", "WakeItem", "ShutDown", "ShutDownWithDrain"}
+var pqOpNames = [...]string{"Add", "AddAfter", "AddRateLimited", "Get", "Done", "Step", "Remove", "Forget", "Snapshot", "Park", "Wake", "WakeItem", "Reschedule", "ShutDown", "ShutDownWithDrain"}
 
 // pqModelMaxPark is the walks' MaxParkTime: short, so that walks reach it.
 const pqModelMaxPark = 20 * time.Millisecond
@@ -65,16 +68,24 @@ func (o pqModelOp) String() string {
 
 // pqModelConfigs are the queue configurations the walks run on.
 var pqModelConfigs = []struct {
-	name    string
-	dims    int
-	maxWait time.Duration
+	name     string
+	dims     int
+	maxWait  time.Duration
+	debounce Debounce
 }{
-	{"fifo", 0, 0},
-	{"fairness", 1, 0},
-	{"nested", 2, 0},
-	{"maxwait", 0, 5 * time.Millisecond},
-	{"nested-maxwait", 2, time.Second},
+	{"fifo", 0, 0, Debounce{}},
+	{"fairness", 1, 0, Debounce{}},
+	{"nested", 2, 0, Debounce{}},
+	{"maxwait", 0, 5 * time.Millisecond, Debounce{}},
+	{"nested-maxwait", 2, time.Second, Debounce{}},
+	{"debounce", 1, 0, pqModelDebounce},
+	{"debounce-maxwait", 0, 5 * time.Millisecond, pqModelDebounce},
+	{"debounce-window", 0, 0, Debounce{Quiet: 10 * time.Millisecond}},
 }
+
+// pqModelDebounce ties with the walks' delays and has a longest wait that
+// their short steps reach.
+var pqModelDebounce = Debounce{Quiet: 3 * time.Millisecond, MaxDelay: 4 * time.Millisecond}
 
 // pqModelDim is the key of item i in fairness dimension d.
 func pqModelDim(d, i int) string { return fmt.Sprint(i % (3 - d)) }
@@ -89,6 +100,10 @@ type pqModelItem struct {
 	readySeq   uint64
 	waitAt     time.Duration
 	waitSeq    uint64
+	// burst is set while the item waits for the end of a Debounce burst,
+	// which ends no later than deadline.
+	burst    bool
+	deadline time.Duration
 }
 
 type pqModel struct {
@@ -104,6 +119,7 @@ type pqModel struct {
 	parking      parkingModel
 	shuttingDown bool
 	draining     bool
+	debounce     Debounce // MaxDelay set
 }
 
 func newPQModel(dims int, maxWait time.Duration) *pqModel {
@@ -165,6 +181,15 @@ func (m *pqModel) raise(item, priority int) {
 }
 
 func (m *pqModel) add(item, priority int, after time.Duration) {
+	how := addEarliest
+	if after <= 0 && m.debounce.Quiet > 0 {
+		how = addDebounced
+	}
+	m.addAs(item, priority, after, how)
+}
+
+// addAs is an add with a delay set as how says.
+func (m *pqModel) addAs(item, priority int, after time.Duration, how addKind) {
 	if m.shuttingDown {
 		return
 	}
@@ -173,19 +198,39 @@ func (m *pqModel) add(item, priority int, after time.Duration) {
 		delete(m.items, item)
 		it = nil
 	}
-	if after > 0 {
+	if after > 0 || how == addDebounced {
 		switch {
 		case it == nil:
-			m.items[item] = &pqModelItem{pending: pendingDelay, priority: priority, waitAt: m.now + after, waitSeq: m.next()}
+			it = &pqModelItem{pending: pendingDelay, priority: priority, waitAt: m.now + after, waitSeq: m.next()}
+			m.items[item] = it
 		case it.pending == pendingReady:
 			m.raise(item, priority)
+			return
 		case it.pending == pendingDelay:
 			it.priority = max(it.priority, priority)
-			if m.now+after < it.waitAt {
-				it.waitAt, it.waitSeq = m.now+after, m.next()
+			if how != addDebounced { // a debounced add sets its time below
+				if how == addRescheduled || m.now+after < it.waitAt {
+					it.waitAt, it.waitSeq = m.now+after, m.next()
+				}
+				if it.burst && m.now+after < it.deadline {
+					it.deadline = m.now + after
+				}
 			}
 		default:
 			it.pending, it.priority, it.waitAt, it.waitSeq = pendingDelay, priority, m.now+after, m.next()
+			it.burst = false
+		}
+		switch how {
+		case addRescheduled:
+			it.burst = false
+		case addDebounced:
+			if !it.burst {
+				it.burst, it.deadline = true, m.now+m.debounce.MaxDelay
+				if it.waitAt > m.now { // it waited for a delay already
+					it.deadline = min(it.deadline, it.waitAt)
+				}
+			}
+			it.waitAt, it.waitSeq = min(m.now+m.debounce.Quiet, it.deadline), m.next()
 		}
 		return
 	}
@@ -196,7 +241,7 @@ func (m *pqModel) add(item, priority int, after time.Duration) {
 	case it.pending == pendingReady:
 		m.raise(item, priority)
 	case it.pending == pendingDelay:
-		it.pending, it.priority = pendingReady, max(it.priority, priority)
+		it.pending, it.priority, it.burst = pendingReady, max(it.priority, priority), false
 		if !it.processing {
 			m.makeReady(item)
 		}
@@ -354,7 +399,7 @@ func (m *pqModel) step(d time.Duration) {
 		case delayed >= 0 && (!expires || m.items[delayed].waitAt <= expiry):
 			it := m.items[delayed]
 			m.now = it.waitAt
-			it.pending = pendingReady
+			it.pending, it.burst = pendingReady, false
 			if !it.processing {
 				m.makeReady(delayed)
 			}
@@ -379,7 +424,7 @@ func (m *pqModel) remove(item int) bool {
 	if it.queued {
 		it.queued = false
 	}
-	it.pending = pendingNone
+	it.pending, it.burst = pendingNone, false
 	if !it.processing {
 		delete(m.items, item)
 	}
@@ -390,12 +435,42 @@ func (m *pqModel) shutDown() {
 	m.shuttingDown = true
 	for i, it := range m.items {
 		if parked := m.parking.drop(i); it.pending == pendingDelay || parked {
-			it.pending = pendingNone
+			it.pending, it.burst = pendingNone, false
 			if !it.processing {
 				delete(m.items, i)
 			}
 		}
 	}
+}
+
+// delayed lists the n items that wait for a delay and are ready first, as
+// key@ready time.
+func (m *pqModel) delayed(n int) []string {
+	var delayed []int
+	for i, it := range m.items {
+		if it.pending == pendingDelay {
+			delayed = append(delayed, i)
+		}
+	}
+	slices.SortFunc(delayed, func(a, b int) int {
+		return cmp.Or(cmp.Compare(m.items[a].waitAt, m.items[b].waitAt), cmp.Compare(m.items[a].waitSeq, m.items[b].waitSeq))
+	})
+	var out []string
+	for _, i := range delayed[:min(n, len(delayed))] {
+		out = append(out, fmt.Sprintf("%s@%v", modelKeys[i], m.items[i].waitAt))
+	}
+	return out
+}
+
+// pqSnapshotDelayed lists s's delayed items as delayed does, taken at now
+// on the model's clock.
+func pqSnapshotDelayed(s Snapshot[string], now time.Duration) []string {
+	start := s.Taken.Add(-now)
+	var out []string
+	for _, d := range s.Delayed {
+		out = append(out, fmt.Sprintf("%s@%v", d.Item, d.ReadyAt.Sub(start)))
+	}
+	return out
 }
 
 func (m *pqModel) len() int {
@@ -445,7 +520,14 @@ func (m *pqModel) clone() *pqModel {
 // runPQModelWalk applies ops to a new priority queue and to the model,
 // comparing after every step, in a synctest bubble. It returns how many
 // operations it applied and the first divergence, or "".
-func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed int, divergence string) {
+func runPQModelWalk(dims int, maxWait time.Duration, debounce Debounce, ops []pqModelOp) (executed int, divergence string) {
+	return runPQModelWalkOn(dims, maxWait, debounce, debounce, ops)
+}
+
+// runPQModelWalkOn is runPQModelWalk of a queue whose Debounce may differ
+// from the model's, to show that the walks catch a queue that debounces
+// wrong.
+func runPQModelWalkOn(dims int, maxWait time.Duration, debounce, queueDebounce Debounce, ops []pqModelOp) (executed int, divergence string) {
 	var fairness []func(string) string
 	for d := range dims {
 		fairness = append(fairness, func(key string) string {
@@ -457,8 +539,10 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 	limiter, parkLimiter := newModelLimiter(), newModelLimiter()
 	provider := &priorityRecordingProvider{}
 	q := NewTypedPriorityQueue[string](limiter, TypedPriorityQueueConfig[string]{Fairness: fairness, MaxWait: maxWait,
-		Name: "model", MetricsProvider: provider, MaxParkTime: pqModelMaxPark, ParkBackoff: parkLimiter, Logger: discardLogger})
+		Name: "model", MetricsProvider: provider, MaxParkTime: pqModelMaxPark, ParkBackoff: parkLimiter, Logger: discardLogger,
+		Debounce: queueDebounce})
 	m := newPQModel(dims, maxWait)
+	m.debounce = debounce.checked("runPQModelWalk")
 	var drained atomic.Bool
 	defer func() {
 		q.ShutDown()
@@ -495,7 +579,10 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 			if op.dur > 0 && op.dur < after {
 				after = op.dur
 			}
-			m.add(op.item, op.priority, after)
+			m.addAs(op.item, op.priority, after, addEarliest)
+		case pqOpReschedule:
+			q.AddWithOpts(AddOpts{Priority: &op.priority, After: op.dur, Reschedule: true}, key)
+			m.addAs(op.item, op.priority, op.dur, addRescheduled)
 		case pqOpGet:
 			if m.len() == 0 {
 				continue // Get would block
@@ -547,6 +634,9 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 			if !slices.Equal(s.Queued, want) || s.Depth != m.len() || s.Parked != m.parking.parked() {
 				return diverged(i, op, "Snapshot queued %v (depth %d, %d parked), model %v (%d, %d)", s.Queued, s.Depth, s.Parked, want, m.len(), m.parking.parked())
 			}
+			if got, want := pqSnapshotDelayed(s, m.now), m.delayed(op.item); !slices.Equal(got, want) {
+				return diverged(i, op, "Snapshot delayed %v, model %v", got, want)
+			}
 		case pqOpShutDown:
 			q.ShutDown()
 			m.shutDown()
@@ -566,6 +656,12 @@ func runPQModelWalk(dims int, maxWait time.Duration, ops []pqModelOp) (executed 
 		synctest.Wait()
 		if err := verifyPriorityQueue(q); err != nil {
 			return diverged(i, op, "invariant: %v", err)
+		}
+		q.core.mu.Lock()
+		err := verifyBursts(q.core.delays)
+		q.core.mu.Unlock()
+		if err != nil {
+			return diverged(i, op, "bursts: %v", err)
 		}
 		if got, want := q.Len(), m.len(); got != want {
 			return diverged(i, op, "Len = %d, model %d", got, want)
@@ -621,7 +717,7 @@ func TestPriorityQueueModelWalks(t *testing.T) {
 			for seed := range uint64(walks) {
 				ops := randomPQOps(rand.New(rand.NewPCG(seed, 15)), steps)
 				synctest.Test(t, func(t *testing.T) {
-					executed, divergence := runPQModelWalk(config.dims, config.maxWait, ops)
+					executed, divergence := runPQModelWalk(config.dims, config.maxWait, config.debounce, ops)
 					total += executed
 					if divergence != "" {
 						t.Fatalf("seed %d: %s", seed, divergence)
@@ -654,7 +750,7 @@ func FuzzPriorityQueueModel(f *testing.F) {
 			})
 		}
 		synctest.Test(t, func(t *testing.T) {
-			if _, divergence := runPQModelWalk(config.dims, config.maxWait, ops); divergence != "" {
+			if _, divergence := runPQModelWalk(config.dims, config.maxWait, config.debounce, ops); divergence != "" {
 				t.Fatal(divergence)
 			}
 		})

@@ -15,9 +15,13 @@ import (
 
 // AddOpts configures [TypedPriorityQueue.AddWithOpts]; the zero value is Add.
 type AddOpts struct {
-	After       time.Duration // delays the add; 0 or less adds at once
+	After       time.Duration // delays the add; 0 or less adds at once, or debounced
 	RateLimited bool          // delays it as AddRateLimited; the shorter delay wins
 	Priority    *int          // higher is handed out first; nil means 0
+	// Reschedule makes the delay replace the one the item waits for, as
+	// [TypedPriorityQueue.Reschedule] does; an add with it is never
+	// debounced.
+	Reschedule bool
 }
 
 // TypedPriorityQueueConfig configures [NewTypedPriorityQueue]. The zero value
@@ -59,6 +63,11 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// frees. MaxWait hands out the longest ready of the items whose
 	// group has a free slot.
 	GroupLimits *GroupLimits[T]
+	// Debounce, if set, makes an add with no delay, neither rate-limited
+	// nor a Reschedule, of an item not ready already wait for the end of
+	// its burst of adds, as [Debounce] says, at the highest priority its
+	// adds asked for.
+	Debounce Debounce
 }
 
 // TypedPriorityQueue is a rate-limiting queue, with the additions of
@@ -85,11 +94,13 @@ type TypedPriorityQueue[T comparable] struct {
 	parkBackoff TypedRateLimiter[T]
 
 	depthByPriority PriorityGaugeMetric
+	debounce        Debounce // the config's
 }
 
 // NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter,
 // a Fairness function or GroupLimits' Group is nil, if FairnessWeights is
-// longer than Fairness, or if MaxWait or MaxParkTime is negative.
+// longer than Fairness, if MaxWait or MaxParkTime is negative, or if
+// Debounce is not valid (see [Debounce]).
 func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config TypedPriorityQueueConfig[T]) *TypedPriorityQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")
@@ -112,6 +123,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		config.Logger = slog.Default()
 	}
 	maxPark := maxParkTime("NewTypedPriorityQueue", config.MaxParkTime)
+	debounce := config.Debounce.checked("NewTypedPriorityQueue")
 	if config.ParkBackoff == nil {
 		config.ParkBackoff = defaultParkBackoff[T]()
 	}
@@ -119,6 +131,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 		rateLimiter:     rateLimiter,
 		parkBackoff:     config.ParkBackoff,
 		depthByPriority: priorityDepthMetric(config.MetricsProvider, config.Name),
+		debounce:        debounce,
 	}
 	q.order = &priorityOrder[T]{
 		items:    &q.core.items,
@@ -140,13 +153,17 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	return q
 }
 
-// Add is AddWithOpts(AddOpts{}, item): at once, at priority 0.
+// Add is AddWithOpts(AddOpts{}, item): at once, or debounced, at priority 0.
 func (q *TypedPriorityQueue[T]) Add(item T) {
+	if q.debounce.enabled() {
+		q.AddWithOpts(AddOpts{}, item)
+		return
+	}
 	hash := q.core.items.Hash(item) // before the lock: the hot path's one hash
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
 	if !q.core.shuttingDown.Load() {
-		q.addLocked(item, hash, 0, 0) // no delay: the delay goroutine need not look
+		q.addLocked(item, hash, 0, 0, addEarliest) // no delay: the delay goroutine need not look
 	}
 }
 
@@ -155,13 +172,24 @@ func (q *TypedPriorityQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.AddWithOpts(AddOpts{After: duration}, item)
 }
 
+// Reschedule is AddWithOpts(AddOpts{After: duration, Reschedule: true},
+// item): it makes item ready duration from now, replacing the delay it
+// waits for, even an earlier one, or the rest of its Debounce burst: the
+// latest call wins, where AddAfter keeps the earliest. With a duration of
+// zero or less it makes item ready at once, never debounced. An item ready
+// already stays ready, and keeps the highest priority asked for.
+func (q *TypedPriorityQueue[T]) Reschedule(item T, duration time.Duration) {
+	q.AddWithOpts(AddOpts{After: duration, Reschedule: true}, item)
+}
+
 // AddRateLimited is AddWithOpts(AddOpts{RateLimited: true}, item).
 func (q *TypedPriorityQueue[T]) AddRateLimited(item T) {
 	q.AddWithOpts(AddOpts{RateLimited: true}, item)
 }
 
 // AddWithOpts adds items as opts says, at one instant, merging each with what
-// the queue holds of it; after a shutdown has begun it does nothing.
+// the queue holds of it; after a shutdown has begun it does nothing. With
+// Debounce, an add with no After, RateLimited or Reschedule is debounced.
 func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	priority := 0
 	if opts.Priority != nil {
@@ -188,13 +216,20 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	if q.core.shuttingDown.Load() {
 		return
 	}
+	how := addEarliest
+	switch {
+	case opts.Reschedule:
+		how = addRescheduled
+	case q.debounce.enabled() && !opts.RateLimited && opts.After <= 0:
+		how = addDebounced
+	}
 	wakeLoop := false
 	for i, item := range items {
 		after := opts.After
 		if opts.RateLimited {
 			after = afters[i]
 		}
-		if q.addLocked(item, q.core.items.Hash(item), priority, after) {
+		if q.addLocked(item, q.core.items.Hash(item), priority, after, how) {
 			wakeLoop = true
 		}
 	}
@@ -203,9 +238,21 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 	}
 }
 
+// addKind says how an add with a delay sets the item's ready time.
+type addKind uint8
+
+const (
+	// addEarliest: after the delay, or at once; the earliest ready time wins.
+	addEarliest addKind = iota
+	// addDebounced: at the end of the item's Debounce burst.
+	addDebounced
+	// addRescheduled: after the delay, replacing the item's ready time.
+	addRescheduled
+)
+
 // addLocked merges one add into item's record and reports whether the
 // delay goroutine must look at the heap again. The caller holds mu.
-func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration) (wakeLoop bool) {
+func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration, how addKind) (wakeLoop bool) {
 	entry, id := q.core.items.Lookup(item, hash)
 	if entry != nil && entry.Val.pending == pendingParked {
 		q.core.cancelWait(id) // an add ends a park: from here on, as if none
@@ -214,8 +261,10 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 			entry = nil
 		}
 	}
-	if after > 0 {
-		q.core.delays.countRetry()
+	if after > 0 || how == addDebounced {
+		if how != addDebounced {
+			q.core.delays.countRetry()
+		}
 		switch {
 		case entry == nil:
 			_, id = q.core.items.Insert(item, hash, record{pending: pendingDelay})
@@ -228,6 +277,12 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		default: // processing, with nothing pending
 			entry.Val.pending = pendingDelay
 			q.order.setPriority(id, priority)
+		}
+		switch how {
+		case addDebounced:
+			return q.core.delays.debounce(item, q.debounce)
+		case addRescheduled:
+			return q.core.delays.reschedule(item, after)
 		}
 		return q.core.delays.add(item, after)
 	}

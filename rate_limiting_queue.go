@@ -41,6 +41,10 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	GroupLimits *GroupLimits[T]
 	// DelayingQueue is the queue below; nil means a new delaying queue.
 	DelayingQueue TypedDelayingInterface[T]
+	// Debounce is [TypedDelayingQueueConfig.Debounce] for the delaying
+	// queue this layer makes; AddRateLimited is never debounced. It cannot
+	// be set with a DelayingQueue.
+	Debounce Debounce
 }
 
 // NewTypedRateLimitingQueue is shorthand for
@@ -50,8 +54,9 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *T
 }
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
-// panics if rateLimiter is nil, MaxParkTime is negative, AddCancelsDelay or
-// GroupLimits is set with a DelayingQueue, or GroupLimits has a nil Group.
+// panics if rateLimiter is nil, MaxParkTime is negative, Debounce is not
+// valid (see [Debounce]), AddCancelsDelay, Debounce or GroupLimits is set
+// with a DelayingQueue, or GroupLimits has a nil Group.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
@@ -65,11 +70,14 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 			MaxParkTime:     maxPark,
 			AddCancelsDelay: config.AddCancelsDelay,
 			GroupLimits:     config.GroupLimits,
+			Debounce:        config.Debounce.checked("NewTypedRateLimitingQueueWithConfig"),
 		})
 	} else if config.GroupLimits != nil {
 		panic("workqueue: NewTypedRateLimitingQueueWithConfig: GroupLimits with a DelayingQueue; set it in the DelayingQueue's own config")
 	} else if config.AddCancelsDelay {
 		panic("workqueue: NewTypedRateLimitingQueueWithConfig: AddCancelsDelay with a DelayingQueue; set it in the DelayingQueue's own config")
+	} else if config.Debounce != (Debounce{}) {
+		panic("workqueue: NewTypedRateLimitingQueueWithConfig: Debounce with a DelayingQueue; set it in the DelayingQueue's own config")
 	}
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
@@ -87,7 +95,8 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 }
 
 // TypedRateLimitingQueue is a [TypedRateLimitingInterface] that adds
-// GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem; its methods
+// Reschedule, GetContext, Remove, Snapshot, Park, Wake, WakeFunc and
+// WakeItem, and in its config Debounce; its methods
 // are safe for concurrent use. The zero value is not usable: make one with
 // [NewTypedRateLimitingQueue]. Over a config DelayingQueue from outside this
 // package, the additions do what that queue supports.
@@ -122,6 +131,16 @@ func (q *TypedRateLimitingQueue[T]) AddAfter(item T, duration time.Duration) {
 	q.delaying.AddAfter(item, duration)
 }
 
+// Reschedule is [TypedDelayingQueue.Reschedule]. Over a DelayingQueue from
+// outside this package that has no Reschedule method, it is AddAfter.
+func (q *TypedRateLimitingQueue[T]) Reschedule(item T, duration time.Duration) {
+	if r, ok := q.delaying.(rescheduler[T]); ok {
+		r.Reschedule(item, duration)
+		return
+	}
+	q.delaying.AddAfter(item, duration)
+}
+
 // Len returns the number of ready items; see [Typed.Len].
 func (q *TypedRateLimitingQueue[T]) Len() int { return q.delaying.Len() }
 
@@ -143,14 +162,20 @@ func (q *TypedRateLimitingQueue[T]) Done(item T) { q.delaying.Done(item) }
 // ShuttingDown reports whether a shutdown has begun.
 func (q *TypedRateLimitingQueue[T]) ShuttingDown() bool { return q.delaying.ShuttingDown() }
 
-// AddRateLimited adds item after a rate-limited delay, recording a failure.
+// AddRateLimited adds item after a rate-limited delay, recording a failure;
+// it is never debounced.
 func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.stopped || q.ShuttingDown() {
 		return
 	}
-	q.AddAfter(item, q.rateLimiter.When(item))
+	delay := q.rateLimiter.When(item)
+	if r, ok := q.delaying.(retryAdder[T]); ok {
+		r.addRetry(item, delay)
+		return
+	}
+	q.delaying.AddAfter(item, delay)
 }
 
 // Park is [Typed.Park], except that a wake does not queue the item before

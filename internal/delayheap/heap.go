@@ -81,6 +81,34 @@ func (h *Heap[T]) Add(item T, readyAt int64) (isFirst bool) {
 	return h.up(h.entries.Len()-1) == 0
 }
 
+// Set gives item the ready time readyAt, inserting it if it is not
+// waiting, and moving it earlier or later if it is: the latest call wins.
+// It reports whether item is now first.
+func (h *Heap[T]) Set(item T, readyAt int64) (isFirst bool) {
+	waiting, _ := h.items.Lookup(item, h.items.Hash(item))
+	if waiting == nil {
+		return h.Add(item, readyAt)
+	}
+	i := int(waiting.Val)
+	e := h.entries.At(i)
+	e.readyAt, e.seq = readyAt, h.nextSeq
+	h.nextSeq++
+	h.down(h.up(i))
+	return waiting.Val == 0 // put keeps the position in the table up to date
+}
+
+// ReadyAt returns item's ready time and whether it is waiting.
+func (h *Heap[T]) ReadyAt(item T) (readyAt int64, ok bool) {
+	if h.items.Len() == 0 {
+		return 0, false
+	}
+	waiting, _ := h.items.Lookup(item, h.items.Hash(item))
+	if waiting == nil {
+		return 0, false
+	}
+	return h.entries.At(int(waiting.Val)).readyAt, true
+}
+
 // PopFirst removes the item with the earliest ready time and returns it; the
 // heap must not be empty.
 func (h *Heap[T]) PopFirst() T {

@@ -145,3 +145,57 @@ func TestDelayHeapFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayHeapSet mixes Set, which moves an item either way, with Add,
+// PopFirst and Remove, against a map, checking ReadyAt and the invariant
+// after every operation.
+func TestDelayHeapSet(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		h := New[int]()
+		model := map[int]int64{}
+		for range 2000 {
+			item, readyAt := rng.IntN(50), rng.Int64N(50)
+			switch rng.IntN(4) {
+			case 0:
+				isFirst := h.Set(item, readyAt)
+				model[item] = readyAt
+				require.Equal(t, h.First(1)[0].Item == item, isFirst, "Set(%d, %d) isFirst", item, readyAt)
+			case 1:
+				h.Add(item, readyAt)
+				if old, ok := model[item]; !ok || readyAt < old {
+					model[item] = readyAt
+				}
+			case 2:
+				_, want := model[item]
+				require.Equal(t, want, h.Remove(item))
+				delete(model, item)
+			case 3:
+				if h.Len() > 0 {
+					require.Equal(t, slices.Min(valuesOf(model)), h.FirstReadyAt())
+					delete(model, h.PopFirst())
+				}
+			}
+			verifyHeap(t, h)
+			require.Equal(t, len(model), h.Len())
+			got, ok := h.ReadyAt(item)
+			want, waiting := model[item]
+			require.Equal(t, waiting, ok, "ReadyAt(%d) ok", item)
+			require.Equal(t, want, got, "ReadyAt(%d)", item)
+		}
+	}
+}
+
+// TestDelayHeapSetLaterLeavesFirst: an item moved later than another stops
+// being first, and an item moved to an equal time goes behind it.
+func TestDelayHeapSetLaterLeavesFirst(t *testing.T) {
+	h := New[string]()
+	h.Add("a", 1)
+	h.Add("b", 5)
+	assert.False(t, h.Set("a", 9), "a moved after b is not first")
+	assert.Equal(t, int64(5), h.FirstReadyAt())
+	assert.False(t, h.Set("a", 5), "a moved to b's time goes behind b")
+	assert.Equal(t, "b", h.PopFirst())
+	assert.True(t, h.Set("a", 7), "alone, a is first")
+	verifyHeap(t, h)
+}
