@@ -4,7 +4,8 @@
 //
 // Guarantees:
 //   - Fair: items are handed out in the order they were added (with the
-//     default storage; see [Queue]).
+//     default storage; see [Queue]), passing over those of a group at its
+//     limit ([GroupLimits]).
 //   - Stingy: an item added several times before it is handed out is
 //     handed out once.
 //   - One worker at a time: an item is never handed to two workers at
@@ -29,15 +30,20 @@
 //     [TypedRateLimiter]: client-go's rate limiters are here.
 //   - [TypedPriorityQueue] is a rate-limiting queue that hands out higher
 //     priorities first: AddWithOpts, GetWithPriority, and in its config
-//     Fairness (keys take turns within a priority) and MaxWait (a bound on
-//     the wait behind higher priorities).
+//     Fairness (keys take turns within a priority, FairnessWeights more
+//     turns for some) and MaxWait (a bound on the wait behind higher
+//     priorities).
 //
 // Every queue also has GetContext (a Get that a context can end), Remove
 // (take back an item that no longer needs work), Snapshot (a bounded view
 // of what it holds), and Park, Wake, WakeFunc and WakeItem: hold an item
 // until an event instead of polling, for at most MaxParkTime. A park is not
 // a failure; on a rate-limiting queue a wake queues the item no sooner than
-// its ParkBackoff after the Park.
+// its ParkBackoff after the Park. Every queue takes [GroupLimits] in its
+// config (at most N items of a group in flight; SetGroupLimit changes N);
+// the delaying, rate-limiting and priority queues take [Debounce] (hand an
+// item out once its adds go quiet) and have Reschedule (a delay that
+// replaces the pending one).
 //
 // [Runner] runs the worker loop: it retries failures with backoff, at the
 // item's priority on a priority queue unless [Result.Priority] says

@@ -14,16 +14,18 @@ import (
 // queued, in their order, and Get passes over them to the items of other
 // groups; the Done that frees a slot makes the group's next item the one to
 // hand out, if it comes first in the queue's order. Len counts the items
-// waiting for a slot as queued; Snapshot lists the groups at their limit.
+// waiting for a slot as queued; Snapshot counts them (WaitingForSlot), lists
+// the groups with items in flight or queued, and lists in Queued only items
+// that can be handed out now.
 //
 // Custom storage ([TypedQueueConfig.Queue]) cannot pass over items, so a
 // queue that has it cannot have group limits.
 type GroupLimits[T comparable] struct {
 	// Group returns item's group; "" is no group, without a limit. It is
-	// called with the queue locked when an item is queued while the
-	// queue holds it neither queued nor in flight; it must return the
-	// same group for an item every time, and must neither panic nor call
-	// the queue.
+	// called with the queue locked when the queue first queues an item,
+	// and its answer is kept while the queue holds the item; it must
+	// return the same group for an item every time, and must neither
+	// panic nor call the queue.
 	Group func(item T) string
 	// Default is the limit of each group that Limits does not name; 0
 	// or less means no limit.
