@@ -18,7 +18,13 @@
 //   - the keys in flight, longest first, with how long they have been;
 //   - the keys waiting for a delay, soonest first, with the time left;
 //   - the keys parked until an event, longest first, with their events;
-//   - the next keys to be handed out;
+//   - on a queue with group limits ([workqueue.GroupLimits]), the groups
+//     that have keys in flight or queued, those with keys waiting for a
+//     free slot first, each with its limit, keys in flight, keys queued
+//     and keys waiting for a slot, and how many queued keys wait for a
+//     slot in all; the section is left out while no group has keys;
+//   - the next keys to be handed out, leaving out those of groups at their
+//     limit;
 //   - the keys failing now, most failures in a row first, with the last
 //     error, when it happened and whether the Runner retries them, gave up
 //     on them or dropped their retry at shutdown;
@@ -37,5 +43,8 @@
 //     snapshot, and Register asks for the first one.
 //   - The handler only reads: it calls each queue's Snapshot method, which
 //     holds the queue's lock for a number of steps bounded by the limit, and
-//     nothing it serves changes a queue.
+//     nothing it serves changes a queue. On a queue with group limits the
+//     snapshot also lists every group that has keys, which takes steps in
+//     proportion to their number; the page shows the first of them, as many
+//     as the limit.
 package inspect

@@ -34,7 +34,45 @@ func rate(r float64) *float64 { return &r }
 
 // emptyQueueView is a queue with nothing in it, as of t0.
 func emptyQueueView(name string) QueueView {
-	return QueueView{Name: name, Taken: t0, Queued: []string{}, InFlight: []InFlightKey{}, Delayed: []DelayedKey{}, ParkedKeys: []ParkedKey{}, Failing: []FailedKey{}, Recent: []FailedKey{}}
+	return QueueView{Name: name, Taken: t0, Queued: []string{}, InFlight: []InFlightKey{}, Delayed: []DelayedKey{}, ParkedKeys: []ParkedKey{}, Groups: []GroupView{}, Failing: []FailedKey{}, Recent: []FailedKey{}}
+}
+
+// namespace is the group of a key namespace/name: its namespace, and no
+// group for a key without one.
+func namespace(key string) string {
+	if ns, _, ok := strings.Cut(key, "/"); ok {
+		return ns
+	}
+	return ""
+}
+
+// newGroupedQueue returns a queue on clock with at most one key of each
+// namespace in flight, but any number of "batch", and the keys queued
+// that the test of the groups shows.
+func newGroupedQueue(t *testing.T, clock *clocktesting.FakeClock) *workqueue.Typed[string] {
+	t.Helper()
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
+		Clock: clock,
+		GroupLimits: &workqueue.GroupLimits[string]{
+			Group: namespace, Default: 1, Limits: map[string]int{"batch": 0},
+		},
+	})
+	t.Cleanup(q.ShutDown)
+	return q
+}
+
+// fillGroups adds keys of web (3), api (2), batch (1) and no group (1),
+// then takes out web/1 and api/1, so that web and api have their one slot
+// taken and their other keys wait for it.
+func fillGroups(t *testing.T, q *workqueue.Typed[string]) {
+	t.Helper()
+	for _, key := range []string{"web/1", "web/2", "web/3", "api/1", "api/2", "batch/1", "loose"} {
+		q.Add(key)
+	}
+	for _, want := range []string{"web/1", "api/1"} {
+		got, _ := q.Get()
+		require.Equal(t, want, got)
+	}
 }
 
 func TestView(t *testing.T) {
@@ -207,6 +245,88 @@ func TestView(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestViewGroups checks the groups of a queue with group limits: those
+// with keys waiting for a slot first, then by name, no more than the
+// limit, and the keys waiting for a slot counted as queued, but those of
+// groups at their limit not listed.
+func TestViewGroups(t *testing.T) {
+	tests := []struct {
+		limit int
+		want  []GroupView
+	}{
+		{2, []GroupView{
+			{Group: "api", Limit: 1, InFlight: 1, Queued: 1, WaitingForSlot: 1},
+			{Group: "web", Limit: 1, InFlight: 1, Queued: 2, WaitingForSlot: 2},
+		}},
+		{10, []GroupView{
+			{Group: "api", Limit: 1, InFlight: 1, Queued: 1, WaitingForSlot: 1},
+			{Group: "web", Limit: 1, InFlight: 1, Queued: 2, WaitingForSlot: 2},
+			{Group: "", Queued: 1},
+			{Group: "batch", Queued: 1},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("limit ", tt.limit), func(t *testing.T) {
+			clock := clocktesting.NewFakeClock(t0)
+			q := newGroupedQueue(t, clock)
+			h := NewHandler(WithLimit(tt.limit), WithClock(clock))
+			Register(h, "q", q)
+			fillGroups(t, q)
+			got := h.View().Queues[0]
+			assert.Equal(t, tt.want, got.Groups)
+			assert.Equal(t, 4, got.GroupCount, "web, api, batch and no group")
+			assert.Equal(t, 3, got.WaitingForSlot, "web/2, web/3 and api/2")
+			assert.Equal(t, 5, got.Depth, "the keys waiting for a slot are queued")
+			assert.Equal(t, 2, got.Processing)
+			assert.Equal(t, []string{"batch/1", "loose"}, got.Queued, "only the keys of groups with a free slot are next")
+		})
+	}
+}
+
+// TestViewGroupsDone checks that the Done that frees a group's slot shows:
+// the group's next key no longer waits, and a group that holds no key
+// drops out.
+func TestViewGroupsDone(t *testing.T) {
+	clock := clocktesting.NewFakeClock(t0)
+	q := newGroupedQueue(t, clock)
+	h := NewHandler(WithLimit(2), WithClock(clock))
+	Register(h, "q", q)
+	q.Add("api/1")
+	q.Add("api/2")
+	got, _ := q.Get()
+	assert.Equal(t, []GroupView{{Group: "api", Limit: 1, InFlight: 1, Queued: 1, WaitingForSlot: 1}}, h.View().Queues[0].Groups)
+	q.Done(got)
+	v := h.View().Queues[0]
+	assert.Equal(t, []GroupView{{Group: "api", Limit: 1, Queued: 1}}, v.Groups)
+	assert.Zero(t, v.WaitingForSlot)
+	got, _ = q.Get()
+	q.Done(got)
+	v = h.View().Queues[0]
+	assert.Equal(t, []GroupView{}, v.Groups)
+	assert.Zero(t, v.GroupCount)
+}
+
+// groupsSnapshotter is a Snapshotter of another module, whose groups come
+// in no particular order.
+type groupsSnapshotter []workqueue.GroupState
+
+func (g groupsSnapshotter) Snapshot(int) workqueue.Snapshot[string] {
+	return workqueue.Snapshot[string]{Taken: t0, Groups: g}
+}
+
+func TestViewSortsGroups(t *testing.T) {
+	h := NewHandler(WithLimit(2))
+	Register(h, "q", groupsSnapshotter{
+		{Group: "b", Limit: 1, Queued: 1},
+		{Group: "c", Limit: 1, InFlight: 1, Queued: 1, Waiting: 1},
+		{Group: "a", Limit: 1, Queued: 1},
+	})
+	assert.Equal(t, []GroupView{
+		{Group: "c", Limit: 1, InFlight: 1, Queued: 1, WaitingForSlot: 1},
+		{Group: "a", Limit: 1, Queued: 1},
+	}, h.View().Queues[0].Groups)
 }
 
 // TestAddsPerSecond checks the rate over a sequence of views: none until a

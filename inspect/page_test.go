@@ -105,3 +105,66 @@ func tableOf(t *testing.T, page, class string) string {
 	table, _, _ = strings.Cut(table, "</table>")
 	return table
 }
+
+// TestPageShowsGroups checks the groups section: on a queue with group
+// limits, a row per group, those with keys waiting for a slot marked, the keys waiting for
+// a slot counted in the heading and in the queued keys' heading; no section
+// on a queue whose groups hold no key, or that has none.
+func TestPageShowsGroups(t *testing.T) {
+	clock := clocktesting.NewFakeClock(t0)
+	h := NewHandler(WithLimit(3), WithClock(clock))
+	grouped := newGroupedQueue(t, clock)
+	Register(h, "grouped", grouped)
+	idle := newGroupedQueue(t, clock)
+	Register(h, "idle", idle)
+	plain := newQueue(clock)
+	defer plain.ShutDown()
+	Register(h, "plain", plain)
+	fillGroups(t, grouped)
+	plain.Add("a")
+
+	page := serve(h, "GET", "/").Body.String()
+	section := sectionOf(t, page, "grouped")
+	assert.Contains(t, section,
+		`<h3>Groups, those waiting for a slot first <span class="muted">(3 queued keys wait for a slot; 3 of 4 groups listed)</span></h3>`)
+	groups := tableOf(t, section, "groups")
+	for _, row := range []string{
+		`<tr><th>group</th><th>limit</th><th>in flight</th><th>queued</th><th>waiting for a slot</th></tr>`,
+		`<tr class="waitingForSlot"><td class="key">api</td><td class="n">1</td><td class="n">1</td><td class="n">1</td><td class="n">1</td></tr>`,
+		`<tr class="waitingForSlot"><td class="key">web</td><td class="n">1</td><td class="n">1</td><td class="n">2</td><td class="n">2</td></tr>`,
+		`<tr><td class="key"><span class="muted">no group</span></td><td class="n">none</td><td class="n">0</td><td class="n">1</td><td class="n">0</td></tr>`,
+	} {
+		assert.Contains(t, groups, row)
+	}
+	assert.NotContains(t, groups, "batch", "the fourth group is past the limit")
+	assert.Contains(t, section, `Queued, next first <span class="muted">(2 of 5 listed; not those of groups at their limit)</span>`)
+	for _, name := range []string{"idle", "plain"} {
+		assert.NotContains(t, sectionOf(t, page, name), "Groups", "no groups in %s", name)
+	}
+
+	// One key waiting, and a group name made of markup.
+	got, _ := grouped.Get()
+	grouped.Done(got)
+	idle.Add(`<img src=x onerror=alert(3)>/1`)
+	idle.Add(`<img src=x onerror=alert(3)>/2`)
+	idle.Get()
+	page = serve(h, "GET", "/").Body.String()
+	section = sectionOf(t, page, "idle")
+	assert.Contains(t, section, `(1 queued key waits for a slot)`)
+	assert.Contains(t, tableOf(t, section, "groups"), `<td class="key">&lt;img src=x onerror=alert(3)&gt;</td>`)
+	assert.NotContains(t, page, "<img")
+
+	body := serve(h, "GET", "/?format=json").Body.String()
+	for _, want := range []string{`"waitingForSlot": 1,`, `"groupCount": 1,`, `"group": "\u003cimg src=x onerror=alert(3)\u003e",`} {
+		assert.Contains(t, body, want)
+	}
+}
+
+// sectionOf returns the HTML of the page's section of the queue named name.
+func sectionOf(t *testing.T, page, name string) string {
+	t.Helper()
+	_, section, ok := strings.Cut(page, `<section class="queue" data-queue="`+name+`">`)
+	require.True(t, ok, "no section for queue %q", name)
+	section, _, _ = strings.Cut(section, "</section>")
+	return section
+}

@@ -50,7 +50,8 @@ type QueueView struct {
 	// a view less than a second after the last replacement shows the
 	// rate that replacement computed.
 	AddsPerSecond *float64 `json:"addsPerSecond"`
-	// Queued holds the next keys to be handed out, first first.
+	// Queued holds the next keys to be handed out, first first; on a queue
+	// with group limits, the keys of groups at their limit are left out.
 	Queued []string `json:"queued"`
 	// InFlight holds the keys being processed, longest first; only keys
 	// handed out since the queue was registered are listed.
@@ -65,6 +66,15 @@ type QueueView struct {
 	// Recent holds the last failure of each of the keys that failed most
 	// recently, latest first, including keys that have succeeded since.
 	Recent []FailedKey `json:"recent"`
+	// WaitingForSlot counts the queued keys, counted in Depth, that wait
+	// for a free slot of their group; 0 on a queue without group limits
+	// (see [workqueue.GroupLimits]).
+	WaitingForSlot int `json:"waitingForSlot"`
+	// GroupCount counts the groups that have keys in flight or queued;
+	// Groups holds the first of them, as many as the view's Limit, those
+	// with keys waiting for a slot first, then by name. Both are empty on a queue without group limits.
+	GroupCount int         `json:"groupCount"`
+	Groups     []GroupView `json:"groups"`
 	// FailuresLastMinute counts the failed reconciles in the 60 whole
 	// seconds up to the view, on the handler's clock; Failures and GivenUp
 	// count the failed reconciles and the give-ups since registration.
@@ -112,6 +122,23 @@ type ParkedKey struct {
 	Requeues int `json:"requeues"`
 }
 
+// GroupView is a group of a queue with group limits that has keys in
+// flight or queued.
+type GroupView struct {
+	// Group is the group's name; "" is the keys of no group, which have
+	// no limit.
+	Group string `json:"group"`
+	// Limit is how many of the group's keys may be in flight at once; 0
+	// means no limit.
+	Limit int `json:"limit"`
+	// InFlight counts the group's keys handed out and not yet done, and
+	// Queued its queued keys. WaitingForSlot is how many of those find no
+	// free slot: Queued less the free slots, or 0.
+	InFlight       int `json:"inFlight"`
+	Queued         int `json:"queued"`
+	WaitingForSlot int `json:"waitingForSlot"`
+}
+
 // FailedKey is a key whose reconcile failed, and what became of it.
 type FailedKey struct {
 	Key string `json:"key"`
@@ -152,19 +179,22 @@ const minRateInterval = time.Second
 func (q *queueEntry[T]) view(limit int) QueueView {
 	s := q.queue.Snapshot(limit)
 	v := QueueView{
-		Name:          q.name,
-		Taken:         s.Taken,
-		ShuttingDown:  s.ShuttingDown,
-		Depth:         s.Depth,
-		Processing:    s.Processing,
-		Waiting:       s.Waiting,
-		Parked:        s.Parked,
-		Adds:          s.Adds,
-		AddsPerSecond: q.addsPerSecond(s),
-		Queued:        make([]string, 0, len(s.Queued)),
-		InFlight:      make([]InFlightKey, 0, len(s.InFlight)),
-		Delayed:       make([]DelayedKey, 0, len(s.Delayed)),
-		ParkedKeys:    make([]ParkedKey, 0, len(s.ParkedItems)),
+		Name:           q.name,
+		Taken:          s.Taken,
+		ShuttingDown:   s.ShuttingDown,
+		Depth:          s.Depth,
+		Processing:     s.Processing,
+		Waiting:        s.Waiting,
+		Parked:         s.Parked,
+		Adds:           s.Adds,
+		AddsPerSecond:  q.addsPerSecond(s),
+		Queued:         make([]string, 0, len(s.Queued)),
+		InFlight:       make([]InFlightKey, 0, len(s.InFlight)),
+		Delayed:        make([]DelayedKey, 0, len(s.Delayed)),
+		ParkedKeys:     make([]ParkedKey, 0, len(s.ParkedItems)),
+		WaitingForSlot: s.WaitingForSlot,
+		GroupCount:     len(s.Groups),
+		Groups:         make([]GroupView, 0, min(len(s.Groups), limit)),
 	}
 	q.failures.fill(&v, q.now())
 	for _, item := range s.Queued {
@@ -190,6 +220,15 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 		v.ParkedKeys = append(v.ParkedKeys, ParkedKey{
 			Key: q.format(p.Item), Events: slices.Clone(p.Events), Since: p.Since,
 			ParkedSeconds: max(s.Taken.Sub(p.Since), 0).Seconds(), Requeues: s.Failures[p.Item],
+		})
+	}
+	// The queues of this module list the groups in this order already,
+	// all of them; another Snapshotter need not.
+	groups := slices.Clone(s.Groups)
+	slices.SortStableFunc(groups, byWaitingThenName)
+	for _, g := range groups[:min(len(groups), limit)] {
+		v.Groups = append(v.Groups, GroupView{
+			Group: g.Group, Limit: max(g.Limit, 0), InFlight: g.InFlight, Queued: g.Queued, WaitingForSlot: g.Waiting,
 		})
 	}
 	if s.ShuttingDown {
@@ -229,6 +268,19 @@ func cloneRate(r *float64) *float64 {
 	}
 	c := *r
 	return &c
+}
+
+// byWaitingThenName orders groups with keys waiting for a slot first, then
+// by name, as [workqueue.Snapshot] lists them.
+func byWaitingThenName(a, b workqueue.GroupState) int {
+	aWaits, bWaits := a.Waiting > 0, b.Waiting > 0
+	switch {
+	case aWaits && !bWaits:
+		return -1
+	case bWaits && !aWaits:
+		return 1
+	}
+	return cmp.Compare(a.Group, b.Group)
 }
 
 // byMostFailures orders failing keys most failures first, then the most

@@ -77,10 +77,24 @@ const (
 	commandQueueName = "command"
 )
 
+// reconcilesPerQueue is how many requests about one Queue are reconciled
+// at once. The work queue never hands out a request twice at once, but
+// dev/SyncQueue, dev/OpenQueue and dev/CloseQueue are three requests, and
+// each reads dev and writes its status: two at once race, and the second
+// to write fails on a stale version and waits out a backoff to try again.
+// With the limit, the second waits in the work queue until the first is
+// done, and requests about other Queues go on meanwhile.
+const reconcilesPerQueue = 1
+
+// requestQueueOf is the group of a request, for the work queue's group
+// limit: the Queue it is about.
+func requestQueueOf(req request) string { return req.QueueName }
+
 func newController(store *Store, config controllerConfig) *controller {
 	provider := wqprometheus.NewProvider(config.registry)
-	newQueue := func(name string) workqueue.TypedRateLimitingQueueConfig[request] {
-		return workqueue.TypedRateLimitingQueueConfig[request]{Name: name, MetricsProvider: provider}
+	requestConfig := workqueue.TypedRateLimitingQueueConfig[request]{
+		Name: requestQueueName, MetricsProvider: provider,
+		GroupLimits: &workqueue.GroupLimits[request]{Group: requestQueueOf, Default: reconcilesPerQueue},
 	}
 	c := &controller{
 		store:          store,
@@ -93,7 +107,7 @@ func newController(store *Store, config controllerConfig) *controller {
 		requestRetries: newRetryTracker(workqueue.DefaultTypedControllerRateLimiter[request]()),
 		commandRetries: newRetryTracker(workqueue.DefaultTypedControllerRateLimiter[Command]()),
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[request](c.requestRetries, newQueue(requestQueueName))
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(c.requestRetries, requestConfig)
 	c.commandQueue = workqueue.NewTypedRateLimitingQueueWithConfig[Command](c.commandRetries,
 		workqueue.TypedRateLimitingQueueConfig[Command]{Name: commandQueueName, MetricsProvider: provider})
 	if config.inspector != nil {

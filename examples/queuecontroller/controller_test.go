@@ -411,3 +411,29 @@ func TestRetryLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestOneReconcilePerQueue checks the request queue's group limit: while a
+// request about a Queue is in flight, the other requests about it wait,
+// and requests about other Queues are handed out past them.
+func TestOneReconcilePerQueue(t *testing.T) {
+	c := newTestController(t, NewStore(), 0)
+	for _, req := range []request{syncReq("dev"), openReq("dev"), closeReq("dev"), syncReq("prod")} {
+		c.queue.Add(req)
+	}
+	first, _ := c.queue.Get()
+	second, _ := c.queue.Get()
+	assert.Equal(t, []request{syncReq("dev"), syncReq("prod")}, []request{first, second}, "prod's request passes dev's")
+	snapshot := c.queue.Snapshot(10)
+	assert.Equal(t, 2, snapshot.WaitingForSlot, "dev's open and close wait for its sync")
+	assert.Equal(t, []workqueue.GroupState{
+		{Group: "dev", Limit: reconcilesPerQueue, InFlight: 1, Queued: 2, Waiting: 2},
+		{Group: "prod", Limit: reconcilesPerQueue, InFlight: 1},
+	}, snapshot.Groups)
+
+	c.queue.Done(first)
+	third, _ := c.queue.Get()
+	assert.Equal(t, openReq("dev"), third, "dev's sync done, its open goes next")
+	c.queue.Done(second)
+	c.queue.Done(third)
+	assert.Equal(t, []request{closeReq("dev")}, takeQueued(c.queue))
+}

@@ -9,7 +9,9 @@
 // The controller has two work queues, request (requests to sync, open or
 // close a Queue) and command (Commands to carry out): the terminal, the
 // name label of the workqueue_* metrics and the inspector's page all call
-// them so.
+// them so. The request work queue reconciles one request about a Queue at a
+// time (a group limit, see reconcilesPerQueue), so that two requests about
+// one Queue do not race to write its status.
 //
 // Flags choose the number of workers per work queue, the failure rate, the
 // retry limit and a loopback address to serve /metrics and the work queue

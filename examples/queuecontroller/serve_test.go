@@ -41,8 +41,9 @@ func (b *lockedBuffer) String() string {
 // -max-requeue 2` past its scenario and checks the metrics and the
 // inspector it prints the addresses of: the work queues still running on
 // the trickle of generated events, their adds growing from one scrape to
-// the next, the keys given up on listed as given up, with their errors,
-// and the failures that were retried listed as recent failures.
+// the next, the request queue's group-limit gauges, the keys given up on
+// listed as given up, with their errors, and the failures that were retried
+// listed as recent failures.
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -63,6 +64,10 @@ func TestServe(t *testing.T) {
 		return v
 	}
 	first := adds()
+	metrics := get(t, urls[1])
+	assert.Regexp(t, `(?m)^workqueue_items_waiting_for_slot\{name="request"\} \d+$`, metrics, "the request queue's group limit")
+	assert.Regexp(t, `(?m)^workqueue_groups_at_limit\{name="request"\} \d+$`, metrics)
+	assert.NotContains(t, metrics, `workqueue_items_waiting_for_slot{name="command"}`, "the command queue has no group limit")
 	require.Eventually(t, func() bool { return adds() > first }, 20*time.Second, 50*time.Millisecond,
 		"the request queue took no add after the scenario: nothing live to watch")
 	assert.Contains(t, get(t, urls[2]), `<section class="queue" data-queue="command">`)

@@ -57,13 +57,18 @@ const (
 	markupErr  = `bad spec: <img src=x onerror=alert(2)>`
 )
 
+// zones are the groups of the nodes queue, one node of each in flight.
+var zones = map[string]string{"node-1": "zone-a", "node-2": "zone-a", "node-3": "zone-b", "node-4": "zone-b"}
+
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 
 // TestInspectorInChromium serves the inspector over real queues and a
 // Runner and reads it in headless Chromium: a key stuck in its reconcile
 // for 90 minutes on a fake clock, a key whose reconcile fails and is
 // retried, and a key and an error made of markup, which must show as
-// text and run nothing. Then the queue changes, and a reload shows it.
+// text and run nothing; beside it a queue of nodes with one node of each
+// zone in flight at a time, whose groups show. Then the queues change, and
+// a reload shows it.
 func TestInspectorInChromium(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
@@ -89,7 +94,12 @@ func TestInspectorInChromium(t *testing.T) {
 	counts := text(t, browser, `section[data-queue="pods"] table.counts`)
 	assert.Contains(t, counts, "0\t1\t2\t1\t4\t0.00074\t2\t2\t0",
 		"none queued, 1 processing, 2 waiting, 1 parked, 4 adds in the 90 min since Register, 2 failures in the last minute and since, none given up")
-	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-1\nnode-2\nnode-3")
+	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-3",
+		"node-1 in flight, node-2 waiting for zone-a's slot")
+	assert.Equal(t, []string{"counts", "groups", "in-flight"}, tables(t, browser, "nodes"), "the groups after the counts")
+	groups := text(t, browser, `section[data-queue="nodes"] table.groups`)
+	assert.Contains(t, groups, "zone-a\t1\t1\t1\t1\nzone-b\t1\t0\t1\t0", "zone-a at its limit first, then by name")
+	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] h3`), "Groups, those waiting for a slot first (1 queued key waits for a slot)")
 
 	keys := run(t, browser, "read the key cells", chromedp.Evaluate[[]string](
 		`[...document.querySelectorAll('.key')].map(e => e.textContent)`))
@@ -106,9 +116,7 @@ func TestInspectorInChromium(t *testing.T) {
 
 	s.change(t)
 	step(t, browser, "reload the page", chromedp.Reload())
-	tables := run(t, browser, "list the tables", chromedp.Evaluate[[]string](
-		`[...document.querySelectorAll('section[data-queue="pods"] table')].map(e => e.className)`))
-	assert.Equal(t, []string{"counts", "failing", "recent", "delayed"}, tables, "nothing in flight any more")
+	assert.Equal(t, []string{"counts", "failing", "recent", "delayed"}, tables(t, browser, "pods"), "nothing in flight any more")
 	failing = text(t, browser, `section[data-queue="pods"] table.failing`)
 	assert.NotContains(t, failing, retryKey, "the retried key succeeded")
 	recent = text(t, browser, `section[data-queue="pods"] table.recent`)
@@ -117,7 +125,20 @@ func TestInspectorInChromium(t *testing.T) {
 	assert.Contains(t, text(t, browser, `section[data-queue="pods"] table.delayed`), scriptKey+"\t2s\t2")
 	counts = text(t, browser, `section[data-queue="pods"] table.counts`)
 	assert.Contains(t, counts, "0\t0\t1\t0\t7\t3.0\t3\t3\t0", "2 retries and the woken key added in the second since the first view; a third failure")
-	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-4")
+	assert.Contains(t, text(t, browser, `section[data-queue="nodes"] ol.queued`), "node-2\nnode-3\nnode-4", "node-1 done frees zone-a's slot")
+	groups = text(t, browser, `section[data-queue="nodes"] table.groups`)
+	assert.Contains(t, groups, "zone-b\t1\t0\t2\t1\nzone-a\t1\t0\t1\t0", "zone-b has two nodes for its one free slot: one waits, so zone-b comes first")
+	waiting := run(t, browser, "list the groups marked waiting", chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('section[data-queue="nodes"] tr.waitingForSlot td:first-child')].map(e => e.textContent)`))
+	assert.Equal(t, []string{"zone-b"}, waiting)
+}
+
+// tables returns the classes of the tables of the queue named name, in
+// page order.
+func tables(t *testing.T, browser context.Context, name string) []string {
+	t.Helper()
+	return run(t, browser, "list the tables of "+name, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll('section[data-queue="`+name+`"] table')].map(e => e.className)`))
 }
 
 // scene is the queues, Runner and server the browser reads.
@@ -148,7 +169,10 @@ func startScene(t *testing.T, ctx context.Context) *scene {
 	limiter := workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
 	s.pods = workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 		workqueue.TypedRateLimitingQueueConfig[string]{Clock: s.clock})
-	s.nodes = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Clock: s.clock})
+	s.nodes = workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{
+		Clock:       s.clock,
+		GroupLimits: &workqueue.GroupLimits[string]{Group: func(node string) string { return zones[node] }, Default: 1},
+	})
 	h := inspect.NewHandler(inspect.WithClock(s.clock))
 	failures := inspect.Register(h, "pods", s.pods)
 	inspect.Register(h, "nodes", s.nodes)
@@ -175,6 +199,9 @@ func startScene(t *testing.T, ctx context.Context) *scene {
 	s.settle(t, 0, 1, 2, 1)
 	for _, node := range []string{"node-1", "node-2", "node-3"} {
 		s.nodes.Add(node)
+	}
+	if node, _ := s.nodes.Get(); node != "node-1" {
+		t.Fatalf("the nodes queue handed out %q first, want node-1", node)
 	}
 
 	mux := http.NewServeMux()
@@ -219,6 +246,7 @@ func (s *scene) change(t *testing.T) {
 	s.events.waitFor(t, "error "+scriptKey+" 2")
 	s.events.waitFor(t, "success "+pendingKey)
 	s.settle(t, 0, 0, 1, 0)
+	s.nodes.Done("node-1")
 	s.nodes.Add("node-4")
 }
 
