@@ -11,7 +11,7 @@ type Snapshot[T comparable] struct {
 	Taken        time.Time         // on the queue's clock
 	ShuttingDown bool              // whether a shutdown has begun
 	Depth        int               // as Len
-	Queued       []T               // the next to be handed out; none with custom storage
+	Queued       []T               // the next to be handed out, not those waiting for a slot; none with custom storage
 	Processing   int               // items handed out and not yet done
 	InFlight     []InFlightItem[T] // the longest-running, tracked from the first Snapshot
 	Waiting      int               // items waiting for their delay
@@ -20,8 +20,9 @@ type Snapshot[T comparable] struct {
 	ParkedItems  []ParkedItem[T]   // those parked longest
 	Adds         uint64            // adds that queued an item, since construction
 	// With group limits: the queued items (counted in Depth) that wait for
-	// a free slot of their group, and the groups with items in flight or
-	// queued, those with items waiting first, then by name.
+	// a free slot of their group, and every group with items in flight or
+	// queued (not only n of them), those with items waiting first, then by
+	// name.
 	WaitingForSlot int
 	Groups         []GroupState
 	Failures       map[T]int // the listed items' failure counts, if any
