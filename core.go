@@ -282,15 +282,15 @@ func (c *core[T]) countAdd(item T) {
 // release forgets the record with id, neither queued nor processing, and
 // releases a drain if the queue is idle. The caller holds mu.
 func (c *core[T]) release(id int32) {
+	if c.groups != nil {
+		c.groups.detach(id) // first: letting go of a burst's memory forgets every id's group
+	}
 	if c.items.Remove(id) {
 		// Only a table that let go of a burst's memory can have ids whose
 		// links outgrew a chunk; checking here rather than at every idle
 		// moment saves the cycle an interface call.
 		c.order.empty()
 		c.flight.shrink()
-	}
-	if c.groups != nil {
-		c.groups.detach(id)
 	}
 	if c.drainWaiters > 0 && c.items.Len() == 0 {
 		c.drained.Broadcast()

@@ -344,3 +344,40 @@ func TestRunnerGroupLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupLimitsAfterABurst drains a burst of more items than a chunk of
+// the queue's arrays, one group each, so that the queue lets go of the
+// burst's memory, and checks that it keeps no group afterwards.
+func TestGroupLimitsAfterABurst(t *testing.T) {
+	for _, q := range groupQueues {
+		t.Run(q.name, func(t *testing.T) {
+			queue := q.make(GroupLimits[string]{Group: tenantOf, Default: 1})
+			defer queue.ShutDown()
+			for round := range 3 {
+				for i := range 3000 {
+					queue.Add(fmt.Sprintf("g%d/%d", i, round))
+				}
+				for queue.Len() > 0 {
+					item, err := queue.GetContext(t.Context())
+					require.NoError(t, err)
+					queue.Done(item)
+				}
+				assert.Empty(t, queue.Snapshot(0).Groups)
+				require.NoError(t, verifyGroupQueue(queue))
+			}
+		})
+	}
+}
+
+// verifyGroupQueue runs the invariant checker of q's core.
+func verifyGroupQueue(q groupQueue) error {
+	switch q := q.(type) {
+	case *Typed[string]:
+		return verifyQueue(q)
+	case *TypedRateLimitingQueue[string]:
+		return verifyQueue(q.delaying.(*TypedDelayingQueue[string]).queue.(*Typed[string]))
+	case *TypedPriorityQueue[string]:
+		return verifyPriorityQueue(q)
+	}
+	return fmt.Errorf("no checker for %T", q)
+}
