@@ -531,7 +531,7 @@ func (c *core[T]) snapshotLocked(n int) Snapshot[T] {
 	}
 	if c.groups != nil {
 		s.WaitingForSlot = c.slotWaits
-		s.Groups = c.groups.states()
+		s.GroupCount, s.Groups = c.groups.states(n)
 	}
 	if n > 0 {
 		for _, id := range c.order.first(n) {

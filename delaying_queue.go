@@ -154,7 +154,8 @@ func (q *TypedDelayingQueue[T]) Len() int { return q.queue.Len() }
 
 // SetGroupLimit sets a group's limit in the queue below; see
 // [Typed.SetGroupLimit]. Over a config Queue from outside this package it
-// does nothing.
+// calls that queue's SetGroupLimit(string, int) if it has one, and
+// otherwise does nothing.
 func (q *TypedDelayingQueue[T]) SetGroupLimit(group string, limit int) {
 	if g, ok := q.queue.(groupLimiter); ok {
 		g.SetGroupLimit(group, limit)

@@ -14,9 +14,9 @@ import (
 // queued, in their order, and Get passes over them to the items of other
 // groups; the Done that frees a slot makes the group's next item the one to
 // hand out, if it comes first in the queue's order. Len counts the items
-// waiting for a slot as queued; Snapshot counts them (WaitingForSlot), lists
-// the groups with items in flight or queued, and lists in Queued only items
-// that can be handed out now.
+// waiting for a slot as queued; Snapshot counts them (WaitingForSlot) and
+// the groups (GroupCount, Groups), and lists in Queued only the items of
+// groups with a free slot.
 //
 // Custom storage ([TypedQueueConfig.Queue]) cannot pass over items, so a
 // queue that has it cannot have group limits.
@@ -31,12 +31,12 @@ type GroupLimits[T comparable] struct {
 	// or less means no limit.
 	Default int
 	// Limits sets the limits of the groups it names, over Default; 0 or
-	// less means no limit. The queue keeps a copy.
+	// less means no limit; "" cannot be limited. The queue keeps a copy.
 	Limits map[string]int
 }
 
 // GroupState is a group that has items in flight or queued, in a
-// [Snapshot].
+// [Snapshot]; Group "" holds the items of no group.
 type GroupState struct {
 	Group    string
 	Limit    int // 0 for no limit
@@ -168,32 +168,53 @@ func (s *groupSet[T]) change(g *group, update func()) (waiting int, opened, clos
 	return nowWaiting - wasWaiting, isOpen && !wasOpen, wasOpen && !isOpen
 }
 
-// states returns the groups that have items in flight or queued, those
-// with items waiting for a slot first, then by name.
-func (s *groupSet[T]) states() []GroupState {
-	var out []GroupState
+// states returns how many groups have items in flight or queued, and the
+// first n of them, those with items waiting for a slot first, then by
+// name. It takes O(groups log n) steps and O(n) memory: a bounded heap
+// keeps the n first seen so far, the last of them on top.
+func (s *groupSet[T]) states(n int) (count int, first []GroupState) {
+	after := func(a, b GroupState) bool { // a comes after b
+		if (a.Waiting > 0) != (b.Waiting > 0) {
+			return b.Waiting > 0
+		}
+		return a.Group > b.Group
+	}
 	for _, g := range s.byName {
 		if g.inFlight == 0 && g.queued == 0 {
 			continue
 		}
-		out = append(out, GroupState{Group: g.name, Limit: g.limit, InFlight: g.inFlight, Queued: g.queued, Waiting: g.waiting()})
-	}
-	slices.SortFunc(out, func(a, b GroupState) int {
-		if (a.Waiting > 0) != (b.Waiting > 0) {
-			if a.Waiting > 0 {
-				return -1
-			}
-			return 1
-		}
+		count++
+		state := GroupState{Group: g.name, Limit: g.limit, InFlight: g.inFlight, Queued: g.queued, Waiting: g.waiting()}
 		switch {
-		case a.Group < b.Group:
-			return -1
-		case a.Group > b.Group:
+		case len(first) < n:
+			first = append(first, state)
+			for i := len(first) - 1; i > 0 && after(first[i], first[(i-1)/2]); i = (i - 1) / 2 {
+				first[i], first[(i-1)/2] = first[(i-1)/2], first[i]
+			}
+		case n > 0 && after(first[0], state):
+			first[0] = state
+			for i := 0; ; {
+				last := i
+				for _, child := range [2]int{2*i + 1, 2*i + 2} {
+					if child < len(first) && after(first[child], first[last]) {
+						last = child
+					}
+				}
+				if last == i {
+					break
+				}
+				first[i], first[last] = first[last], first[i]
+				i = last
+			}
+		}
+	}
+	slices.SortFunc(first, func(a, b GroupState) int {
+		if after(a, b) {
 			return 1
 		}
-		return 0
+		return -1
 	})
-	return out
+	return count, first
 }
 
 // groupedOrder is a hand-out order that passes over the items of groups
@@ -314,10 +335,11 @@ func (l *groupedList) walk(n int) []int32 {
 }
 
 // groupedWalker returns the eligible ids of a groupedList in key order,
-// for a Snapshot: each step looks at the next id of every open group.
+// for a Snapshot: a heap of the next id of every open group, which the
+// list's own heap already orders.
 type groupedWalker struct {
 	l       *groupedList
-	cursors []int32
+	cursors []int32 // a heap by key
 }
 
 func (l *groupedList) walker() *groupedWalker {
@@ -328,24 +350,34 @@ func (l *groupedList) walker() *groupedWalker {
 	return w
 }
 
+func (w *groupedWalker) key(i int) uint64 { return *w.l.keys.At(int(w.cursors[i])) }
+
 // next returns the next id, -1 after the last.
 func (w *groupedWalker) next() int32 {
 	if len(w.cursors) == 0 {
 		return -1
 	}
-	least := 0
-	for i, id := range w.cursors {
-		if *w.l.keys.At(int(id)) < *w.l.keys.At(int(w.cursors[least])) {
-			least = i
-		}
-	}
-	id := w.cursors[least]
+	id := w.cursors[0]
 	if next := w.l.links.Next(id); next >= 0 {
-		w.cursors[least] = next
+		w.cursors[0] = next
 	} else {
-		w.cursors = slices.Delete(w.cursors, least, least+1)
+		last := len(w.cursors) - 1
+		w.cursors[0] = w.cursors[last]
+		w.cursors = w.cursors[:last]
 	}
-	return id
+	for i := 0; ; { // sift the first cursor down
+		least := i
+		for _, child := range [2]int{2*i + 1, 2*i + 2} {
+			if child < len(w.cursors) && w.key(child) < w.key(least) {
+				least = child
+			}
+		}
+		if least == i {
+			return id
+		}
+		w.cursors[i], w.cursors[least] = w.cursors[least], w.cursors[i]
+		i = least
+	}
 }
 
 func (l *groupedList) less(i, j int) bool { return l.key(l.heap[i]) < l.key(l.heap[j]) }
@@ -390,7 +422,7 @@ func (l *groupedList) up(i int) {
 func (l *groupedList) down(i int) {
 	for {
 		least := i
-		for _, child := range []int{2*i + 1, 2*i + 2} {
+		for _, child := range [2]int{2*i + 1, 2*i + 2} {
 			if child < len(l.heap) && l.less(child, least) {
 				least = child
 			}

@@ -183,7 +183,7 @@ func TestGroupLimitsNoOps(t *testing.T) {
 		_, err := limited.GetContext(t.Context())
 		require.NoError(t, err)
 	}
-	assert.Equal(t, []GroupState{{Group: "", InFlight: 2}}, limited.Snapshot(0).Groups)
+	assert.Equal(t, []GroupState{{Group: "", InFlight: 2}}, limited.Snapshot(1).Groups)
 }
 
 // TestGroupLimitsStress runs producers and workers on real time on each
@@ -362,7 +362,7 @@ func TestGroupLimitsAfterABurst(t *testing.T) {
 					require.NoError(t, err)
 					queue.Done(item)
 				}
-				assert.Empty(t, queue.Snapshot(0).Groups)
+				assert.Zero(t, queue.Snapshot(0).GroupCount)
 				require.NoError(t, verifyGroupQueue(queue))
 			}
 		})
@@ -380,4 +380,35 @@ func verifyGroupQueue(q groupQueue) error {
 		return verifyPriorityQueue(q)
 	}
 	return fmt.Errorf("no checker for %T", q)
+}
+
+// TestGroupLimitsSnapshotListsTheFirstGroups checks that Snapshot(n) counts
+// every group holding items and lists the first n: those with items
+// waiting for a slot, then by name.
+func TestGroupLimitsSnapshotListsTheFirstGroups(t *testing.T) {
+	q := NewTypedWithConfig(TypedQueueConfig[string]{GroupLimits: &GroupLimits[string]{Group: tenantOf, Default: 1}})
+	defer q.ShutDown()
+	for _, g := range []string{"e", "d", "c", "b", "a"} {
+		q.Add(g + "/1")
+	}
+	q.Add("d/2")
+	q.Add("b/2") // d and b have an item waiting for a slot
+	tests := []struct {
+		n    int
+		want []string
+	}{
+		{0, nil},
+		{1, []string{"b"}},
+		{3, []string{"b", "d", "a"}},
+		{10, []string{"b", "d", "a", "c", "e"}},
+	}
+	for _, tt := range tests {
+		s := q.Snapshot(tt.n)
+		var got []string
+		for _, g := range s.Groups {
+			got = append(got, g.Group)
+		}
+		assert.Equal(t, tt.want, got, "Snapshot(%d)", tt.n)
+		assert.Equal(t, 5, s.GroupCount)
+	}
 }

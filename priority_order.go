@@ -53,6 +53,7 @@ type priorityOrder[T comparable] struct {
 	ageSeqs     chunked.Array[uint64]
 	seq         uint64
 	groupedAges *groupedList
+	unblocking  []*groupSub // unblock's scratch
 }
 
 // maxIdleLevels is how many empty levels the queue keeps for reuse, so that
@@ -150,10 +151,15 @@ func (o *priorityOrder[T]) block(g *group) {
 // oldest item of g, so that the order does not depend on the order of g's
 // lists.
 func (o *priorityOrder[T]) unblock(g *group) {
-	subs := slices.Clone(g.subs)
-	slices.SortFunc(subs, func(a, b *groupSub) int {
-		return cmp.Compare(a.owner.key(a), b.owner.key(b))
-	})
+	subs := g.subs
+	if len(subs) > 1 {
+		o.unblocking = append(o.unblocking[:0], subs...) // unblock changes no list of g, but the order must not depend on g.subs'
+		slices.SortFunc(o.unblocking, func(a, b *groupSub) int {
+			return cmp.Compare(a.owner.key(a), b.owner.key(b))
+		})
+		subs = o.unblocking
+		defer clear(o.unblocking)
+	}
 	for _, s := range subs {
 		if n := s.owner.unblock(s); s.owner.leaf != nil {
 			o.countLevel(s.owner.leaf.count(0, n))

@@ -50,8 +50,9 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// item whose key has nothing queued waits for at most the sum of the
 	// other keys' weights, at each dimension. A weight is read when its
 	// key joins the rotation and after each of its rounds, so a changed
-	// weight takes effect from its key's next round. The functions are
-	// called as Fairness's are. It cannot be longer than Fairness.
+	// weight takes effect from its key's next round; Snapshot reads the
+	// weights too. The functions are called as Fairness's are. It cannot
+	// be longer than Fairness.
 	FairnessWeights []func(key string) int
 	// MaxWait, if positive, hands out an item ready for that long before
 	// any other, whatever its priority; its keys keep their turns.
@@ -61,7 +62,9 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// group has a free slot; a fairness key whose queued items all wait
 	// for a slot leaves its rotation, and joins at the back when one
 	// frees. MaxWait hands out the longest ready of the items whose
-	// group has a free slot.
+	// group has a free slot. The Get that takes a group's last slot and
+	// the Done that frees one take a step for each fairness key and
+	// priority that holds queued items of the group.
 	GroupLimits *GroupLimits[T]
 	// Debounce, if set, makes an add with no delay, neither rate-limited
 	// nor a Reschedule, of an item not ready already wait for the end of

@@ -146,7 +146,8 @@ func (q *TypedRateLimitingQueue[T]) Len() int { return q.delaying.Len() }
 
 // SetGroupLimit sets a group's limit in the queue below; see
 // [Typed.SetGroupLimit]. Over a config DelayingQueue from outside this
-// package it does nothing.
+// package it calls that queue's SetGroupLimit(string, int) if it has one,
+// and otherwise does nothing.
 func (q *TypedRateLimitingQueue[T]) SetGroupLimit(group string, limit int) {
 	if g, ok := q.delaying.(groupLimiter); ok {
 		g.SetGroupLimit(group, limit)

@@ -11,7 +11,7 @@ type Snapshot[T comparable] struct {
 	Taken        time.Time         // on the queue's clock
 	ShuttingDown bool              // whether a shutdown has begun
 	Depth        int               // as Len
-	Queued       []T               // the next to be handed out, not those waiting for a slot; none with custom storage
+	Queued       []T               // the next to be handed out if no slot filled up; none with custom storage
 	Processing   int               // items handed out and not yet done
 	InFlight     []InFlightItem[T] // the longest-running, tracked from the first Snapshot
 	Waiting      int               // items waiting for their delay
@@ -20,10 +20,11 @@ type Snapshot[T comparable] struct {
 	ParkedItems  []ParkedItem[T]   // those parked longest
 	Adds         uint64            // adds that queued an item, since construction
 	// With group limits: the queued items (counted in Depth) that wait for
-	// a free slot of their group, and every group with items in flight or
-	// queued (not only n of them), those with items waiting first, then by
-	// name.
+	// a free slot of their group, the groups with items in flight or
+	// queued, and the first n of those, the ones with items waiting first,
+	// then by name.
 	WaitingForSlot int
+	GroupCount     int
 	Groups         []GroupState
 	Failures       map[T]int // the listed items' failure counts, if any
 }

@@ -57,8 +57,9 @@ func WithMaxWait[T comparable](d time.Duration) Option[T] {
 // requests of other namespaces meanwhile. [Queue.SetGroupLimit] changes a
 // limit at run time. The constructor panics on a nil Group.
 //
-// A Get that waits for a slot of its group when ShutDown is called returns
-// at the Done that frees the slot, not at once.
+// A Get asleep when ShutDown is called while the queued items all wait for a
+// slot does not return at once: it returns at the Done that frees a slot,
+// or once nothing is queued.
 func WithGroupLimits[T comparable](limits workqueue.GroupLimits[T]) Option[T] {
 	return func(o *options[T]) { o.groups = &limits }
 }

@@ -193,7 +193,7 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 		Delayed:        make([]DelayedKey, 0, len(s.Delayed)),
 		ParkedKeys:     make([]ParkedKey, 0, len(s.ParkedItems)),
 		WaitingForSlot: s.WaitingForSlot,
-		GroupCount:     len(s.Groups),
+		GroupCount:     max(s.GroupCount, len(s.Groups)),
 		Groups:         make([]GroupView, 0, min(len(s.Groups), limit)),
 	}
 	q.failures.fill(&v, q.now())
@@ -222,8 +222,8 @@ func (q *queueEntry[T]) view(limit int) QueueView {
 			ParkedSeconds: max(s.Taken.Sub(p.Since), 0).Seconds(), Requeues: s.Failures[p.Item],
 		})
 	}
-	// The queues of this module list the groups in this order already,
-	// all of them; another Snapshotter need not.
+	// The queues of this module list the groups in this order already;
+	// another Snapshotter need not.
 	groups := slices.Clone(s.Groups)
 	slices.SortStableFunc(groups, byWaitingThenName)
 	for _, g := range groups[:min(len(groups), limit)] {

@@ -22,8 +22,8 @@
 //	workqueue_parked_items                       gauge      items parked until an event
 //	workqueue_wakes_total                        counter    parks ended by an event, by event
 //	workqueue_park_timeouts_total                counter    parks ended by MaxParkTime
-//	workqueue_items_waiting_for_slot             gauge      queued items whose group is at its limit
-//	workqueue_groups_at_limit                    gauge      groups with items waiting for a slot
+//	workqueue_items_waiting_for_slot             gauge      queued items beyond their group's free slots
+//	workqueue_groups_at_limit                    gauge      groups with such items
 //
 // The last seven are not in Kubernetes. workqueue_depth_by_priority has a
 // second label, priority; it shows at most [MaxPriorityLabels] priorities
@@ -197,8 +197,8 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
 			Help: "Parks in the work queue ended by an event, by event.",
 		}, []string{"name", "event"})),
 		parkTimeouts:   counter("park_timeouts_total", "Parks in the work queue ended by the longest park time, without an event."),
-		waitingForSlot: gauge("items_waiting_for_slot", "Items queued in the work queue whose group has no free slot under its concurrency limit."),
-		groupsAtLimit:  gauge("groups_at_limit", "Groups of the work queue at their concurrency limit with items waiting for a slot."),
+		waitingForSlot: gauge("items_waiting_for_slot", "Items queued in the work queue beyond the free slots of their group's concurrency limit."),
+		groupsAtLimit:  gauge("groups_at_limit", "Groups of the work queue with more items queued than free slots under their concurrency limit."),
 		updatePeriod:   o.updatePeriod,
 	}
 }
