@@ -61,6 +61,10 @@ func (q *Queue[T]) AddRateLimited(item T) {
 	q.addRetrying("AddRateLimited", item, q.addRateLimited)
 }
 
+func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
+	return q.addCall(ctx, addCall{key: key, rule: ruleAdd | ruleRateLimited})
+}
+
 // AddRateLimitedContext is AddRateLimited without retries, with
 // AddContext's errors.
 func (q *Queue[T]) AddRateLimitedContext(ctx context.Context, item T) error {
@@ -96,6 +100,12 @@ func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, 
 // item that cannot be encoded or is too large is logged and dropped, and
 // the others are added.
 func (q *Queue[T]) AddBatch(items []T) {
+	q.addItems("AddBatch", items, addCall{})
+}
+
+// addItems is AddBatch with each item added as c, whose key it sets,
+// says.
+func (q *Queue[T]) addItems(op string, items []T, c addCall) {
 	if q.ShuttingDown() {
 		return
 	}
@@ -103,15 +113,15 @@ func (q *Queue[T]) AddBatch(items []T) {
 	for _, item := range items {
 		key, err := q.encode(item)
 		if err != nil {
-			q.logger.Error("workqueue: item dropped", "op", "AddBatch", "err", err)
+			q.logger.Error("workqueue: item dropped", "op", op, "err", err)
 			continue
 		}
 		keys = append(keys, key)
 	}
 	for p, part := range q.batches(keys) {
-		err := q.retry("AddBatch", q.stopCh, func(ctx context.Context) error { return q.addKeys(ctx, p, part) })
+		err := q.retry(op, q.stopCh, func(ctx context.Context) error { return q.addKeys(ctx, p, part, c) })
 		if err != nil {
-			q.logger.Error("workqueue: items dropped", "op", "AddBatch", "count", len(part), "first", part[0], "err", err)
+			q.logger.Error("workqueue: items dropped", "op", op, "count", len(part), "first", part[0], "err", err)
 		}
 	}
 }
@@ -141,6 +151,12 @@ func (q *Queue[T]) batches(keys []string) iter.Seq2[*partition, []string] {
 // after which the groups before were added and the rest may or may not
 // be. It returns workqueue.ErrShutDown after ShutDown.
 func (q *Queue[T]) AddBatchContext(ctx context.Context, items []T) error {
+	return q.addItemsContext(ctx, items, addCall{})
+}
+
+// addItemsContext is AddBatchContext with each item added as c, whose key
+// it sets, says.
+func (q *Queue[T]) addItemsContext(ctx context.Context, items []T, c addCall) error {
 	if q.ShuttingDown() {
 		return workqueue.ErrShutDown
 	}
@@ -153,37 +169,61 @@ func (q *Queue[T]) AddBatchContext(ctx context.Context, items []T) error {
 		keys[i] = key
 	}
 	for p, part := range q.batches(keys) {
-		if err := q.addKeys(ctx, p, part); err != nil {
+		if err := q.addKeys(ctx, p, part, c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addCall is one add for the add script: a key and its delay in ms, added
-// at once when not positive.
+// addCall is one add for the add script: a key, its delay in ms (added at
+// once when not positive), its priority and its rule.
 type addCall struct {
-	key   string
-	delay int64
+	key      string
+	delay    int64
+	priority int64
+	rule     int64
 }
 
+// The rules of add.lua: ruleAdd is Add's and AddAfter's, ruleHeldOnce
+// AddWithOpts's; ruleRateLimited, added to either, counts a failure and
+// delays by the rate limit.
+const (
+	ruleAdd         = 0
+	ruleHeldOnce    = 1
+	ruleRateLimited = 2
+)
+
 // addKey adds key after delay with the next batch of this handle's
-// concurrent adds. ctx bounds only the wait for a batch to start: a call
-// in a batch that runs is waited for (go-redis's timeouts bound it), so
-// that an add that returns nil is in Redis.
+// concurrent adds (see addCall).
 func (q *Queue[T]) addKey(ctx context.Context, key string, delay time.Duration) error {
+	return q.addCall(ctx, addCall{key: key, delay: delay.Milliseconds()})
+}
+
+// addCall runs c with the next batch of this handle's concurrent adds.
+// ctx bounds only the wait for a batch to start: a call in a batch that
+// runs is waited for (go-redis's timeouts bound it), so that an add that
+// returns nil is in Redis.
+func (q *Queue[T]) addCall(ctx context.Context, c addCall) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := q.part(key).adds.do(addCall{key, delay.Milliseconds()})
+	_, err := q.part(c.key).adds.do(c)
 	return err
 }
 
-// addKeys adds keys of partition p, at most maxBatch, in one script.
-func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string) error {
+// addKeys adds keys of partition p, at most maxBatch, in one script, each
+// as c, whose key it sets, says; one key goes with the handle's concurrent
+// adds.
+func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c addCall) error {
+	if len(keys) == 1 {
+		c.key = keys[0]
+		return q.addCall(ctx, c)
+	}
 	calls := make([]addCall, len(keys))
 	for i, key := range keys {
-		calls[i] = addCall{key: key}
+		calls[i] = c
+		calls[i].key = key
 	}
 	_, err := q.runAdds(ctx, p, calls)
 	return err
@@ -192,53 +232,37 @@ func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string) err
 // runAdds runs one add script in partition p with calls and returns each
 // one's outcome.
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
-	outcomes, err := runPairs(ctx, q, p, addScript, "add", calls, func(c addCall) (any, any) { return c.key, c.delay })
-	for _, outcome := range outcomes {
+	args := make([]any, 0, 1+len(p.limit)+4*len(calls))
+	args = append(args, q.now())
+	args = append(args, p.limit...)
+	for _, c := range calls {
+		args = append(args, c.key, c.delay, c.priority, c.rule)
+	}
+	outcomes, err := q.runCalls(ctx, p, addScript, "add", len(calls), args)
+	for i, outcome := range outcomes {
+		if calls[i].rule&ruleRateLimited != 0 {
+			q.metrics.retries.Inc()
+		}
 		q.metrics.added(outcome)
 	}
 	return outcomes, err
 }
 
-// runPairs runs script in partition p, whose ARGV is the time and then two
-// values for each call (pair gives them), and whose reply is the
-// partition's depth and then one integer for each call. It returns those
-// integers.
-func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], p *partition, script *redis.Script, name string, calls []C, pair func(C) (any, any)) ([]int64, error) {
-	args := make([]any, 0, 1+2*len(calls))
-	args = append(args, q.now())
-	for _, c := range calls {
-		a, b := pair(c)
-		args = append(args, a, b)
-	}
+// runCalls runs script in partition p with args, whose reply is the
+// partition's depth and then one integer for each of n calls. It returns
+// those integers.
+func (q *Queue[T]) runCalls(ctx context.Context, p *partition, script *redis.Script, name string, n int, args []any) ([]int64, error) {
 	res, err := q.runWrite(ctx, p, script, args...)
 	if err != nil {
 		return nil, err
 	}
 	r := replyReader{script: name}
-	reply := r.ints(res, 1+len(calls), "the reply")
+	reply := r.ints(res, 1+n, "the reply")
 	if r.err != nil {
 		return nil, r.err
 	}
 	q.setDepth(p, reply[0])
 	return reply[1:], nil
-}
-
-func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
-	p := q.part(key)
-	args := append([]any{q.now(), key}, p.limit...)
-	res, err := q.runWrite(ctx, p, rateLimitedScript, args...)
-	if err != nil {
-		return err
-	}
-	r := replyReader{script: "ratelimited"}
-	reply := r.ints(res, 3, "the reply")
-	if r.err != nil {
-		return r.err
-	}
-	q.metrics.retries.Inc()
-	q.metrics.added(reply[0])
-	q.setDepth(p, reply[1])
-	return nil
 }
 
 // runWrite runs an add or done script in partition p, replicated as

@@ -115,7 +115,12 @@ type doneCall struct{ key, token string }
 // runDones runs one done script in partition p with calls and returns
 // each one's outcome.
 func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
-	return runPairs(context.Background(), q, p, doneScript, "done", calls, func(c doneCall) (any, any) { return c.key, c.token })
+	args := make([]any, 0, 1+2*len(calls))
+	args = append(args, q.now())
+	for _, c := range calls {
+		args = append(args, c.key, c.token)
+	}
+	return q.runCalls(context.Background(), p, doneScript, "done", len(calls), args)
 }
 
 // release forgets the lease h on key, if it is still the one held.

@@ -351,13 +351,13 @@ func (q *Queue[T]) LenContext(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	if len(q.parts) == 1 {
-		n, err := q.client.LLen(ctx, q.parts[0].keys.ready).Result()
+		n, err := q.client.ZCard(ctx, q.parts[0].keys.ready).Result()
 		return int(n), err
 	}
 	lens := make([]*redis.IntCmd, len(q.parts))
 	if _, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, part := range q.parts {
-			lens[i] = p.LLen(ctx, part.keys.ready)
+			lens[i] = p.ZCard(ctx, part.keys.ready)
 		}
 		return nil
 	}); err != nil {

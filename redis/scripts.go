@@ -13,15 +13,15 @@ var luaFiles embed.FS
 // The scripts that change a queue's state. Each runs alone on the server,
 // so every state change is one atomic step, whichever process makes it.
 var (
-	addScript         = loadScript("add.lua")
-	rateLimitedScript = loadScript("ratelimited.lua")
-	getScript         = loadScript("get.lua")
-	doneScript        = loadScript("done.lua")
-	extendScript      = loadScript("extend.lua")
-	signalScript      = loadScript("signal.lua")
-	releaseScript     = loadScript("release.lua")
-	snapshotScript    = loadScript("snapshot.lua")
-	partitionsScript  = loadScript("partitions.lua")
+	addScript        = loadScript("add.lua")
+	getScript        = loadScript("get.lua")
+	doneScript       = loadScript("done.lua")
+	extendScript     = loadScript("extend.lua")
+	signalScript     = loadScript("signal.lua")
+	releaseScript    = loadScript("release.lua")
+	removeScript     = loadScript("remove.lua")
+	snapshotScript   = loadScript("snapshot.lua")
+	partitionsScript = loadScript("partitions.lua")
 )
 
 func loadScript(name string) *redis.Script {
@@ -50,7 +50,7 @@ type queueKeys struct {
 // keyParts names a queue's keys in the order of KEYS in the scripts: the
 // prelude binds KEYS[i+1] to the upper-case keyParts[i], which a test
 // checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds"}
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {

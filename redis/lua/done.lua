@@ -1,6 +1,6 @@
 -- ARGV: now, then one key, token pair per Done, run in order. Ends each
 -- lease that its token still holds; a key marked while it was processed is
--- queued again at the back. Returns {depth, outcome of each Done}: 1
+-- queued again at the back of the priority of its mark. Returns {depth, outcome of each Done}: 1
 -- queued again, 0 idle, -1 the lease was lost (it expired and was
 -- reclaimed, or an earlier Done of this script ended it): nothing changed
 -- for that key.
@@ -23,9 +23,10 @@ for i, key in ipairs(keys) do
     ended[key] = true
     forget[#forget + 1] = key
     grants[#grants + 1] = string.sub(token, string.find(token, ':', 1, true) + 1)
-    if states[i] == 'd' then
-      requeue[#requeue + 1] = key
-      queued[#queued + 1], queued[#queued + 2] = key, now
+    if states[i] and string.byte(states[i]) == MARKED then
+      local prio, seq = state_priority(states[i]), back_seq()
+      requeue[#requeue + 1], requeue[#requeue + 2] = -prio, seq .. key
+      queued[#queued + 1], queued[#queued + 2] = key, seq .. fmt(prio) .. '/' .. fmt(now)
       reply[#reply + 1] = 1
     else
       idle[#idle + 1] = key
@@ -40,10 +41,10 @@ if #forget > 0 then
   redis.call('ZREM', SINCE, unpack(forget))
 end
 if #requeue > 0 then
-  redis.call('RPUSH', READY, unpack(requeue))
+  redis.call('ZADD', READY, unpack(requeue))
   redis.call('HSET', STATE, unpack(queued))
   signal()
 end
 if #idle > 0 then redis.call('HDEL', STATE, unpack(idle)) end
-reply[1] = redis.call('LLEN', READY)
+reply[1] = redis.call('ZCARD', READY)
 return reply

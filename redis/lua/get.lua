@@ -1,16 +1,17 @@
 -- ARGV: now, lease (ms), then one nonce per waiting Get. Hands each Get the
--- next ready key, in order, under a lease of its own with a fencing token:
+-- next ready key in READY's order (the highest priority first, first in
+-- first out within one), under a lease of its own with a fencing token:
 -- the next number of FENCE and that Get's random nonce. The nonce keeps a
 -- token unique even if Redis restarts from a file that lost the last INCRs
 -- (AOF everysec, or a replica promoted): a holder from before the restart
 -- cannot end a lease granted after it.
 -- Returns {depth, reclaimed, wait, grant of each Get}: a grant is {key,
--- token, queued for (ms)}, or 0 when nothing was ready for that Get. wait
--- is the time until the next delayed key is due, at least 1 (more may be
--- due than one promote moves), or -1 if none waits; it is 0 when every Get
--- got a key. Lease expiry is no reason to wake: the heartbeat finds expired
--- leases, where every idle Get waking at each expiry time would run this
--- script about every two thirds of a lease.
+-- token, queued for (ms), priority}, or 0 when nothing was ready for that
+-- Get. wait is the time until the next delayed key is due, at least 1
+-- (more may be due than one promote moves), or -1 if none waits; it is 0
+-- when every Get got a key. Lease expiry is no reason to wake: the
+-- heartbeat finds expired leases, where every idle Get waking at each
+-- expiry time would run this script about every two thirds of a lease.
 --
 -- The keys popped are distinct (a key is in READY once), so the writes of
 -- all the grants are gathered into one command per hash and sorted set.
@@ -26,8 +27,14 @@ local need = 0
 for i = 1, #nonces do
   if not granted[i] then need = need + 1 end
 end
-local popped = {}
-if need > 0 then popped = redis.call('LPOP', READY, need) or {} end
+local popped, prios = {}, {}
+if need > 0 then
+  local members = redis.call('ZPOPMIN', READY, need)
+  for i = 1, #members, 2 do
+    popped[#popped + 1] = string.sub(members[i], 17)
+    prios[#prios + 1] = -tonumber(members[i + 1])
+  end
+end
 local since, fence = {}, 0
 if #popped > 0 then
   since = redis.call('HMGET', STATE, unpack(popped))
@@ -38,17 +45,19 @@ local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
 local j = 0
 for i, nonce in ipairs(nonces) do
   if granted[i] then
-    reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0}
+    local state = redis.call('HGET', STATE, granted[i])
+    reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0, state and state_priority(state) or 0}
   elseif j < #popped then
     j = j + 1
-    local key = popped[j]
+    local key, prio = popped[j], prios[j]
+    local _, _, queued = queued_state(since[j])
     local token = (fence + j) .. ':' .. nonce
-    states[#states + 1], states[#states + 2] = key, 'p'
+    states[#states + 1], states[#states + 2] = key, 'p' .. fmt(prio)
     tokens[#tokens + 1], tokens[#tokens + 2] = key, token
     grants[#grants + 1], grants[#grants + 2] = nonce, key
     leases[#leases + 1], leases[#leases + 2] = now + lease, key
     starts[#starts + 1], starts[#starts + 2] = now, key
-    reply[#reply + 1] = {key, token, now - tonumber(since[j])}
+    reply[#reply + 1] = {key, token, now - queued, prio}
   else
     reply[#reply + 1] = 0
   end
@@ -66,7 +75,7 @@ if j < need then
   if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end
   reply[3] = wait
 end
-local depth = redis.call('LLEN', READY)
+local depth = redis.call('ZCARD', READY)
 if depth > 0 then signal() end
 reply[1] = depth
 return reply

@@ -1,18 +1,28 @@
 -- Every script starts with this prelude. All of a queue's keys share one
 -- hash tag, so a script touches one slot on Redis Cluster too.
 --
+-- READY is a sorted set of the queued keys in hand-out order: scored by
+-- their priority negated, and within a score ordered by member, which is a
+-- 16-digit sequence number (see seq) followed by the key, so that each
+-- priority is first in, first out.
 -- STATE maps each key that is queued or processing to its state:
---   a number  queued since then (ms), its place is in READY
---   "p"       handed out, leased until its score in LEASES
---   "d"       handed out, and added again since: queue it again at Done
+--   SEQ PRIO/SINCE  queued (SEQ the 16 digits of its member in READY, PRIO
+--                   its priority, SINCE when it was queued, in ms)
+--   "pPRIO"         handed out at priority PRIO, leased until its score
+--                   in LEASES
+--   "dPRIO"         handed out, and added again since: queue it again at
+--                   Done, at priority PRIO
 -- A key in no state is idle. DELAYED holds keys waiting for their ready
--- time, independent of STATE, as the in-memory delaying queue's heap is.
+-- time, independent of STATE, as the in-memory delaying queue's heap is;
+-- DPRIO holds the priority of those that are to be queued at one other
+-- than 0. SEQ holds the counters of READY's sequence numbers: "b" those
+-- put at the back, "f" at the front.
 -- GRANTS maps the nonce of each lease's token to its key, so that a get
 -- script sent again after its reply was lost returns the same grant.
 -- SINCE holds when each leased key was handed out, and ADDS counts the
 -- adds that queued or marked a key, for snapshots.
-local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -21,6 +31,43 @@ local function clock(ms)
   if ms >= 0 then return ms end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The first byte of a state that is not queued.
+local PROCESSING, MARKED = string.byte('p'), string.byte('d')
+
+local function fmt(n) return string.format('%d', n) end
+
+-- queued_state returns the sequence number, priority and queued time of
+-- a queued key's state.
+local function queued_state(state)
+  local slash = string.find(state, '/', 17, true)
+  return string.sub(state, 1, 16), tonumber(string.sub(state, 17, slash - 1)), tonumber(string.sub(state, slash + 1))
+end
+
+-- state_priority returns the priority in a processing or marked key's
+-- state.
+local function state_priority(state)
+  return tonumber(string.sub(state, 2))
+end
+
+-- back_seq returns the sequence number of a key put at the back of READY,
+-- front_seq of one put at the front: ORIGIN plus or minus a counter, as 16
+-- digits, so that the members of READY sort in the order they were put.
+-- back_seq reserves numbers in blocks, one HINCRBY per script mostly; the
+-- numbers a script leaves unused are skipped.
+local ORIGIN, BLOCK = 1000000000000000, 64
+local next_seq, last_seq = 1, 0
+local function back_seq()
+  if next_seq > last_seq then
+    last_seq = redis.call('HINCRBY', SEQ, 'b', BLOCK)
+    next_seq = last_seq - BLOCK + 1
+  end
+  next_seq = next_seq + 1
+  return string.format('%016d', ORIGIN + next_seq - 1)
+end
+local function front_seq()
+  return string.format('%016d', ORIGIN - redis.call('HINCRBY', SEQ, 'f', 1))
 end
 
 -- end_lease forgets key's lease: its token, expiry and grant.
@@ -46,50 +93,138 @@ local function signal()
   if redis.call('LLEN', SIGNAL) == 0 then redis.call('RPUSH', SIGNAL, 1) end
 end
 
-local function enqueue(key, now, front)
-  if front then
-    redis.call('LPUSH', READY, key)
-  else
-    redis.call('RPUSH', READY, key)
-  end
-  redis.call('HSET', STATE, key, now)
+-- enqueue queues key at priority prio, behind the keys queued at prio, or
+-- before them if front is set.
+local function enqueue(key, now, prio, front)
+  local seq
+  if front then seq = front_seq() else seq = back_seq() end
+  redis.call('ZADD', READY, -prio, seq .. key)
+  redis.call('HSET', STATE, key, seq .. fmt(prio) .. '/' .. fmt(now))
   signal()
 end
 
--- add returns 1 if key was queued, 2 if it is being processed and is now
--- marked to be queued again at Done, 0 if it was already queued or marked.
-local function add(key, now)
+-- add queues key at priority prio, and returns 1 if it was idle, 2 if it
+-- is being processed and is now marked to be queued again at Done, 0 if it
+-- was already queued or marked. A key queued or marked at a lower priority
+-- is raised to prio: a queued one goes behind the keys queued at prio.
+local function add(key, now, prio)
   local state = redis.call('HGET', STATE, key)
   if not state then
-    enqueue(key, now, false)
+    enqueue(key, now, prio, false)
     redis.call('INCR', ADDS)
     return 1
   end
-  if state == 'p' then
-    redis.call('HSET', STATE, key, 'd')
+  local kind = string.byte(state)
+  if kind == PROCESSING then
+    redis.call('HSET', STATE, key, 'd' .. fmt(prio))
     redis.call('INCR', ADDS)
     return 2
+  end
+  if kind == MARKED then
+    if prio > state_priority(state) then redis.call('HSET', STATE, key, 'd' .. fmt(prio)) end
+    return 0
+  end
+  local seq, old, since = queued_state(state)
+  if prio > old then
+    redis.call('ZREM', READY, seq .. key)
+    seq = back_seq()
+    redis.call('ZADD', READY, -prio, seq .. key)
+    redis.call('HSET', STATE, key, seq .. fmt(prio) .. '/' .. fmt(since))
   end
   return 0
 end
 
--- promote adds the delayed keys that are due and queues again, at the front,
--- the keys whose lease expired (their holder died or lost Redis for longer
--- than the lease). Whichever process runs it first does it, once, because a
--- script runs alone. A bounded batch keeps one script short; what is left
--- is promoted by the next call. Returns how many leases were reclaimed.
+-- delay puts key to wait until at, to be added at priority prio then. A
+-- key already waiting keeps the earlier ready time and the higher
+-- priority. It signals a new first ready time, so that an idle process
+-- sleeps until then instead of until its heartbeat.
+local function delay(key, at, prio)
+  if redis.call('ZSCORE', DELAYED, key) then
+    prio = math.max(prio, tonumber(redis.call('HGET', DPRIO, key) or 0))
+  end
+  redis.call('ZADD', DELAYED, 'LT', at, key)
+  if prio ~= 0 then
+    redis.call('HSET', DPRIO, key, fmt(prio))
+  else
+    redis.call('HDEL', DPRIO, key)
+  end
+  if redis.call('ZRANGE', DELAYED, 0, 0)[1] == key then signal() end
+end
+
+-- take_delayed takes key out of DELAYED, if it waits there, and returns
+-- the priority it waited for (0 if it did not wait) and whether it did.
+local function take_delayed(key)
+  if redis.call('ZREM', DELAYED, key) == 0 then return 0, false end
+  local prio = tonumber(redis.call('HGET', DPRIO, key) or 0)
+  redis.call('HDEL', DPRIO, key)
+  return prio, true
+end
+
+-- add_once is AddWithOpts's add, with the priority queue's rules: a key
+-- is held once. A key queued, or marked to be queued again, is raised to
+-- prio, whatever the delay; else with a delay it waits (as delay does);
+-- without one it is added, its waiting add taken back and that add's
+-- priority kept if higher. Returns add's outcomes, or 3 if it waits.
+local function add_once(key, now, prio, wait)
+  if wait > 0 then
+    local state = redis.call('HGET', STATE, key)
+    if state and string.byte(state) ~= PROCESSING then
+      add(key, now, prio)
+      return 0
+    end
+    delay(key, now + wait, prio)
+    return 3
+  end
+  local waited, waits = take_delayed(key)
+  if waits then prio = math.max(prio, waited) end
+  return add(key, now, prio)
+end
+
+-- rate_limit counts a failure of key and returns the larger of its
+-- exponential backoff, base * 2^failures capped at max, and the shared
+-- bucket's wait (GCRA: BUCKET holds the theoretical arrival time), in ms:
+-- base and max in ms, interval the ms between tokens (0: no bucket).
+local function rate_limit(key, now, base, max, interval, burst)
+  local failures = redis.call('HINCRBY', FAILS, key, 1) - 1
+  local wait = 0
+  if base > 0 then
+    -- 2^1024 is inf in Lua; a cap on the exponent keeps the arithmetic finite.
+    wait = math.min(base * 2 ^ math.min(failures, 1000), max)
+  end
+  if interval > 0 then
+    local tat = tonumber(redis.call('GET', BUCKET)) or now
+    if tat < now then tat = now end
+    tat = tat + interval
+    local bucket = tat - interval * burst - now
+    if bucket > wait then wait = bucket end
+    redis.call('SET', BUCKET, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1)
+  end
+  return math.ceil(wait)
+end
+
+-- promote adds the delayed keys that are due and queues again, at the front
+-- of their priority, the keys whose lease expired (their holder died or
+-- lost Redis for longer than the lease). Whichever process runs it first
+-- does it, once, because a script runs alone. A bounded batch keeps one
+-- script short; what is left is promoted by the next call. Returns how
+-- many leases were reclaimed.
 local BATCH = 256
 local function promote(now)
   local due = redis.call('ZRANGE', DELAYED, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
-  for _, key in ipairs(due) do
-    redis.call('ZREM', DELAYED, key)
-    add(key, now)
+  if #due > 0 then
+    local prios = redis.call('HMGET', DPRIO, unpack(due))
+    redis.call('ZREM', DELAYED, unpack(due))
+    redis.call('HDEL', DPRIO, unpack(due))
+    for i, key in ipairs(due) do
+      add(key, now, tonumber(prios[i] or 0))
+    end
   end
   local expired = redis.call('ZRANGE', LEASES, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
   for i = #expired, 1, -1 do
     local key = expired[i]
+    local state = redis.call('HGET', STATE, key)
     end_lease(key)
-    enqueue(key, now, true)
+    enqueue(key, now, state and state_priority(state) or 0, true)
   end
   return #expired
 end
