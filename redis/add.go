@@ -12,8 +12,9 @@ import (
 	"github.com/go-workqueue/workqueue"
 )
 
-// Add queues item unless it is already queued; if it is being processed,
-// by any handle, it is queued again after its Done. After ShutDown it does
+// Add queues item at priority 0 unless it is already queued (one queued
+// at a lower priority is raised to 0); if it is being processed, by any
+// handle, it is queued again after its Done. After ShutDown it does
 // nothing. It retries until it succeeds or the handle is shut down; an
 // item that cannot be encoded, is too large or that Redis refuses for
 // good is logged and dropped.
@@ -33,8 +34,10 @@ func (q *Queue[T]) AddContext(ctx context.Context, item T) error {
 }
 
 // AddAfter adds item once duration has passed; zero or less adds it at
-// once. If item is already waiting, the earlier ready time wins. It
-// retries as Add does.
+// once. If item is already waiting, the earlier ready time wins. As in
+// client-go, the wait is independent of the queue: an item queued or
+// processed also waits, and is added when its time comes; AddWithOpts
+// holds an item once instead. It retries as Add does.
 func (q *Queue[T]) AddAfter(item T, duration time.Duration) {
 	q.addRetrying("AddAfter", item, func(ctx context.Context, key string) error {
 		return q.addKey(ctx, key, duration)

@@ -198,7 +198,7 @@ func partitionIdle(client redis.UniversalClient, keys queueKeys) bool {
 	_, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		state = p.HLen(ctx, keys.all[1])
 		delayed = p.ZCard(ctx, keys.all[2])
-		ready = p.ZCard(ctx, keys.ready)
+		ready = p.LLen(ctx, keys.ready)
 		return nil
 	})
 	return err == nil && state.Val() == 0 && delayed.Val() == 0 && ready.Val() == 0

@@ -247,7 +247,7 @@ func TestPartitionedQueue(t *testing.T) {
 	assert.Equal(t, 30, viewer.Len())
 	perPartition := make([]int, 3)
 	for _, p := range partitionKeys(q.name, 3) {
-		n, err := client.ZCard(ctx, p.ready).Result()
+		n, err := client.LLen(ctx, p.ready).Result()
 		require.NoError(t, err)
 		perPartition[slices.IndexFunc(partitionKeys(q.name, 3), func(k queueKeys) bool { return k.ready == p.ready })] = int(n)
 	}

@@ -42,6 +42,7 @@ func loadScript(name string) *redis.Script {
 type queueKeys struct {
 	all    []string
 	ready  string
+	prio   string
 	fails  string
 	signal string
 	prefix string
@@ -50,7 +51,7 @@ type queueKeys struct {
 // keyParts names a queue's keys in the order of KEYS in the scripts: the
 // prelude binds KEYS[i+1] to the upper-case keyParts[i], which a test
 // checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq"}
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {
@@ -58,7 +59,7 @@ func newQueueKeys(prefix string) queueKeys {
 	for i, part := range keyParts {
 		all[i] = prefix + part
 	}
-	return queueKeys{all: all, ready: all[0], signal: all[6], fails: all[7], prefix: prefix}
+	return queueKeys{all: all, ready: all[0], prio: all[14], signal: all[6], fails: all[7], prefix: prefix}
 }
 
 // wakeKey is the list on which one handle's listener is woken at shutdown,

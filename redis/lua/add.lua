@@ -25,5 +25,5 @@ for i = 6, #ARGV, 4 do
     reply[#reply + 1] = 3
   end
 end
-reply[1] = redis.call('ZCARD', READY)
+reply[1] = depth()
 return reply

@@ -14,7 +14,7 @@ for i = 2, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
 local tokens = redis.call('HMGET', TOKENS, unpack(keys))
 local states = redis.call('HMGET', STATE, unpack(keys))
 local reply = {0}
-local ended, forget, grants, requeue, queued, idle = {}, {}, {}, {}, {}, {}
+local ended, forget, grants, requeue, ranked, queued, idle = {}, {}, {}, {}, {}, {}, {}
 for i, key in ipairs(keys) do
   local token = ARGV[2 * i + 1]
   if ended[key] or tokens[i] ~= token then
@@ -24,9 +24,15 @@ for i, key in ipairs(keys) do
     forget[#forget + 1] = key
     grants[#grants + 1] = string.sub(token, string.find(token, ':', 1, true) + 1)
     if states[i] and string.byte(states[i]) == MARKED then
-      local prio, seq = state_priority(states[i]), back_seq()
-      requeue[#requeue + 1], requeue[#requeue + 2] = -prio, seq .. key
-      queued[#queued + 1], queued[#queued + 2] = key, seq .. fmt(prio) .. '/' .. fmt(now)
+      local prio = state_priority(states[i])
+      if prio == 0 then
+        requeue[#requeue + 1] = key
+        queued[#queued + 1], queued[#queued + 2] = key, now
+      else
+        local seq = back_seq()
+        ranked[#ranked + 1], ranked[#ranked + 2] = -prio, seq .. key
+        queued[#queued + 1], queued[#queued + 2] = key, 'q' .. seq .. fmt(prio) .. '/' .. fmt(now)
+      end
       reply[#reply + 1] = 1
     else
       idle[#idle + 1] = key
@@ -40,11 +46,12 @@ if #forget > 0 then
   redis.call('ZREM', LEASES, unpack(forget))
   redis.call('ZREM', SINCE, unpack(forget))
 end
-if #requeue > 0 then
-  redis.call('ZADD', READY, unpack(requeue))
+if #requeue > 0 then redis.call('RPUSH', READY, unpack(requeue)) end
+if #ranked > 0 then redis.call('ZADD', PRIO, unpack(ranked)) end
+if #queued > 0 then
   redis.call('HSET', STATE, unpack(queued))
   signal()
 end
 if #idle > 0 then redis.call('HDEL', STATE, unpack(idle)) end
-reply[1] = redis.call('ZCARD', READY)
+reply[1] = depth()
 return reply

@@ -1,8 +1,7 @@
 -- ARGV: now, lease (ms), then one nonce per waiting Get. Hands each Get the
--- next ready key in READY's order (the highest priority first, first in
--- first out within one), under a lease of its own with a fencing token:
--- the next number of FENCE and that Get's random nonce. The nonce keeps a
--- token unique even if Redis restarts from a file that lost the last INCRs
+-- next ready key (the highest priority first, first in first out within
+-- one), under a lease of its own with a fencing token: the next number of
+-- FENCE and that Get's random nonce. The nonce keeps a token unique even if Redis restarts from a file that lost the last INCRs
 -- (AOF everysec, or a replica promoted): a holder from before the restart
 -- cannot end a lease granted after it.
 -- Returns {depth, reclaimed, wait, grant of each Get}: a grant is {key,
@@ -13,7 +12,7 @@
 -- heartbeat finds expired leases, where every idle Get waking at each
 -- expiry time would run this script about every two thirds of a lease.
 --
--- The keys popped are distinct (a key is in READY once), so the writes of
+-- The keys popped are distinct (a key is queued once), so the writes of
 -- all the grants are gathered into one command per hash and sorted set.
 local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
 local reclaimed = promote(now)
@@ -28,12 +27,29 @@ for i = 1, #nonces do
   if not granted[i] then need = need + 1 end
 end
 local popped, prios = {}, {}
-if need > 0 then
-  local members = redis.call('ZPOPMIN', READY, need)
+local function take_ranked(members)
   for i = 1, #members, 2 do
     popped[#popped + 1] = string.sub(members[i], 17)
     prios[#prios + 1] = -tonumber(members[i + 1])
   end
+end
+if need > 0 then
+  local ranked = redis.call('ZCARD', PRIO) > 0
+  if ranked then
+    local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need, 'WITHSCORES')
+    if #high > 0 then
+      local members = {}
+      for i = 1, #high, 2 do members[#members + 1] = high[i] end
+      redis.call('ZREM', PRIO, unpack(members))
+      take_ranked(high)
+    end
+  end
+  if #popped < need then
+    for _, key in ipairs(redis.call('LPOP', READY, need - #popped) or {}) do
+      popped[#popped + 1], prios[#prios + 1] = key, 0
+    end
+  end
+  if ranked and #popped < need then take_ranked(redis.call('ZPOPMIN', PRIO, need - #popped)) end
 end
 local since, fence = {}, 0
 if #popped > 0 then
@@ -52,7 +68,7 @@ for i, nonce in ipairs(nonces) do
     local key, prio = popped[j], prios[j]
     local _, _, queued = queued_state(since[j])
     local token = (fence + j) .. ':' .. nonce
-    states[#states + 1], states[#states + 2] = key, 'p' .. fmt(prio)
+    states[#states + 1], states[#states + 2] = key, tagged('p', prio)
     tokens[#tokens + 1], tokens[#tokens + 2] = key, token
     grants[#grants + 1], grants[#grants + 2] = nonce, key
     leases[#leases + 1], leases[#leases + 2] = now + lease, key
@@ -75,7 +91,7 @@ if j < need then
   if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end
   reply[3] = wait
 end
-local depth = redis.call('ZCARD', READY)
-if depth > 0 then signal() end
-reply[1] = depth
+local left = depth()
+if left > 0 then signal() end
+reply[1] = left
 return reply

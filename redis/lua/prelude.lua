@@ -1,28 +1,33 @@
 -- Every script starts with this prelude. All of a queue's keys share one
 -- hash tag, so a script touches one slot on Redis Cluster too.
 --
--- READY is a sorted set of the queued keys in hand-out order: scored by
--- their priority negated, and within a score ordered by member, which is a
--- 16-digit sequence number (see seq) followed by the key, so that each
--- priority is first in, first out.
+-- The queued keys are handed out from two places: first those of PRIO
+-- with a priority above 0, then READY, then the rest of PRIO. READY is
+-- the list of the keys queued at priority 0, first in, first out. PRIO is
+-- a sorted set of the keys queued at any other priority, scored by the
+-- priority negated, each member a 16-digit sequence number (see back_seq)
+-- followed by the key, so that each priority is first in, first out too.
+-- A queue that never uses priorities so runs a list's commands alone,
+-- which cost the server less than a sorted set's.
 -- STATE maps each key that is queued or processing to its state:
---   SEQ PRIO/SINCE  queued (SEQ the 16 digits of its member in READY, PRIO
---                   its priority, SINCE when it was queued, in ms)
---   "pPRIO"         handed out at priority PRIO, leased until its score
---                   in LEASES
---   "dPRIO"         handed out, and added again since: queue it again at
---                   Done, at priority PRIO
+--   SINCE              queued at priority 0 since then (ms), in READY
+--   "qSEQ PRIO/SINCE"  queued at priority PRIO, in PRIO (SEQ the 16
+--                      digits of its member)
+--   "p" or "pPRIO"     handed out at priority 0 or PRIO, leased until its
+--                      score in LEASES
+--   "d" or "dPRIO"     handed out, and added again since: queue it again
+--                      at Done, at priority 0 or PRIO
 -- A key in no state is idle. DELAYED holds keys waiting for their ready
 -- time, independent of STATE, as the in-memory delaying queue's heap is;
 -- DPRIO holds the priority of those that are to be queued at one other
--- than 0. SEQ holds the counters of READY's sequence numbers: "b" those
--- put at the back, "f" at the front.
+-- than 0. SEQ holds the counters of PRIO's sequence numbers: "b" those
+-- put at the back of their priority, "f" at the front.
 -- GRANTS maps the nonce of each lease's token to its key, so that a get
 -- script sent again after its reply was lost returns the same grant.
 -- SINCE holds when each leased key was handed out, and ADDS counts the
 -- adds that queued or marked a key, for snapshots.
-local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14]
+local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ, PRIO =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12], KEYS[13], KEYS[14], KEYS[15]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -33,29 +38,35 @@ local function clock(ms)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The first byte of a state that is not queued.
-local PROCESSING, MARKED = string.byte('p'), string.byte('d')
+-- The first byte of a state that is not queued at priority 0.
+local QUEUED, PROCESSING, MARKED = string.byte('q'), string.byte('p'), string.byte('d')
 
 local function fmt(n) return string.format('%d', n) end
 
--- queued_state returns the sequence number, priority and queued time of
--- a queued key's state.
-local function queued_state(state)
-  local slash = string.find(state, '/', 17, true)
-  return string.sub(state, 1, 16), tonumber(string.sub(state, 17, slash - 1)), tonumber(string.sub(state, slash + 1))
+-- tagged returns a processing or marked state: tag, and prio unless 0.
+local function tagged(tag, prio)
+  if prio == 0 then return tag end
+  return tag .. fmt(prio)
 end
 
--- state_priority returns the priority in a processing or marked key's
--- state.
+-- state_priority returns the priority of a processing or marked state.
 local function state_priority(state)
-  return tonumber(string.sub(state, 2))
+  return tonumber(string.sub(state, 2)) or 0
 end
 
--- back_seq returns the sequence number of a key put at the back of READY,
--- front_seq of one put at the front: ORIGIN plus or minus a counter, as 16
--- digits, so that the members of READY sort in the order they were put.
--- back_seq reserves numbers in blocks, one HINCRBY per script mostly; the
--- numbers a script leaves unused are skipped.
+-- queued_state returns the sequence number (nil at priority 0), priority
+-- and queued time of a queued key's state.
+local function queued_state(state)
+  if string.byte(state) ~= QUEUED then return nil, 0, tonumber(state) end
+  local slash = string.find(state, '/', 18, true)
+  return string.sub(state, 2, 17), tonumber(string.sub(state, 18, slash - 1)), tonumber(string.sub(state, slash + 1))
+end
+
+-- back_seq returns the sequence number of a key put at the back of its
+-- priority in PRIO, front_seq of one put at the front: ORIGIN plus or
+-- minus a counter, as 16 digits, so that members sort in the order they
+-- were put. back_seq reserves numbers in blocks, one HINCRBY per script
+-- mostly; the numbers a script leaves unused are skipped.
 local ORIGIN, BLOCK = 1000000000000000, 64
 local next_seq, last_seq = 1, 0
 local function back_seq()
@@ -68,6 +79,11 @@ local function back_seq()
 end
 local function front_seq()
   return string.format('%016d', ORIGIN - redis.call('HINCRBY', SEQ, 'f', 1))
+end
+
+-- depth is the number of keys queued.
+local function depth()
+  return redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
 end
 
 -- end_lease forgets key's lease: its token, expiry and grant.
@@ -93,14 +109,33 @@ local function signal()
   if redis.call('LLEN', SIGNAL) == 0 then redis.call('RPUSH', SIGNAL, 1) end
 end
 
--- enqueue queues key at priority prio, behind the keys queued at prio, or
--- before them if front is set.
-local function enqueue(key, now, prio, front)
-  local seq
-  if front then seq = front_seq() else seq = back_seq() end
-  redis.call('ZADD', READY, -prio, seq .. key)
-  redis.call('HSET', STATE, key, seq .. fmt(prio) .. '/' .. fmt(now))
+-- enqueue queues key at priority prio, queued since since, behind the
+-- keys queued at prio, or before them if front is set.
+local function enqueue(key, since, prio, front)
+  if prio == 0 then
+    if front then
+      redis.call('LPUSH', READY, key)
+    else
+      redis.call('RPUSH', READY, key)
+    end
+    redis.call('HSET', STATE, key, since)
+  else
+    local seq
+    if front then seq = front_seq() else seq = back_seq() end
+    redis.call('ZADD', PRIO, -prio, seq .. key)
+    redis.call('HSET', STATE, key, 'q' .. seq .. fmt(prio) .. '/' .. fmt(since))
+  end
   signal()
+end
+
+-- unqueue takes key, queued with state, out of READY or PRIO.
+local function unqueue(key, state)
+  local seq = queued_state(state)
+  if seq then
+    redis.call('ZREM', PRIO, seq .. key)
+  else
+    redis.call('LREM', READY, 1, key)
+  end
 end
 
 -- add queues key at priority prio, and returns 1 if it was idle, 2 if it
@@ -116,20 +151,18 @@ local function add(key, now, prio)
   end
   local kind = string.byte(state)
   if kind == PROCESSING then
-    redis.call('HSET', STATE, key, 'd' .. fmt(prio))
+    redis.call('HSET', STATE, key, tagged('d', prio))
     redis.call('INCR', ADDS)
     return 2
   end
   if kind == MARKED then
-    if prio > state_priority(state) then redis.call('HSET', STATE, key, 'd' .. fmt(prio)) end
+    if prio > state_priority(state) then redis.call('HSET', STATE, key, tagged('d', prio)) end
     return 0
   end
-  local seq, old, since = queued_state(state)
+  local _, old, since = queued_state(state)
   if prio > old then
-    redis.call('ZREM', READY, seq .. key)
-    seq = back_seq()
-    redis.call('ZADD', READY, -prio, seq .. key)
-    redis.call('HSET', STATE, key, seq .. fmt(prio) .. '/' .. fmt(since))
+    unqueue(key, state)
+    enqueue(key, since, prio, false)
   end
   return 0
 end

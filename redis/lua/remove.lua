@@ -1,5 +1,5 @@
 -- ARGV: key. Remove: forgets key's failures and takes back what the queue
--- holds of it: its waiting add, its place in READY, or its mark to be
+-- holds of it: its waiting add, its place in the queue, or its mark to be
 -- queued again at Done (it stays leased to its holder). Returns {depth,
 -- 1 if it took anything, else 0}.
 local key = ARGV[1]
@@ -12,9 +12,9 @@ if state then
     redis.call('HSET', STATE, key, 'p' .. string.sub(state, 2))
     took = true
   elseif kind ~= PROCESSING then
-    redis.call('ZREM', READY, string.sub(state, 1, 16) .. key)
+    unqueue(key, state)
     redis.call('HDEL', STATE, key)
     took = true
   end
 end
-return {redis.call('ZCARD', READY), took and 1 or 0}
+return {depth(), took and 1 or 0}

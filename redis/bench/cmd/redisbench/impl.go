@@ -49,9 +49,9 @@ func outstanding(ctx context.Context, client redis.UniversalClient, impl, name s
 	_, err := client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		switch impl {
 		case implOurs:
-			// redis/scripts.go: the ready keys' sorted set, and the state
-			// of every key queued or processing.
-			a = p.ZCard(ctx, "wq:{"+name+"}:ready")
+			// redis/scripts.go: the ready list, and the state of every
+			// key queued or processing.
+			a = p.LLen(ctx, "wq:{"+name+"}:ready")
 			b = p.HLen(ctx, "wq:{"+name+"}:state")
 		case implAsynq:
 			// Dequeue moves a task from pending to active in one script;

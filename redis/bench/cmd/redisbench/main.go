@@ -115,8 +115,8 @@ type throughput struct {
 	add, drain           time.Duration
 	addCounts, getCounts snapshot // summed over the processes
 	// serverCommands is what the server ran for the run's adds and drain,
-	// the scripts' commands included, and the watcher's few reads of the
-	// queue's length (about two per ms).
+	// the scripts' commands included, and the watcher's few LLEN and HLEN
+	// (about one each per ms).
 	serverCommands int64
 	processed      int64
 }
