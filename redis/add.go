@@ -188,7 +188,7 @@ type addCall struct {
 	rule     int64
 }
 
-// The rules of add.lua: ruleAdd is Add's and AddAfter's, ruleHeldOnce
+// The rules of addopts.lua: ruleAdd is Add's and AddAfter's, ruleHeldOnce
 // AddWithOpts's; ruleRateLimited, added to either, counts a failure and
 // delays by the rate limit.
 const (
@@ -233,15 +233,25 @@ func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c a
 }
 
 // runAdds runs one add script in partition p with calls and returns each
-// one's outcome.
+// one's outcome: add.lua when every call is an Add or AddAfter at
+// priority 0, else addopts.lua, which takes every rule but costs the
+// server more.
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
-	args := make([]any, 0, 1+len(p.limit)+4*len(calls))
+	plain := !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
+	s, args := addScript, make([]any, 0, 1+len(p.limit)+4*len(calls))
 	args = append(args, q.now())
-	args = append(args, p.limit...)
-	for _, c := range calls {
-		args = append(args, c.key, c.delay, c.priority, c.rule)
+	if !plain {
+		s = addOptsScript
+		args = append(args, p.limit...)
 	}
-	outcomes, err := q.runCalls(ctx, p, addScript, "add", len(calls), args)
+	for _, c := range calls {
+		if plain {
+			args = append(args, c.key, c.delay)
+		} else {
+			args = append(args, c.key, c.delay, c.priority, c.rule)
+		}
+	}
+	outcomes, err := q.runCalls(ctx, p, s, len(calls), args)
 	for i, outcome := range outcomes {
 		if calls[i].rule&ruleRateLimited != 0 {
 			q.metrics.retries.Inc()
@@ -251,15 +261,15 @@ func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) (
 	return outcomes, err
 }
 
-// runCalls runs script in partition p with args, whose reply is the
+// runCalls runs s in partition p with args, whose reply is the
 // partition's depth and then one integer for each of n calls. It returns
 // those integers.
-func (q *Queue[T]) runCalls(ctx context.Context, p *partition, script *redis.Script, name string, n int, args []any) ([]int64, error) {
-	res, err := q.runWrite(ctx, p, script, args...)
+func (q *Queue[T]) runCalls(ctx context.Context, p *partition, s *script, n int, args []any) ([]int64, error) {
+	res, err := q.runWrite(ctx, p, s, args...)
 	if err != nil {
 		return nil, err
 	}
-	r := replyReader{script: name}
+	r := replyReader{script: s.name}
 	reply := r.ints(res, 1+n, "the reply")
 	if r.err != nil {
 		return nil, r.err
@@ -268,22 +278,22 @@ func (q *Queue[T]) runCalls(ctx context.Context, p *partition, script *redis.Scr
 	return reply[1:], nil
 }
 
-// runWrite runs an add or done script in partition p, replicated as
+// runWrite runs s, an add or done script, in partition p, replicated as
 // runReplicated does.
-func (q *Queue[T]) runWrite(ctx context.Context, p *partition, script *redis.Script, args ...any) (any, error) {
+func (q *Queue[T]) runWrite(ctx context.Context, p *partition, s *script, args ...any) (any, error) {
 	if err := q.checkPartitions(ctx); err != nil {
 		return nil, err
 	}
-	return q.runReplicated(ctx, p.keys.all, script, args...)
+	return q.runReplicated(ctx, p.keys.of(s), s, args...)
 }
 
-// runReplicated runs script on keys, all of one slot. With
+// runReplicated runs s on keys, all of one slot. With
 // Options.WaitReplicas it sends WAIT after the script on the same
 // connection, in one round trip, and returns ErrNotReplicated, with the
 // script's reply, if too few replicas acknowledged in time.
-func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, script *redis.Script, args ...any) (any, error) {
+func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, s *script, args ...any) (any, error) {
 	if q.waitReplicas == 0 {
-		return script.Run(ctx, q.client, keys, args...).Result()
+		return s.Run(ctx, q.client, keys, args...).Result()
 	}
 	// WAIT counts the writes of its own connection, and a cluster client
 	// would send a command without keys to any node: the pipeline goes to
@@ -299,12 +309,12 @@ func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, script *red
 		var run *redis.Cmd
 		var wait *redis.Cmd
 		_, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			run = script.EvalSha(ctx, pipe, keys, args...)
+			run = s.EvalSha(ctx, pipe, keys, args...)
 			wait = pipe.Do(ctx, "WAIT", q.waitReplicas, q.waitTimeout.Milliseconds())
 			return nil
 		})
 		if !loaded && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
-			if err := script.Load(ctx, node).Err(); err != nil {
+			if err := s.Load(ctx, node).Err(); err != nil {
 				return nil, err
 			}
 			continue

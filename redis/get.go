@@ -304,7 +304,7 @@ func (q *Queue[T]) giveBack(item T) {
 	if h == nil {
 		return
 	}
-	if err := releaseScript.Run(context.Background(), q.client, q.part(key).keys.all, q.now(), key, h.token).Err(); err != nil {
+	if err := releaseScript.Run(context.Background(), q.client, q.part(key).keys.of(releaseScript), q.now(), key, h.token).Err(); err != nil {
 		q.logger.Warn("workqueue: could not give back a key a cancelled Get took; it is handed out again when its lease expires", "key", key, "err", err)
 	}
 	q.release(key, h)
@@ -315,7 +315,7 @@ func (q *Queue[T]) giveBack(item T) {
 func (q *Queue[T]) passOn(p *partition) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := signalScript.Run(ctx, q.client, p.keys.all).Err(); err != nil {
+	if err := signalScript.Run(ctx, q.client, p.keys.of(signalScript)).Err(); err != nil {
 		q.logger.Warn("workqueue: could not pass a wakeup on; other handles see the key within a heartbeat", "err", err)
 	}
 }
@@ -342,7 +342,7 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}
-	res, err := getScript.Run(context.Background(), q.client, p.keys.all, args...).Result()
+	res, err := getScript.Run(context.Background(), q.client, p.keys.of(getScript), args...).Result()
 	if err != nil {
 		if len(q.parts) > 1 && isOutage(err) {
 			q.partitionFailed(p, err)
@@ -400,7 +400,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		// Another handle stored a key this codec cannot read: give it back
 		// rather than hold it for ever or hand out garbage.
 		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
-		_ = doneScript.Run(ctx, q.client, p.keys.all, q.now(), key, token).Err()
+		_ = doneScript.Run(ctx, q.client, p.keys.of(doneScript), q.now(), key, token).Err()
 		return nil, 0, nil
 	}
 	now := q.clock.Now()
@@ -413,7 +413,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		h.token, h.lost, h.renewed = token, false, now
 		q.mu.Unlock()
 		args := append(append([]any{q.now()}, p.limit...), key, 0, g.priority, ruleAdd)
-		if err := addScript.Run(ctx, q.client, p.keys.all, args...).Err(); err != nil {
+		if err := addOptsScript.Run(ctx, q.client, p.keys.of(addOptsScript), args...).Err(); err != nil {
 			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}
 		return nil, 0, nil

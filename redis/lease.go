@@ -120,7 +120,7 @@ func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
 	for _, c := range calls {
 		args = append(args, c.key, c.token)
 	}
-	return q.runCalls(context.Background(), p, doneScript, "done", len(calls), args)
+	return q.runCalls(context.Background(), p, doneScript, len(calls), args)
 }
 
 // release forgets the lease h on key, if it is still the one held.
@@ -257,7 +257,7 @@ func (q *Queue[T]) extendPartition(p *partition, leases []heldLease) {
 		// ContextTimeoutEnabled, else at its ReadTimeout.
 		ctx, cancel := context.WithTimeout(context.Background(), q.extendTimeout(part))
 		sent := q.clock.Now()
-		lost, err := extendScript.Run(ctx, q.client, p.keys.all, args...).StringSlice()
+		lost, err := extendScript.Run(ctx, q.client, p.keys.of(extendScript), args...).StringSlice()
 		cancel()
 		if err != nil {
 			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "partition", p.index, "err", err)

@@ -552,13 +552,13 @@ func TestLinearizabilityPartitionedModel(t *testing.T) {
 func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	broken := scriptReplacing(t, "add.lua", map[string]string{
+	broken := scriptReplacing(t, "addopts.lua", map[string]string{
 		"  if prio > old then\n":                   "  if prio ~= old then\n",
 		"    if prio > state_priority(state) then": "    if prio ~= state_priority(state) then",
 	})
-	saved := addScript
-	addScript = broken
-	defer func() { addScript = saved }()
+	saved := addOptsScript
+	addOptsScript = broken
+	defer func() { addOptsScript = saved }()
 	const most = 300
 	for h := range most {
 		seed := rand.Uint64()
@@ -580,18 +580,15 @@ func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
 }
 
 // scriptReplacing returns the script of file with each of replace's keys,
-// each of which must occur once in the prelude and the file together,
+// each of which must occur once in the script as loadScript makes it,
 // replaced by its value.
-func scriptReplacing(t *testing.T, file string, replace map[string]string) *redis.Script {
+func scriptReplacing(t *testing.T, file string, replace map[string]string) *script {
 	t.Helper()
-	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
-	require.NoError(t, err)
-	body, err := luaFiles.ReadFile("lua/" + file)
-	require.NoError(t, err)
-	src := string(prelude) + "\n" + string(body)
+	s := loadScript(file)
+	src := s.src
 	for old, repl := range replace {
 		require.Equal(t, 1, strings.Count(src, old), "occurrences of %q", old)
 		src = strings.Replace(src, old, repl, 1)
 	}
-	return redis.NewScript(src)
+	return &script{Script: redis.NewScript(src), name: s.name, src: src, keys: s.keys}
 }

@@ -151,7 +151,7 @@ func TestRoundTripsPriorities(t *testing.T) {
 
 // scriptCounter counts the runs of one script.
 type scriptCounter struct {
-	script *redis.Script
+	script *script
 	n      atomic.Int64
 }
 

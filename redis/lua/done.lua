@@ -29,9 +29,9 @@ for i, key in ipairs(keys) do
         requeue[#requeue + 1] = key
         queued[#queued + 1], queued[#queued + 2] = key, now
       else
-        local seq = back_seq()
-        ranked[#ranked + 1], ranked[#ranked + 2] = -prio, seq .. key
-        queued[#queued + 1], queued[#queued + 2] = key, 'q' .. seq .. fmt(prio) .. '/' .. fmt(now)
+        local n = seq(false)
+        ranked[#ranked + 1], ranked[#ranked + 2] = -prio, n .. key
+        queued[#queued + 1], queued[#queued + 2] = key, 'q' .. n .. fmt(prio) .. '/' .. fmt(now)
       end
       reply[#reply + 1] = 1
     else

@@ -26,30 +26,29 @@ local need = 0
 for i = 1, #nonces do
   if not granted[i] then need = need + 1 end
 end
+-- ranked counts the keys in PRIO, so that the depth needs no second ZCARD.
+local ranked = redis.call('ZCARD', PRIO)
+-- popped are the keys taken, in hand-out order, prios their priorities:
+-- PRIO's above 0 (high), READY's, then PRIO's below 0 (low).
 local popped, prios = {}, {}
-local function take_ranked(members)
-  for i = 1, #members, 2 do
-    popped[#popped + 1] = string.sub(members[i], 17)
-    prios[#prios + 1] = -tonumber(members[i + 1])
-  end
-end
 if need > 0 then
-  local ranked = redis.call('ZCARD', PRIO) > 0
-  if ranked then
+  if ranked > 0 then
     local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need, 'WITHSCORES')
-    if #high > 0 then
-      local members = {}
-      for i = 1, #high, 2 do members[#members + 1] = high[i] end
-      redis.call('ZREM', PRIO, unpack(members))
-      take_ranked(high)
-    end
+    for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
+    if #popped > 0 then redis.call('ZREM', PRIO, unpack(popped)) end
   end
+  for i, member in ipairs(popped) do popped[i] = string.sub(member, 17) end
+  ranked = ranked - #popped
   if #popped < need then
     for _, key in ipairs(redis.call('LPOP', READY, need - #popped) or {}) do
       popped[#popped + 1], prios[#prios + 1] = key, 0
     end
   end
-  if ranked and #popped < need then take_ranked(redis.call('ZPOPMIN', PRIO, need - #popped)) end
+  if ranked > 0 and #popped < need then
+    local low = redis.call('ZPOPMIN', PRIO, need - #popped)
+    for i = 1, #low, 2 do popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1]) end
+    ranked = ranked - #low / 2
+  end
 end
 local since, fence = {}, 0
 if #popped > 0 then
@@ -91,7 +90,7 @@ if j < need then
   if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end
   reply[3] = wait
 end
-local left = depth()
+local left = redis.call('LLEN', READY) + ranked
 if left > 0 then signal() end
 reply[1] = left
 return reply

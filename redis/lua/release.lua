@@ -6,5 +6,5 @@ local now, key = clock(ARGV[1]), ARGV[2]
 if redis.call('HGET', TOKENS, key) ~= ARGV[3] then return 0 end
 local state = redis.call('HGET', STATE, key)
 end_lease(key)
-enqueue(key, now, state and state_priority(state) or 0, true)
+rank(key, now, state and state_priority(state) or 0, true)
 return 1
