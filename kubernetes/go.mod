@@ -6,6 +6,7 @@ require (
 	github.com/go-logr/logr v1.4.3
 	github.com/go-workqueue/workqueue v0.1.0
 	github.com/go-workqueue/workqueue/controllerruntime v0.1.0
+	github.com/go-workqueue/workqueue/controllerruntime/redis v0.1.0
 	github.com/go-workqueue/workqueue/redis v0.1.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -2,17 +2,20 @@ package kubernetes
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrlworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	crredis "github.com/go-workqueue/workqueue/controllerruntime/redis"
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
@@ -27,6 +30,20 @@ type countingReconciler struct {
 func (c *countingReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	c.n.Add(1)
 	return c.recorder.Reconcile(ctx, req)
+}
+
+// sharedRecorder returns a recorder for several managers, whose reads go
+// to the API server itself, so that no manager's cache decides what the
+// others' reconciles see.
+func sharedRecorder(t *testing.T, config *rest.Config) *recorder {
+	t.Helper()
+	direct := rest.CopyConfig(config)
+	direct.QPS = -1
+	c, err := client.New(direct, client.Options{})
+	require.NoError(t, err)
+	rec := newRecorder()
+	rec.client = c
+	return rec
 }
 
 // TestTwoManagersShareARedisQueue runs two controller-runtime managers,
@@ -45,14 +62,7 @@ func TestTwoManagersShareARedisQueue(t *testing.T) {
 	ns := namespace(t, cs, "redis")
 	names := createConfigMaps(t, cs, ns, "cm", "source", existing)
 
-	rec := newRecorder()
-	// Reads go to the API server itself, so that neither manager's cache
-	// decides what the other's reconciles see.
-	direct := rest.CopyConfig(config)
-	direct.QPS = -1
-	c, err := client.New(direct, client.Options{})
-	require.NoError(t, err)
-	rec.client = c
+	rec := sharedRecorder(t, config)
 	queueName := unique("crq-redis")
 	var managers [2]*countingReconciler
 	start := time.Now()
@@ -105,4 +115,106 @@ func TestTwoManagersShareARedisQueue(t *testing.T) {
 	t.Logf("two managers on one Redis queue: %d existing ConfigMaps reconciled in %.2f s, %d updates in %.2f s; "+
 		"%d reconciles (%d by one manager, %d by the other)",
 		existing, initial.Seconds(), updated, updates.Seconds(), total, managers[0].n.Load(), managers[1].n.Load())
+}
+
+// heldReconciler is one manager's reconciler: the shared recorder, whose
+// first reconcile in this manager waits for the gate.
+type heldReconciler struct {
+	*recorder
+	gate *gate
+}
+
+func (h *heldReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := h.recorder.Reconcile(ctx, req)
+	h.gate.hold(ctx)
+	return res, err
+}
+
+// TestTwoManagersInitialListBehindLiveChanges runs two managers, one
+// worker each, on one crredis queue, as two replicas of a controller:
+// both list the same existing ConfigMaps, which controller-runtime adds at
+// handler.LowPriority, and while both workers are held on the first of
+// them, live ConfigMaps are created, which both managers' informers add
+// at priority 0. Across both managers every live change must be handed
+// out before the rest of the initial list, each object queued once.
+func TestTwoManagersInitialListBehindLiveChanges(t *testing.T) {
+	const existing, live = 300, 50
+	config := requireServer(t)
+	srv := redistest.Start(t, redistest.Options{})
+	cs := clientset(t, config)
+	preNS, liveNS := namespace(t, cs, "pre"), namespace(t, cs, "live")
+	pre := createConfigMaps(t, cs, preNS, "cm", "source", existing)
+
+	rec := sharedRecorder(t, config)
+	queueName := unique("crredis")
+	var gates [2]*gate
+	var handles [2]atomic.Pointer[crredis.Queue[reconcile.Request]]
+	for i := range gates {
+		gates[i] = newGate()
+		redisClient := srv.Client()
+		handle := &handles[i]
+		t.Cleanup(func() {
+			if q := handle.Load(); q != nil {
+				q.ShutDown()
+			}
+		})
+		startManager(t, managerSetup{
+			namespaces: []string{preNS, liveNS},
+			workers:    1,
+			reconciler: &heldReconciler{recorder: rec, gate: gates[i]},
+			newQueue: func(string, ctrlworkqueue.TypedRateLimiter[reconcile.Request]) ctrlworkqueue.TypedRateLimitingInterface[reconcile.Request] {
+				q := crredis.New(redisClient, queueName, redisqueue.Options[reconcile.Request]{})
+				handle.Store(q)
+				return q
+			},
+		}, rec)
+	}
+	for _, g := range gates {
+		g.waitEntered(t)
+	}
+	q := handles[0].Load()
+	// Both managers' caches have synced, so both initial lists are in.
+	require.Eventually(t, func() bool { return q.Len() == existing-2 }, time.Minute, 10*time.Millisecond,
+		"the initial lists did not reach the queue")
+	liveNames := createConfigMaps(t, cs, liveNS, "cm", "source", live)
+	require.Eventually(t, func() bool { return q.Len() == existing-2+live }, time.Minute, 10*time.Millisecond,
+		"the live ConfigMaps did not reach the queue, once each")
+	for _, g := range gates {
+		close(g.open)
+	}
+	require.Eventually(t, func() bool {
+		return rec.converged(preNS, pre, "v1") && rec.converged(liveNS, liveNames, "v1")
+	}, 2*time.Minute, 10*time.Millisecond, "not every ConfigMap was reconciled")
+
+	// The objects in the order of their first reconcile, but for the two
+	// held ones.
+	type first struct {
+		ns string
+		at time.Time
+	}
+	var order []first
+	for _, name := range pre {
+		if at := rec.reconciles(types.NamespacedName{Namespace: preNS, Name: name}); len(at) > 0 {
+			order = append(order, first{preNS, at[0]})
+		}
+	}
+	for _, name := range liveNames {
+		at := rec.reconciles(types.NamespacedName{Namespace: liveNS, Name: name})
+		require.Len(t, at, 1, "live ConfigMap %s reconciled once", name)
+		order = append(order, first{liveNS, at[0]})
+	}
+	slices.SortFunc(order, func(a, b first) int { return a.at.Compare(b.at) })
+	order = order[2:]
+	// The queue hands every live change out before the rest of the initial
+	// list; the worker that got the last of them may record it after the
+	// other has begun on the initial list, so at least live-1 come first.
+	firstListed := slices.IndexFunc(order, func(f first) bool { return f.ns == preNS })
+	assert.GreaterOrEqual(t, firstListed, live-1, "live changes reconciled before the rest of the initial list")
+	total, overlaps := rec.counts()
+	assert.Zero(t, overlaps, "a key was reconciled by two workers at once")
+	// Each held object may be added again by the other manager's
+	// informer while it is held, and so reconciled twice.
+	assert.LessOrEqual(t, total, existing+live+2)
+	t.Logf("two managers on one crredis queue: %d live changes of %d handed out before the rest of the %d listed objects; %d reconciles",
+		firstListed, live, existing, total)
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/go-workqueue/workqueue"
 )
 
-// Add queues item unless it is already queued; if it is being processed,
-// by any handle, it is queued again after its Done. After ShutDown it does
+// Add queues item at priority 0 unless it is already queued (one queued
+// at a lower priority is raised to 0); if it is being processed, by any
+// handle, it is queued again after its Done. After ShutDown it does
 // nothing. It retries until it succeeds or the handle is shut down; an
 // item that cannot be encoded, is too large or that Redis refuses for
 // good is logged and dropped.
@@ -33,8 +34,10 @@ func (q *Queue[T]) AddContext(ctx context.Context, item T) error {
 }
 
 // AddAfter adds item once duration has passed; zero or less adds it at
-// once. If item is already waiting, the earlier ready time wins. It
-// retries as Add does.
+// once. If item is already waiting, the earlier ready time wins. As in
+// client-go, the wait is independent of the queue: an item queued or
+// processed also waits, and is added when its time comes; AddWithOpts
+// holds an item once instead. It retries as Add does.
 func (q *Queue[T]) AddAfter(item T, duration time.Duration) {
 	q.addRetrying("AddAfter", item, func(ctx context.Context, key string) error {
 		return q.addKey(ctx, key, duration)
@@ -59,6 +62,10 @@ func (q *Queue[T]) AddAfterContext(ctx context.Context, item T, duration time.Du
 // does.
 func (q *Queue[T]) AddRateLimited(item T) {
 	q.addRetrying("AddRateLimited", item, q.addRateLimited)
+}
+
+func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
+	return q.addCall(ctx, addCall{key: key, rule: ruleAdd | ruleRateLimited})
 }
 
 // AddRateLimitedContext is AddRateLimited without retries, with
@@ -96,6 +103,12 @@ func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, 
 // item that cannot be encoded or is too large is logged and dropped, and
 // the others are added.
 func (q *Queue[T]) AddBatch(items []T) {
+	q.addItems("AddBatch", items, addCall{})
+}
+
+// addItems is AddBatch with each item added as c, whose key it sets,
+// says.
+func (q *Queue[T]) addItems(op string, items []T, c addCall) {
 	if q.ShuttingDown() {
 		return
 	}
@@ -103,15 +116,15 @@ func (q *Queue[T]) AddBatch(items []T) {
 	for _, item := range items {
 		key, err := q.encode(item)
 		if err != nil {
-			q.logger.Error("workqueue: item dropped", "op", "AddBatch", "err", err)
+			q.logger.Error("workqueue: item dropped", "op", op, "err", err)
 			continue
 		}
 		keys = append(keys, key)
 	}
 	for p, part := range q.batches(keys) {
-		err := q.retry("AddBatch", q.stopCh, func(ctx context.Context) error { return q.addKeys(ctx, p, part) })
+		err := q.retry(op, q.stopCh, func(ctx context.Context) error { return q.addKeys(ctx, p, part, c) })
 		if err != nil {
-			q.logger.Error("workqueue: items dropped", "op", "AddBatch", "count", len(part), "first", part[0], "err", err)
+			q.logger.Error("workqueue: items dropped", "op", op, "count", len(part), "first", part[0], "err", err)
 		}
 	}
 }
@@ -141,6 +154,12 @@ func (q *Queue[T]) batches(keys []string) iter.Seq2[*partition, []string] {
 // after which the groups before were added and the rest may or may not
 // be. It returns workqueue.ErrShutDown after ShutDown.
 func (q *Queue[T]) AddBatchContext(ctx context.Context, items []T) error {
+	return q.addItemsContext(ctx, items, addCall{})
+}
+
+// addItemsContext is AddBatchContext with each item added as c, whose key
+// it sets, says.
+func (q *Queue[T]) addItemsContext(ctx context.Context, items []T, c addCall) error {
 	if q.ShuttingDown() {
 		return workqueue.ErrShutDown
 	}
@@ -153,69 +172,105 @@ func (q *Queue[T]) AddBatchContext(ctx context.Context, items []T) error {
 		keys[i] = key
 	}
 	for p, part := range q.batches(keys) {
-		if err := q.addKeys(ctx, p, part); err != nil {
+		if err := q.addKeys(ctx, p, part, c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// addCall is one add for the add script: a key and its delay in ms, added
-// at once when not positive.
+// addCall is one add for the add script: a key, its delay in ms (added at
+// once when not positive), its priority and its rule.
 type addCall struct {
-	key   string
-	delay int64
+	key      string
+	delay    int64
+	priority int64
+	rule     int64
 }
 
+// The rules of addopts.lua: ruleAdd is Add's and AddAfter's, ruleHeldOnce
+// AddWithOpts's; ruleRateLimited, added to either, counts a failure and
+// delays by the rate limit.
+const (
+	ruleAdd         = 0
+	ruleHeldOnce    = 1
+	ruleRateLimited = 2
+)
+
 // addKey adds key after delay with the next batch of this handle's
-// concurrent adds. ctx bounds only the wait for a batch to start: a call
-// in a batch that runs is waited for (go-redis's timeouts bound it), so
-// that an add that returns nil is in Redis.
+// concurrent adds (see addCall).
 func (q *Queue[T]) addKey(ctx context.Context, key string, delay time.Duration) error {
+	return q.addCall(ctx, addCall{key: key, delay: delay.Milliseconds()})
+}
+
+// addCall runs c with the next batch of this handle's concurrent adds.
+// ctx bounds only the wait for a batch to start: a call in a batch that
+// runs is waited for (go-redis's timeouts bound it), so that an add that
+// returns nil is in Redis.
+func (q *Queue[T]) addCall(ctx context.Context, c addCall) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err := q.part(key).adds.do(addCall{key, delay.Milliseconds()})
+	_, err := q.part(c.key).adds.do(c)
 	return err
 }
 
-// addKeys adds keys of partition p, at most maxBatch, in one script.
-func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string) error {
+// addKeys adds keys of partition p, at most maxBatch, in one script, each
+// as c, whose key it sets, says; one key goes with the handle's concurrent
+// adds.
+func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c addCall) error {
+	if len(keys) == 1 {
+		c.key = keys[0]
+		return q.addCall(ctx, c)
+	}
 	calls := make([]addCall, len(keys))
 	for i, key := range keys {
-		calls[i] = addCall{key: key}
+		calls[i] = c
+		calls[i].key = key
 	}
 	_, err := q.runAdds(ctx, p, calls)
 	return err
 }
 
 // runAdds runs one add script in partition p with calls and returns each
-// one's outcome.
+// one's outcome: add.lua when every call is an Add or AddAfter at
+// priority 0, else addopts.lua, which takes every rule but costs the
+// server more.
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
-	outcomes, err := runPairs(ctx, q, p, addScript, "add", calls, func(c addCall) (any, any) { return c.key, c.delay })
-	for _, outcome := range outcomes {
+	plain := !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
+	s, args := addScript, make([]any, 0, 1+len(p.limit)+4*len(calls))
+	args = append(args, q.now())
+	if !plain {
+		s = addOptsScript
+		args = append(args, p.limit...)
+	}
+	for _, c := range calls {
+		if plain {
+			args = append(args, c.key, c.delay)
+		} else {
+			args = append(args, c.key, c.delay, c.priority, c.rule)
+		}
+	}
+	outcomes, err := q.runCalls(ctx, p, s, len(calls), args)
+	for i, outcome := range outcomes {
+		if calls[i].rule&ruleRateLimited != 0 {
+			q.metrics.retries.Inc()
+		}
 		q.metrics.added(outcome)
 	}
 	return outcomes, err
 }
 
-// runPairs runs script in partition p, whose ARGV is the time and then two
-// values for each call (pair gives them), and whose reply is the
-// partition's depth and then one integer for each call. It returns those
-// integers.
-func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], p *partition, script *redis.Script, name string, calls []C, pair func(C) (any, any)) ([]int64, error) {
-	args := make([]any, 0, 1+2*len(calls))
-	args = append(args, q.now())
-	for _, c := range calls {
-		a, b := pair(c)
-		args = append(args, a, b)
-	}
-	res, err := q.runWrite(ctx, p, script, args...)
+// runCalls runs s in partition p with args, whose reply is the
+// partition's depth and then one integer for each of n calls. It returns
+// those integers.
+func (q *Queue[T]) runCalls(ctx context.Context, p *partition, s *script, n int, args []any) ([]int64, error) {
+	res, err := q.runWrite(ctx, p, s, args...)
 	if err != nil {
 		return nil, err
 	}
-	r := replyReader{script: name}
-	reply := r.ints(res, 1+len(calls), "the reply")
+	r := replyReader{script: s.name}
+	reply := r.ints(res, 1+n, "the reply")
 	if r.err != nil {
 		return nil, r.err
 	}
@@ -223,40 +278,22 @@ func runPairs[T comparable, C any](ctx context.Context, q *Queue[T], p *partitio
 	return reply[1:], nil
 }
 
-func (q *Queue[T]) addRateLimited(ctx context.Context, key string) error {
-	p := q.part(key)
-	args := append([]any{q.now(), key}, p.limit...)
-	res, err := q.runWrite(ctx, p, rateLimitedScript, args...)
-	if err != nil {
-		return err
-	}
-	r := replyReader{script: "ratelimited"}
-	reply := r.ints(res, 3, "the reply")
-	if r.err != nil {
-		return r.err
-	}
-	q.metrics.retries.Inc()
-	q.metrics.added(reply[0])
-	q.setDepth(p, reply[1])
-	return nil
-}
-
-// runWrite runs an add or done script in partition p, replicated as
+// runWrite runs s, an add or done script, in partition p, replicated as
 // runReplicated does.
-func (q *Queue[T]) runWrite(ctx context.Context, p *partition, script *redis.Script, args ...any) (any, error) {
+func (q *Queue[T]) runWrite(ctx context.Context, p *partition, s *script, args ...any) (any, error) {
 	if err := q.checkPartitions(ctx); err != nil {
 		return nil, err
 	}
-	return q.runReplicated(ctx, p.keys.all, script, args...)
+	return q.runReplicated(ctx, p.keys.of(s), s, args...)
 }
 
-// runReplicated runs script on keys, all of one slot. With
+// runReplicated runs s on keys, all of one slot. With
 // Options.WaitReplicas it sends WAIT after the script on the same
 // connection, in one round trip, and returns ErrNotReplicated, with the
 // script's reply, if too few replicas acknowledged in time.
-func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, script *redis.Script, args ...any) (any, error) {
+func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, s *script, args ...any) (any, error) {
 	if q.waitReplicas == 0 {
-		return script.Run(ctx, q.client, keys, args...).Result()
+		return s.Run(ctx, q.client, keys, args...).Result()
 	}
 	// WAIT counts the writes of its own connection, and a cluster client
 	// would send a command without keys to any node: the pipeline goes to
@@ -272,12 +309,12 @@ func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, script *red
 		var run *redis.Cmd
 		var wait *redis.Cmd
 		_, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			run = script.EvalSha(ctx, pipe, keys, args...)
+			run = s.EvalSha(ctx, pipe, keys, args...)
 			wait = pipe.Do(ctx, "WAIT", q.waitReplicas, q.waitTimeout.Milliseconds())
 			return nil
 		})
 		if !loaded && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
-			if err := script.Load(ctx, node).Err(); err != nil {
+			if err := s.Load(ctx, node).Err(); err != nil {
 				return nil, err
 			}
 			continue

@@ -4,8 +4,12 @@
 //   - a key is queued once, however often it is added;
 //   - a key is handed to one worker at a time across every process, and a
 //     key added while it is processed is queued again at its Done;
-//   - keys are handed out in the order of their first add (within a
-//     partition, with Options.Partitions);
+//   - keys are handed out highest priority first (AddWithOpts, with the
+//     in-memory TypedPriorityQueue's rules), and within a priority in the
+//     order of their first add (within a partition, with
+//     Options.Partitions);
+//   - Remove takes a key back, from any process: queued, delayed, or its
+//     re-add while it is processed;
 //   - AddAfter's earliest ready time wins, and AddRateLimited's failure
 //     counts live in Redis, so backoff goes on when another process
 //     retries the key;

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-workqueue/workqueue"
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 )
 
@@ -54,4 +55,30 @@ func Example_partitions() {
 	// Output:
 	// queued: 3
 	// reconciled: [default/db default/web kube-system/dns]
+}
+
+// Priorities across processes, with the in-memory priority queue's rules:
+// higher first, first in first out within a priority, and a re-add keeps
+// the highest priority asked for. Remove takes a key back.
+func Example_priorities() {
+	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer client.Close()
+	queue := redisqueue.New[string](client, "example-priorities", redisqueue.Options[string]{})
+	defer queue.ShutDownWithDrain()
+
+	low, high := -100, 10
+	queue.AddWithOpts(workqueue.AddOpts{Priority: &low}, "default/web", "default/db", "default/cache")
+	queue.Add("kube-system/dns")                                        // priority 0
+	queue.AddWithOpts(workqueue.AddOpts{Priority: &high}, "default/db") // raised
+	fmt.Println("removed:", queue.Remove("default/cache"))
+	for queue.Len() > 0 {
+		key, priority, _ := queue.GetWithPriority()
+		fmt.Println("reconcile", key, "at", priority)
+		queue.Done(key)
+	}
+	// Output:
+	// removed: true
+	// reconcile default/db at 10
+	// reconcile kube-system/dns at 0
+	// reconcile default/web at -100
 }

@@ -22,7 +22,7 @@ import (
 // order a worker finishing at the wrong moment does.
 type scriptHook struct {
 	mu     sync.Mutex
-	script *redis.Script
+	script *script
 	after  bool
 	fn     func()
 }
@@ -100,7 +100,7 @@ func TestExtendAfterDone(t *testing.T) {
 // scriptKeyHook calls fn for each run of a script by EVALSHA, with the
 // script's first key, in place of sending it; fn sends it with next.
 type scriptKeyHook struct {
-	script *redis.Script
+	script *script
 	fn     func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error
 }
 
@@ -155,10 +155,10 @@ func TestExtendPartitionsIndependently(t *testing.T) {
 	held, ran, release := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
 	clientA.AddHook(scriptKeyHook{extendScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
 		switch key {
-		case a.parts[0].keys.all[0]:
+		case a.parts[0].keys.of(extendScript)[0]:
 			held <- struct{}{}
 			<-release
-		case a.parts[1].keys.all[0]:
+		case a.parts[1].keys.of(extendScript)[0]:
 			defer func() { ran <- struct{}{} }()
 		}
 		return next(ctx, cmd)

@@ -21,14 +21,23 @@ import (
 // Redis is unreachable, taking from the partitions that answer; a closed
 // client or ErrPartitionsChanged ends it as a shutdown, logged.
 func (q *Queue[T]) Get() (item T, shutdown bool) {
-	item, err := q.get(context.Background(), true)
+	item, _, shutdown = q.GetWithPriority()
+	return item, shutdown
+}
+
+// GetWithPriority is Get that also returns the priority the item was
+// queued at (see AddWithOpts). Items queued at a higher priority are
+// handed out first; on a partitioned queue, only among the items of one
+// partition.
+func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
+	h, err := q.get(context.Background(), true)
 	if err != nil {
 		if !errors.Is(err, workqueue.ErrShutDown) {
 			q.logger.Error("workqueue: Get gave up", "err", err)
 		}
-		return item, true
+		return item, 0, true
 	}
-	return item, false
+	return h.item, h.priority, false
 }
 
 // GetContext is Get that also returns when ctx ends, with ctx.Err(), and
@@ -37,7 +46,21 @@ func (q *Queue[T]) Get() (item T, shutdown bool) {
 // item: if Redis has not answered within 100ms of the end of ctx, a key it
 // leases for this call afterwards is put back at the front of the queue.
 func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
-	return q.get(ctx, false)
+	h, err := q.get(ctx, false)
+	return h.item, err
+}
+
+// GetWithPriorityContext is GetContext that also returns the item's
+// priority, as GetWithPriority does.
+func (q *Queue[T]) GetWithPriorityContext(ctx context.Context) (item T, priority int, err error) {
+	h, err := q.get(ctx, false)
+	return h.item, h.priority, err
+}
+
+// handout is an item a Get hands out, with the priority it was queued at.
+type handout[T any] struct {
+	item     T
+	priority int
 }
 
 // get is Get, or GetContext without retry. It looks at the partitions in
@@ -46,11 +69,11 @@ func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
 // next Get in that partition (see partition.orphans), as the Get that
 // sent it may have left with another partition's item; if the handle
 // shuts down first, the key is handed out again when its lease expires.
-func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
+func (q *Queue[T]) get(ctx context.Context, retry bool) (got handout[T], err error) {
 	q.mu.Lock()
 	if q.shuttingDown {
 		q.mu.Unlock()
-		return item, workqueue.ErrShutDown
+		return got, workqueue.ErrShutDown
 	}
 	q.waiting++
 	q.mu.Unlock()
@@ -99,7 +122,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	}()
 
 	if err := ctx.Err(); err != nil {
-		return item, err
+		return got, err
 	}
 	// due[i] is when this Get is to look at partition i again without a
 	// wakeup from it: when its next delayed key is due, or its backoff
@@ -108,18 +131,18 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 	from := -1 // the partition the last wakeup came from
 	for attempt := 0; ; {
 		if q.ShuttingDown() {
-			return item, workqueue.ErrShutDown
+			return got, workqueue.ErrShutDown
 		}
-		got, wait, err := q.takeRound(ctx, nonces, owed, due, from)
-		if got != nil {
-			return *got, nil
+		h, wait, err := q.takeRound(ctx, nonces, owed, due, from)
+		if h != nil {
+			return *h, nil
 		}
 		if err != nil {
 			// A closed client cannot recover, nor a handle with the wrong
 			// number of partitions; any other error may pass (a script
 			// error would show in every attempt's log).
 			if !retry || errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrPartitionsChanged) || ctx.Err() != nil {
-				return item, err
+				return got, err
 			}
 			if attempt%20 == 0 {
 				level := slog.LevelWarn
@@ -129,7 +152,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 				q.logger.Log(context.Background(), level, "workqueue: Get failed, retrying", "attempt", attempt+1, "err", err)
 			}
 			if !q.sleepBackoff(attempt, q.stopCh) {
-				return item, workqueue.ErrShutDown
+				return got, workqueue.ErrShutDown
 			}
 			attempt++
 			from = -1
@@ -142,7 +165,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 		}
 		var token bool
 		if from, token, err = q.sleep(ctx, wait); err != nil {
-			return item, err
+			return got, err
 		}
 		if token {
 			owed[from] = true
@@ -166,7 +189,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (item T, err error) {
 // to fail); the others' waits are cut to end with the backoff. So the
 // Gets go on taking from the other partitions meanwhile instead of
 // queueing behind the failing one.
-func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, due []time.Time, only int) (*T, time.Duration, error) {
+func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, due []time.Time, only int) (*handout[T], time.Duration, error) {
 	order := []int{only}
 	if only < 0 {
 		order = q.roundOrder()
@@ -228,13 +251,13 @@ const takeGrace = 100 * time.Millisecond
 // leases is given back to the front of the queue; if it fails, its nonce
 // is left to a later Get (see partition.orphans). Either way the nonce is
 // no longer the Get's, and *nonce is cleared.
-func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string) (*T, time.Duration, error) {
+func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string) (*handout[T], time.Duration, error) {
 	nonce := *noncep
 	if ctx.Done() == nil {
 		return q.take(p, nonce)
 	}
 	type taken struct {
-		item *T
+		item *handout[T]
 		wait time.Duration
 		err  error
 	}
@@ -260,7 +283,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 	go func() {
 		switch r := <-result; {
 		case r.item != nil:
-			q.giveBack(*r.item)
+			q.giveBack(r.item.item)
 		case r.err != nil:
 			p.orphan(nonce)
 		}
@@ -281,7 +304,7 @@ func (q *Queue[T]) giveBack(item T) {
 	if h == nil {
 		return
 	}
-	if err := releaseScript.Run(context.Background(), q.client, q.part(key).keys.all, q.now(), key, h.token).Err(); err != nil {
+	if err := releaseScript.Run(context.Background(), q.client, q.part(key).keys.of(releaseScript), q.now(), key, h.token).Err(); err != nil {
 		q.logger.Warn("workqueue: could not give back a key a cancelled Get took; it is handed out again when its lease expires", "key", key, "err", err)
 	}
 	q.release(key, h)
@@ -292,7 +315,7 @@ func (q *Queue[T]) giveBack(item T) {
 func (q *Queue[T]) passOn(p *partition) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := signalScript.Run(ctx, q.client, p.keys.all).Err(); err != nil {
+	if err := signalScript.Run(ctx, q.client, p.keys.of(signalScript)).Err(); err != nil {
 		q.logger.Warn("workqueue: could not pass a wakeup on; other handles see the key within a heartbeat", "err", err)
 	}
 }
@@ -302,6 +325,7 @@ func (q *Queue[T]) passOn(p *partition) {
 type grant struct {
 	key, token string
 	queuedFor  time.Duration
+	priority   int           // the priority it was queued at
 	ok         bool          // a key was leased
 	wait       time.Duration // without a key: -1 none waits, else the time until one is due
 }
@@ -318,7 +342,7 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}
-	res, err := getScript.Run(context.Background(), q.client, p.keys.all, args...).Result()
+	res, err := getScript.Run(context.Background(), q.client, p.keys.of(getScript), args...).Result()
 	if err != nil {
 		if len(q.parts) > 1 && isOutage(err) {
 			q.partitionFailed(p, err)
@@ -339,11 +363,12 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 			grants[i] = grant{wait: wait}
 			continue
 		}
-		g := r.array(v, 3, "a grant")
+		g := r.array(v, 4, "a grant")
 		grants[i] = grant{
 			key:       r.str(g[0], "a grant's key"),
 			token:     r.str(g[1], "a grant's token"),
 			queuedFor: time.Duration(max(r.int(g[2], "a grant's queueing time"), 0)) * time.Millisecond,
+			priority:  int(r.int(g[3], "a grant's priority")),
 			ok:        true,
 		}
 	}
@@ -359,7 +384,7 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 // next batch of this handle's Gets there. It returns the item handed out,
 // or else how long to wait for the partition's next delayed item to be due
 // (-1: none, wait for a signal; 0: look again at once).
-func (q *Queue[T]) take(p *partition, nonce string) (*T, time.Duration, error) {
+func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration, error) {
 	ctx := context.Background()
 	g, err := p.takes.do(nonce)
 	if err != nil {
@@ -375,7 +400,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*T, time.Duration, error) {
 		// Another handle stored a key this codec cannot read: give it back
 		// rather than hold it for ever or hand out garbage.
 		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
-		_ = doneScript.Run(ctx, q.client, p.keys.all, q.now(), key, token).Err()
+		_ = doneScript.Run(ctx, q.client, p.keys.of(doneScript), q.now(), key, token).Err()
 		return nil, 0, nil
 	}
 	now := q.clock.Now()
@@ -387,7 +412,8 @@ func (q *Queue[T]) take(p *partition, nonce string) (*T, time.Duration, error) {
 		// under the new lease, marked to be queued again at its Done.
 		h.token, h.lost, h.renewed = token, false, now
 		q.mu.Unlock()
-		if err := addScript.Run(ctx, q.client, p.keys.all, q.now(), key, 0).Err(); err != nil {
+		args := append(append([]any{q.now()}, p.limit...), key, 0, g.priority, ruleAdd)
+		if err := addOptsScript.Run(ctx, q.client, p.keys.of(addOptsScript), args...).Err(); err != nil {
 			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}
 		return nil, 0, nil
@@ -399,7 +425,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*T, time.Duration, error) {
 	q.held[key] = &holding{token: token, since: now, renewed: now}
 	q.mu.Unlock()
 	q.metrics.handedOut(g.queuedFor)
-	return &item, 0, nil
+	return &handout[T]{item, g.priority}, 0, nil
 }
 
 func (q *Queue[T]) logReclaimed(n int64) {

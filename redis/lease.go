@@ -115,7 +115,12 @@ type doneCall struct{ key, token string }
 // runDones runs one done script in partition p with calls and returns
 // each one's outcome.
 func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
-	return runPairs(context.Background(), q, p, doneScript, "done", calls, func(c doneCall) (any, any) { return c.key, c.token })
+	args := make([]any, 0, 1+2*len(calls))
+	args = append(args, q.now())
+	for _, c := range calls {
+		args = append(args, c.key, c.token)
+	}
+	return q.runCalls(context.Background(), p, doneScript, len(calls), args)
 }
 
 // release forgets the lease h on key, if it is still the one held.
@@ -252,7 +257,7 @@ func (q *Queue[T]) extendPartition(p *partition, leases []heldLease) {
 		// ContextTimeoutEnabled, else at its ReadTimeout.
 		ctx, cancel := context.WithTimeout(context.Background(), q.extendTimeout(part))
 		sent := q.clock.Now()
-		lost, err := extendScript.Run(ctx, q.client, p.keys.all, args...).StringSlice()
+		lost, err := extendScript.Run(ctx, q.client, p.keys.of(extendScript), args...).StringSlice()
 		cancel()
 		if err != nil {
 			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "partition", p.index, "err", err)

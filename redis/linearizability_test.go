@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
@@ -23,6 +26,11 @@ import (
 // Shutdown is left out: it is each handle's own and changes nothing in
 // Redis. A Get that gives up after a short wait is legal only where the
 // queue was empty, so a lost wakeup that outlasts the wait is caught too.
+// Adds come at priorities -1 to 2, Gets say the priority they hand out,
+// and Removes say whether they took anything, so the priority queue's
+// rules are checked too: a re-add keeps the highest priority, a raised key
+// goes behind those at its new priority, a key added while processed is
+// queued again at the highest priority asked for meanwhile.
 //
 // A partitioned queue is checked twice. With both keys in one partition
 // (the others stay empty) it must pass the same model, Len and AddBatch
@@ -47,38 +55,77 @@ const (
 	linLen
 	linGet
 	linDone
-	linAddBatch // AddBatch of key and then the other key
+	linAddBatch    // AddBatch of key and then the other key
+	linAddPriority // AddWithOpts at a priority
+	linRemove
 )
 
-var linOpNames = [...]string{"Add", "AddRateLimited", "Forget", "NumRequeues", "Len", "Get", "Done", "AddBatch"}
+var linOpNames = [...]string{"Add", "AddRateLimited", "Forget", "NumRequeues", "Len", "Get", "Done", "AddBatch", "AddWithOpts", "Remove"}
 
 type linInput struct {
-	op  linOp
-	key int8 // -1: none
+	op   linOp
+	key  int8 // -1: none
+	prio int8 // AddWithOpts
 }
 
 type linOutput struct {
-	key int8 // Get: the key, -1 if it gave up
-	n   int  // NumRequeues, Len
+	key  int8 // Get: the key, -1 if it gave up
+	n    int  // NumRequeues, Len, Remove (1 if it took anything)
+	prio int8 // Get: the priority
 }
 
-// linState is the sequential queue, a comparable value.
+// linState is the sequential priority queue, a comparable value: fifo
+// holds the queued keys in hand-out order, prio[k] the priority of queued
+// key k, dirtyPrio[k] the priority a processed key k is queued at again.
 type linState struct {
 	fifo       [linKeys]int8
+	prio       [linKeys]int8
 	queued     int8
 	processing [linKeys]bool
 	dirty      [linKeys]bool
+	dirtyPrio  [linKeys]int8
 	failures   [linKeys]int8
 }
 
-func (s linState) add(key int8) linState {
+// insert queues key at prio, behind every key queued at prio or higher.
+func (s linState) insert(key, prio int8) linState {
+	i := s.queued
+	for i > 0 && s.prio[s.fifo[i-1]] < prio {
+		i--
+	}
+	copy(s.fifo[i+1:s.queued+1], s.fifo[i:s.queued])
+	s.fifo[i] = key
+	s.prio[key] = prio
+	s.queued++
+	return s
+}
+
+// unqueue takes key out of fifo, if it is queued, and reports whether it
+// was.
+func (s linState) unqueue(key int8) (linState, bool) {
+	i := slices.Index(s.fifo[:s.queued], key)
+	if i < 0 {
+		return s, false
+	}
+	copy(s.fifo[i:], s.fifo[i+1:s.queued])
+	s.queued--
+	s.fifo[s.queued], s.prio[key] = 0, 0
+	return s, true
+}
+
+func (s linState) add(key, prio int8) linState {
 	switch {
 	case s.processing[key]:
-		s.dirty[key] = true
+		if !s.dirty[key] || prio > s.dirtyPrio[key] {
+			s.dirty[key], s.dirtyPrio[key] = true, prio
+		}
 	case slices.Contains(s.fifo[:s.queued], key):
+		if prio > s.prio[key] {
+			s, _ = s.unqueue(key)
+			s = s.insert(key, prio)
+		}
 	default:
-		s.fifo[s.queued] = key
-		s.queued++
+		s = s.insert(key, prio)
 	}
 	return s
 }
@@ -86,12 +133,24 @@ func (s linState) add(key int8) linState {
 func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	switch in.op {
 	case linAdd:
-		return true, s.add(in.key)
+		return true, s.add(in.key, 0)
+	case linAddPriority:
+		return true, s.add(in.key, in.prio)
 	case linAddBatch:
-		return true, s.add(in.key).add(linKeys - 1 - in.key)
+		return true, s.add(in.key, 0).add(linKeys-1-in.key, 0)
 	case linAddRateLimited:
 		s.failures[in.key]++
-		return true, s.add(in.key)
+		return true, s.add(in.key, 0)
+	case linRemove:
+		s, took := s.unqueue(in.key)
+		took = took || s.dirty[in.key]
+		s.dirty[in.key], s.dirtyPrio[in.key] = false, 0
+		s.failures[in.key] = 0
+		want := 0
+		if took {
+			want = 1
+		}
+		return out.n == want, s
 	case linForget:
 		s.failures[in.key] = 0
 		return true, s
@@ -103,11 +162,10 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		if out.key < 0 {
 			return s.queued == 0, s
 		}
-		if s.queued == 0 || s.fifo[0] != out.key {
+		if s.queued == 0 || s.fifo[0] != out.key || s.prio[out.key] != out.prio {
 			return false, s
 		}
-		copy(s.fifo[:], s.fifo[1:s.queued])
-		s.queued--
+		s, _ = s.unqueue(out.key)
 		s.processing[out.key] = true
 		return true, s
 	case linDone:
@@ -116,9 +174,8 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		}
 		s.processing[in.key] = false
 		if s.dirty[in.key] {
-			s.dirty[in.key] = false
-			s.fifo[s.queued] = in.key
-			s.queued++
+			s = s.insert(in.key, s.dirtyPrio[in.key])
+			s.dirty[in.key], s.dirtyPrio[in.key] = false, 0
 		}
 		return true, s
 	}
@@ -136,7 +193,7 @@ func linByPartition(history []porcupine.Operation) [][]porcupine.Operation {
 		case in.op == linAddBatch:
 			for k := range parts {
 				add := op
-				add.Input = linInput{linAdd, int8(k)}
+				add.Input = linInput{linAdd, int8(k), 0}
 				parts[k] = append(parts[k], add)
 			}
 		case in.op == linGet && out.key < 0:
@@ -168,9 +225,11 @@ var linModel = porcupine.Model{
 		in, out := input.(linInput), output.(linOutput)
 		switch in.op {
 		case linGet:
-			return fmt.Sprintf("Get() = %d", out.key)
-		case linNumRequeues, linLen:
+			return fmt.Sprintf("GetWithPriority() = %d, %d", out.key, out.prio)
+		case linNumRequeues, linLen, linRemove:
 			return fmt.Sprintf("%s(%d) = %d", linOpNames[in.op], in.key, out.n)
+		case linAddPriority:
+			return fmt.Sprintf("AddWithOpts(priority %d, %d)", in.prio, in.key)
 		}
 		return fmt.Sprintf("%s(%d)", linOpNames[in.op], in.key)
 	},
@@ -258,56 +317,71 @@ func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string
 			for i := 0; i < 12 || len(held) > 0; i++ {
 				key := int8(rng.IntN(linKeys))
 				name := names[key]
-				op := linOp(rng.IntN(8))
+				op := linOp(rng.IntN(10))
 				if i >= 12 {
 					op = linDone // finish what this goroutine holds
 				}
 				switch op {
 				case linAdd:
-					record(linInput{linAdd, key}, func() linOutput {
+					record(linInput{linAdd, key, 0}, func() linOutput {
 						require.NoError(t, q.AddContext(context.Background(), name))
 						return linOutput{}
 					})
 				case linAddBatch:
 					other := names[linKeys-1-key]
-					record(linInput{linAddBatch, key}, func() linOutput {
+					record(linInput{linAddBatch, key, 0}, func() linOutput {
 						require.NoError(t, q.AddBatchContext(context.Background(), []string{name, other}))
 						return linOutput{}
 					})
+				case linAddPriority:
+					priority := rng.IntN(4) - 1
+					record(linInput{linAddPriority, key, int8(priority)}, func() linOutput {
+						require.NoError(t, q.AddWithOptsContext(context.Background(), workqueue.AddOpts{Priority: &priority}, name))
+						return linOutput{}
+					})
+				case linRemove:
+					record(linInput{linRemove, key, 0}, func() linOutput {
+						took, err := q.RemoveContext(context.Background(), name)
+						require.NoError(t, err)
+						if took {
+							return linOutput{n: 1}
+						}
+						return linOutput{}
+					})
 				case linAddRateLimited:
-					record(linInput{linAddRateLimited, key}, func() linOutput {
+					record(linInput{linAddRateLimited, key, 0}, func() linOutput {
 						require.NoError(t, q.AddRateLimitedContext(context.Background(), name))
 						return linOutput{}
 					})
 				case linForget:
-					record(linInput{linForget, key}, func() linOutput {
+					record(linInput{linForget, key, 0}, func() linOutput {
 						require.NoError(t, q.ForgetContext(context.Background(), name))
 						return linOutput{}
 					})
 				case linNumRequeues:
-					record(linInput{linNumRequeues, key}, func() linOutput {
+					record(linInput{linNumRequeues, key, 0}, func() linOutput {
 						n, err := q.NumRequeuesContext(context.Background(), name)
 						require.NoError(t, err)
 						return linOutput{n: n}
 					})
 				case linLen:
-					record(linInput{linLen, -1}, func() linOutput {
+					record(linInput{linLen, -1, 0}, func() linOutput {
 						n, err := q.LenContext(context.Background())
 						require.NoError(t, err)
 						return linOutput{n: n}
 					})
 				case linGet:
-					record(linInput{linGet, -1}, func() linOutput {
+					record(linInput{linGet, -1, 0}, func() linOutput {
 						ctx, cancel := context.WithTimeout(context.Background(), 15*time.Millisecond)
 						defer cancel()
-						item, err := q.GetContext(ctx)
+						item, priority, err := q.GetWithPriorityContext(ctx)
 						if errors.Is(err, context.DeadlineExceeded) {
 							return linOutput{key: -1}
 						}
 						require.NoError(t, err)
 						got := int8(slices.Index(names[:], item))
 						held = append(held, got)
-						return linOutput{key: got}
+						return linOutput{key: got, prio: int8(priority)}
 					})
 				case linDone:
 					if len(held) == 0 {
@@ -316,7 +390,7 @@ func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string
 					j := rng.IntN(len(held))
 					key := held[j]
 					held = slices.Delete(held, j, j+1)
-					record(linInput{linDone, key}, func() linOutput {
+					record(linInput{linDone, key, 0}, func() linOutput {
 						require.NoError(t, q.DoneContext(context.Background(), names[key]))
 						return linOutput{}
 					})
@@ -350,29 +424,60 @@ func TestLinearizabilityModelRejects(t *testing.T) {
 		ops  []porcupine.Operation
 	}{
 		{"handed to two workers", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			linCall(2, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(2, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
 		}},
 		{"dirty mark dropped", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			linCall(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
-			linCall(1, 6, 7, linInput{linDone, 0}, linOutput{}),
-			linCall(1, 8, 9, linInput{linLen, -1}, linOutput{n: 0}),
+			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{linDone, 0, 0}, linOutput{}),
+			linCall(1, 8, 9, linInput{linLen, -1, 0}, linOutput{n: 0}),
 		}},
 		{"lost wakeup", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
-			linCall(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAdd, 1, 0}, linOutput{}),
+			linCall(1, 2, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
 		}},
 		{"batch seen half added", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linLen, -1}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{linAddBatch, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linLen, -1, 0}, linOutput{n: 1}),
 		}},
 		{"fifo inverted", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			linCall(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
-			linCall(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(0, 2, 3, linInput{linAdd, 1, 0}, linOutput{}),
+			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: 1}),
+		}},
+		{"re-add lowered the priority", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{linAddPriority, 0, 2}, linOutput{}),
+			linCall(0, 2, 3, linInput{linAddPriority, 0, 1}, linOutput{}),
+			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: 0, prio: 1}),
+		}},
+		{"raised ahead of its new priority", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{linAddPriority, 0, 1}, linOutput{}),
+			linCall(0, 2, 3, linInput{linAdd, 1, 0}, linOutput{}),
+			linCall(0, 4, 5, linInput{linAddPriority, 1, 1}, linOutput{}),
+			linCall(1, 6, 7, linInput{linGet, -1, 0}, linOutput{key: 1, prio: 1}),
+		}},
+		{"requeued at the priority it was processed at", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{linAddPriority, 0, 2}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0, prio: 2}),
+			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{linDone, 0, 0}, linOutput{}),
+			linCall(1, 8, 9, linInput{linGet, -1, 0}, linOutput{key: 0, prio: 2}),
+		}},
+		{"removed re-add queued at Done", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(0, 6, 7, linInput{linRemove, 0, 0}, linOutput{n: 1}),
+			linCall(1, 8, 9, linInput{linDone, 0, 0}, linOutput{}),
+			linCall(1, 10, 11, linInput{linLen, -1, 0}, linOutput{n: 1}),
+		}},
+		{"Remove of a held key took something", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{linRemove, 0, 0}, linOutput{n: 1}),
 		}},
 	}
 	for _, tt := range tests {
@@ -394,40 +499,40 @@ func TestLinearizabilityPartitionedModel(t *testing.T) {
 		want porcupine.CheckResult
 	}{
 		{"handed to two workers", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
-			linCall(2, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{linAdd, 1, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 1}),
+			linCall(2, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 1}),
 		}, porcupine.Illegal},
 		{"dirty mark dropped", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			linCall(0, 4, 5, linInput{linAdd, 0}, linOutput{}),
-			linCall(1, 6, 7, linInput{linDone, 0}, linOutput{}),
-			linCall(1, 8, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{linDone, 0, 0}, linOutput{}),
+			linCall(1, 8, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"lost wakeup in the other partition", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 1}, linOutput{}),
-			linCall(1, 2, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAdd, 1, 0}, linOutput{}),
+			linCall(1, 2, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"batch lost half", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddBatch, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 0}),
-			linCall(1, 4, 30, linInput{linGet, -1}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{linAddBatch, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(1, 4, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"failure counted in the wrong partition", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddRateLimited, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linNumRequeues, 1}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{linAddRateLimited, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linNumRequeues, 1, 0}, linOutput{n: 1}),
 		}, porcupine.Illegal},
 		{"order between partitions", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0}, linOutput{}),
-			linCall(0, 2, 3, linInput{linAdd, 1}, linOutput{}),
-			linCall(1, 4, 5, linInput{linGet, -1}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
+			linCall(0, 2, 3, linInput{linAdd, 1, 0}, linOutput{}),
+			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: 1}),
 		}, porcupine.Ok},
 		{"batch seen half added", []porcupine.Operation{
-			linCall(0, 0, 10, linInput{linAddBatch, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1}, linOutput{key: 1}),
-			linCall(1, 4, 5, linInput{linGet, -1}, linOutput{key: -1}),
-			linCall(1, 11, 12, linInput{linGet, -1}, linOutput{key: 0}),
+			linCall(0, 0, 10, linInput{linAddBatch, 0, 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 1}),
+			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: -1}),
+			linCall(1, 11, 12, linInput{linGet, -1, 0}, linOutput{key: 0}),
 		}, porcupine.Ok},
 	}
 	for _, tt := range tests {
@@ -437,4 +542,53 @@ func TestLinearizabilityPartitionedModel(t *testing.T) {
 			require.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(linModel, tt.ops, time.Second))
 		})
 	}
+}
+
+// TestLinearizabilityCatchesBrokenPriority runs the check against a queue
+// whose add script lets a re-add lower the priority of a key queued or
+// marked to be queued again, and requires it to reject one of the
+// histories: the check sees a broken merge of priorities, not only
+// hand-written histories of one.
+func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	broken := scriptReplacing(t, "addopts.lua", map[string]string{
+		"  if prio > old then\n":                   "  if prio ~= old then\n",
+		"    if prio > state_priority(state) then": "    if prio ~= state_priority(state) then",
+	})
+	saved := addOptsScript
+	addOptsScript = broken
+	defer func() { addOptsScript = saved }()
+	const most = 300
+	for h := range most {
+		seed := rand.Uint64()
+		name := fmt.Sprintf("lin-broken-%d-%d", h, queueSeq.Add(1))
+		handles := []*Queue[string]{
+			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
+			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
+		}
+		ops := runLinHistory(t, handles, [linKeys]string{"a", "b"}, seed)
+		for _, q := range handles {
+			q.ShutDownWithDrain()
+		}
+		if porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second) == porcupine.Illegal {
+			t.Logf("history %d (seed %d) of the broken queue is rejected", h+1, seed)
+			return
+		}
+	}
+	t.Fatalf("none of %d histories of a queue whose re-adds lower priorities was rejected", most)
+}
+
+// scriptReplacing returns the script of file with each of replace's keys,
+// each of which must occur once in the script as loadScript makes it,
+// replaced by its value.
+func scriptReplacing(t *testing.T, file string, replace map[string]string) *script {
+	t.Helper()
+	s := loadScript(file)
+	src := s.src
+	for old, repl := range replace {
+		require.Equal(t, 1, strings.Count(src, old), "occurrences of %q", old)
+		src = strings.Replace(src, old, repl, 1)
+	}
+	return &script{Script: redis.NewScript(src), name: s.name, src: src, keys: s.keys}
 }

@@ -28,7 +28,7 @@ const maxPartitions = 256
 type partition struct {
 	index int
 	keys  queueKeys
-	// limit is ratelimited.lua's limiter arguments: the per-key backoff
+	// limit is addopts.lua's rate limit arguments: the per-key backoff
 	// whole, the bucket's rate and burst shared out between partitions.
 	limit []any
 
@@ -302,7 +302,7 @@ func (q *Queue[T]) checkPartitions(ctx context.Context) error {
 	if q.partitionsChecked.Load() {
 		return nil
 	}
-	keys := append(q.parts[0].keys.all[:len(q.parts[0].keys.all):len(q.parts[0].keys.all)], q.parts[0].keys.prefix+"partitions")
+	keys := append(q.parts[0].keys.of(partitionsScript), q.parts[0].keys.prefix+"partitions")
 	// Replicated as the adds are, so that a failover cannot lose the
 	// recorded number while handles go on using the queue it describes.
 	res, err := q.runReplicated(ctx, keys, partitionsScript, len(q.parts))
@@ -325,7 +325,7 @@ func (q *Queue[T]) checkPartitions(ctx context.Context) error {
 	return nil
 }
 
-// rateLimitArgs returns ratelimited.lua's arguments for one of n
+// rateLimitArgs returns addopts.lua's rate limit arguments for one of n
 // partitions: the per-key backoff as configured, and a bucket of QPS/n
 // with a burst of Burst/n rounded up, so that the n buckets together
 // refill at QPS.

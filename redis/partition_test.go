@@ -389,7 +389,7 @@ func TestPartitionFailedOncePerScript(t *testing.T) {
 			release := make(chan struct{})
 			var q *Queue[string]
 			client.AddHook(scriptKeyHook{getScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
-				if key != q.parts[0].keys.all[0] {
+				if key != q.parts[0].keys.of(getScript)[0] {
 					return next(ctx, cmd)
 				}
 				<-release

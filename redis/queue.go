@@ -38,7 +38,8 @@ var (
 // Queue is one process's handle on a queue kept in Redis: every handle
 // made with the same Redis and name shares the queue. It satisfies
 // workqueue.TypedRateLimitingInterface[T], so a Runner or an existing
-// worker loop runs on it unchanged.
+// worker loop runs on it unchanged. It adds the priority queue's
+// AddWithOpts and GetWithPriority, and Remove.
 //
 // The client-go-shaped methods retry with backoff while Redis is
 // unreachable or refuses for a while (loading, read-only, out of memory,
@@ -49,7 +50,7 @@ var (
 // that returned is in Redis.
 //
 // With Options.Partitions every per-key guarantee holds, but keys keep
-// their order only within a partition, and Len, Snapshot and AddBatch
+// their order, priorities included, only within a partition, and Len, Snapshot and AddBatch
 // take effect at one instant per partition, not one for the whole queue;
 // likewise a GetContext that gives up found each partition empty at an
 // instant of its own.
@@ -350,14 +351,10 @@ func (q *Queue[T]) LenContext(ctx context.Context) (int, error) {
 	if err := q.checkPartitions(ctx); err != nil {
 		return 0, err
 	}
-	if len(q.parts) == 1 {
-		n, err := q.client.LLen(ctx, q.parts[0].keys.ready).Result()
-		return int(n), err
-	}
-	lens := make([]*redis.IntCmd, len(q.parts))
+	lens := make([]*redis.IntCmd, 0, 2*len(q.parts))
 	if _, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, part := range q.parts {
-			lens[i] = p.LLen(ctx, part.keys.ready)
+		for _, part := range q.parts {
+			lens = append(lens, p.LLen(ctx, part.keys.ready), p.ZCard(ctx, part.keys.prio))
 		}
 		return nil
 	}); err != nil {

@@ -358,7 +358,7 @@ func TestLostGetReplyRecovered(t *testing.T) {
 				close(release)
 			}
 			client.AddHook(scriptKeyHook{getScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
-				if key != q.parts[0].keys.all[0] || !lost.CompareAndSwap(false, true) {
+				if key != q.parts[0].keys.of(getScript)[0] || !lost.CompareAndSwap(false, true) {
 					return next(ctx, cmd)
 				}
 				<-release

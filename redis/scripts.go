@@ -2,6 +2,9 @@ package redisqueue
 
 import (
 	"embed"
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -13,18 +16,30 @@ var luaFiles embed.FS
 // The scripts that change a queue's state. Each runs alone on the server,
 // so every state change is one atomic step, whichever process makes it.
 var (
-	addScript         = loadScript("add.lua")
-	rateLimitedScript = loadScript("ratelimited.lua")
-	getScript         = loadScript("get.lua")
-	doneScript        = loadScript("done.lua")
-	extendScript      = loadScript("extend.lua")
-	signalScript      = loadScript("signal.lua")
-	releaseScript     = loadScript("release.lua")
-	snapshotScript    = loadScript("snapshot.lua")
-	partitionsScript  = loadScript("partitions.lua")
+	addScript        = loadScript("add.lua")
+	addOptsScript    = loadScript("addopts.lua")
+	getScript        = loadScript("get.lua")
+	doneScript       = loadScript("done.lua")
+	extendScript     = loadScript("extend.lua")
+	signalScript     = loadScript("signal.lua")
+	releaseScript    = loadScript("release.lua")
+	removeScript     = loadScript("remove.lua")
+	snapshotScript   = loadScript("snapshot.lua")
+	partitionsScript = loadScript("partitions.lua")
 )
 
-func loadScript(name string) *redis.Script {
+// script is one of the queue's Lua scripts: its body after the statements
+// of the prelude that it uses. It is sent the keys those statements bind,
+// which queueKeys.of lists.
+type script struct {
+	*redis.Script
+	name string
+	src  string
+	// keys are the indexes in keyParts of the keys it is sent, in order.
+	keys []int
+}
+
+func loadScript(name string) *script {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	if err != nil {
 		panic(err)
@@ -33,7 +48,121 @@ func loadScript(name string) *redis.Script {
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(string(prelude) + "\n" + string(body))
+	text, keys := assemble(parsePrelude(string(prelude)), string(body))
+	return &script{Script: redis.NewScript(text), name: strings.TrimSuffix(name, ".lua"), src: text, keys: keys}
+}
+
+// statement is one top-level statement of the prelude, with the comment
+// before it.
+type statement struct {
+	text  string
+	names []string // the locals it declares
+	key   int      // for a key's binding, its index in keyParts; else -1
+}
+
+var (
+	declaresFunction = regexp.MustCompile(`^local function ([A-Za-z_]\w*)`)
+	declaresLocals   = regexp.MustCompile(`^local ([A-Za-z_][\w, ]*?)\s*=`)
+	bindsKey         = regexp.MustCompile(`(?m)^local ([A-Z_]+) = KEYS\[\d+\]`)
+	luaComment       = regexp.MustCompile(`--[^\n]*`)
+	luaName          = regexp.MustCompile(`[A-Za-z_]\w*`)
+)
+
+// parsePrelude splits the prelude into its top-level statements: each
+// starts at a line that begins in the first column with neither a comment
+// nor "end", and takes the comment lines just before it. It panics on a
+// key binding whose name is not in keyParts.
+func parsePrelude(src string) []statement {
+	lines := strings.Split(strings.TrimRight(src, "\n"), "\n")
+	var stmts []statement
+	start := 0 // the first line of the statement being read
+	flush := func(end int) {
+		if end > start {
+			stmts = append(stmts, newStatement(strings.Join(lines[start:end], "\n")))
+		}
+		start = end
+	}
+	for i, line := range lines {
+		if line == "" || strings.HasPrefix(line, "--") || strings.HasPrefix(line, " ") ||
+			strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "end") || i == 0 {
+			continue
+		}
+		// A new statement: the comment lines just above it are its own.
+		head := i
+		for head > start && strings.HasPrefix(lines[head-1], "--") {
+			head--
+		}
+		flush(head)
+	}
+	flush(len(lines))
+	return stmts
+}
+
+func newStatement(text string) statement {
+	s := statement{text: text, key: -1}
+	for line := range strings.SplitSeq(text, "\n") {
+		if m := declaresFunction.FindStringSubmatch(line); m != nil {
+			s.names = append(s.names, m[1])
+		} else if m := declaresLocals.FindStringSubmatch(line); m != nil {
+			for name := range strings.SplitSeq(m[1], ",") {
+				s.names = append(s.names, strings.TrimSpace(name))
+			}
+		}
+	}
+	if m := bindsKey.FindStringSubmatch(text); m != nil {
+		s.key = slices.Index(keyParts, strings.ToLower(m[1]))
+		if s.key < 0 {
+			panic(fmt.Sprintf("redisqueue: prelude.lua binds %s, which keyParts lacks", m[1]))
+		}
+	}
+	return s
+}
+
+// assemble returns the script made of body after the statements of
+// prelude that it uses, directly or through another, in the prelude's
+// order, and the keyParts indexes of the keys they bind: the bindings are
+// numbered anew, KEYS[1] up, in that order. A statement that declares
+// nothing is kept.
+func assemble(prelude []statement, body string) (string, []int) {
+	used := map[string]bool{}
+	note := func(code string) {
+		for _, name := range luaName.FindAllString(luaComment.ReplaceAllString(code, ""), -1) {
+			used[name] = true
+		}
+	}
+	note(body)
+	kept := make([]bool, len(prelude))
+	for grown := true; grown; {
+		grown = false
+		// A statement uses only those before it, so one pass from the
+		// end finds most; another pass runs only if one was kept.
+		for i := len(prelude) - 1; i >= 0; i-- {
+			if kept[i] {
+				continue
+			}
+			s := prelude[i]
+			if len(s.names) == 0 || slices.ContainsFunc(s.names, func(n string) bool { return used[n] }) {
+				kept[i], grown = true, true
+				note(s.text)
+			}
+		}
+	}
+	var b strings.Builder
+	var keys []int
+	for i, s := range prelude {
+		if !kept[i] {
+			continue
+		}
+		text := s.text
+		if s.key >= 0 {
+			keys = append(keys, s.key)
+			text = bindsKey.ReplaceAllString(text, fmt.Sprintf("local $1 = KEYS[%d]", len(keys)))
+		}
+		b.WriteString(text)
+		b.WriteString("\n")
+	}
+	b.WriteString(body)
+	return b.String(), keys
 }
 
 // queueKeys are the Redis keys of one queue or partition, in the order
@@ -42,15 +171,15 @@ func loadScript(name string) *redis.Script {
 type queueKeys struct {
 	all    []string
 	ready  string
+	prio   string
 	fails  string
 	signal string
 	prefix string
 }
 
-// keyParts names a queue's keys in the order of KEYS in the scripts: the
-// prelude binds KEYS[i+1] to the upper-case keyParts[i], which a test
-// checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds"}
+// keyParts names a queue's keys in the order of the prelude's bindings:
+// the prelude binds each to its name in upper case, which a test checks.
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {
@@ -58,7 +187,16 @@ func newQueueKeys(prefix string) queueKeys {
 	for i, part := range keyParts {
 		all[i] = prefix + part
 	}
-	return queueKeys{all: all, ready: all[0], signal: all[6], fails: all[7], prefix: prefix}
+	return queueKeys{all: all, ready: all[0], prio: all[14], signal: all[6], fails: all[7], prefix: prefix}
+}
+
+// of returns the keys s is sent, its KEYS.
+func (k queueKeys) of(s *script) []string {
+	keys := make([]string, len(s.keys))
+	for i, part := range s.keys {
+		keys[i] = k.all[part]
+	}
+	return keys
 }
 
 // wakeKey is the list on which one handle's listener is woken at shutdown,

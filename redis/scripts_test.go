@@ -11,27 +11,122 @@ import (
 )
 
 // TestPreludeKeyOrder checks that lua/prelude.lua binds the queue's keys
-// in the order newQueueKeys sends them: the order is written in both
+// in the order of keyParts, one a line: the order is written in both
 // places, and a swap would make every script write one key's data into
 // another.
 func TestPreludeKeyOrder(t *testing.T) {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	require.NoError(t, err)
-	m := regexp.MustCompile(`(?m)^local ([A-Z_, ]+) =\s*((?:KEYS\[\d+\],?\s*)+)`).FindSubmatch(prelude)
-	require.NotNil(t, m, "no line `local READY, ... = KEYS[1], ...` in prelude.lua")
-	names := strings.Split(string(m[1]), ",")
-	indexes := regexp.MustCompile(`KEYS\[(\d+)\]`).FindAllSubmatch(m[2], -1)
-	require.Len(t, indexes, len(names), "names and KEYS[i] in prelude.lua")
-	require.Len(t, names, len(keyParts), "keys in prelude.lua and keyParts")
+	bindings := regexp.MustCompile(`(?m)^local ([A-Z_]+) = KEYS\[(\d+)\]$`).FindAllSubmatch(prelude, -1)
+	require.Len(t, bindings, len(keyParts), "`local NAME = KEYS[i]` lines in prelude.lua, and keyParts")
 	keys := queueKeysOf("q")
-	for i, name := range names {
-		index, err := strconv.Atoi(string(indexes[i][1]))
+	for i, m := range bindings {
+		index, err := strconv.Atoi(string(m[2]))
 		require.NoError(t, err)
-		assert.Equal(t, i+1, index, "%s is bound to KEYS[%d], want KEYS[%d]", name, index, i+1)
-		assert.Equal(t, keyParts[i], strings.ToLower(strings.TrimSpace(name)), "KEYS[%d]", i+1)
+		assert.Equal(t, i+1, index, "%s is bound to KEYS[%d], want KEYS[%d]", m[1], index, i+1)
+		assert.Equal(t, keyParts[i], strings.ToLower(string(m[1])), "KEYS[%d]", i+1)
 		assert.Equal(t, "wq:{q}:"+keyParts[i], keys.all[i])
 	}
 	assert.Equal(t, keys.all[0], keys.ready)
 	assert.Equal(t, keys.all[6], keys.signal)
 	assert.Equal(t, keys.all[7], keys.fails)
+	assert.Equal(t, keys.all[14], keys.prio)
+}
+
+// TestAssemble checks that a script gets the prelude's statements it
+// uses, directly or through another, in the prelude's order and with
+// their comments, and only the keys they bind, numbered anew.
+func TestAssemble(t *testing.T) {
+	prelude := parsePrelude(`-- The keys.
+local READY = KEYS[1]
+local STATE = KEYS[2]
+local SEQ = KEYS[14]
+
+-- one is used by two.
+local function one()
+  return redis.call('LLEN', READY)
+end
+
+-- two uses one.
+local function two()
+  -- three is not called here.
+  return one() + 1
+end
+local A, B = 1, 2
+local function three(x)
+  return redis.call('HGET', STATE, x) .. SEQ .. A
+end
+`)
+	tests := []struct {
+		body     string
+		want     string
+		wantKeys []string
+	}{
+		{
+			body:     "return 1",
+			want:     "return 1",
+			wantKeys: nil,
+		},
+		{
+			body: "return two() -- not three()",
+			want: `-- The keys.
+local READY = KEYS[1]
+-- one is used by two.
+local function one()
+  return redis.call('LLEN', READY)
+end
+
+-- two uses one.
+local function two()
+  -- three is not called here.
+  return one() + 1
+end
+return two() -- not three()`,
+			wantKeys: []string{"ready"},
+		},
+		{
+			body: "return three('k')",
+			want: `local STATE = KEYS[1]
+local SEQ = KEYS[2]
+
+local A, B = 1, 2
+local function three(x)
+  return redis.call('HGET', STATE, x) .. SEQ .. A
+end
+return three('k')`,
+			wantKeys: []string{"state", "seq"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.body, func(t *testing.T) {
+			got, keys := assemble(prelude, tt.body)
+			assert.Equal(t, tt.want, got)
+			var names []string
+			for _, k := range keys {
+				names = append(names, keyParts[k])
+			}
+			assert.Equal(t, tt.wantKeys, names)
+		})
+	}
+}
+
+// TestFIFOScriptsReachNoPriorities pins what keeps a queue that never uses
+// priorities about as cheap as before priorities existed: the scripts of
+// Add and Done define none of the functions of keys queued at other
+// priorities, as the server runs every definition on each call. (The get
+// script's promote adds delayed keys at any priority, so it defines them.)
+func TestFIFOScriptsReachNoPriorities(t *testing.T) {
+	tests := []struct {
+		script *script
+		lacks  []string
+	}{
+		{addScript, []string{"seq", "rank", "unqueue", "add_at", "add_once", "tagged", "rate_limit", "take_delayed", "promote"}},
+		{doneScript, []string{"rank", "unqueue", "add", "add_at", "add_once", "tagged", "promote"}},
+	}
+	for _, tt := range tests {
+		for _, fn := range tt.lacks {
+			assert.NotContains(t, tt.script.src, "local function "+fn+"(", "%s.lua", tt.script.name)
+		}
+	}
+	assert.Contains(t, addOptsScript.src, "local function add_at(")
 }

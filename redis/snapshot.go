@@ -119,7 +119,7 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 // script), without ShuttingDown.
 func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (workqueue.Snapshot[T], error) {
 	var snap workqueue.Snapshot[T]
-	res, err := snapshotScript.Run(ctx, q.client, p.keys.all, q.now(), n).Result()
+	res, err := snapshotScript.Run(ctx, q.client, p.keys.of(snapshotScript), q.now(), n).Result()
 	if err != nil {
 		return snap, err
 	}

@@ -1,6 +1,6 @@
 -- ARGV: now, then one key, token pair per Done, run in order. Ends each
 -- lease that its token still holds; a key marked while it was processed is
--- queued again at the back. Returns {depth, outcome of each Done}: 1
+-- queued again at the back of the priority of its mark. Returns {depth, outcome of each Done}: 1
 -- queued again, 0 idle, -1 the lease was lost (it expired and was
 -- reclaimed, or an earlier Done of this script ended it): nothing changed
 -- for that key.
@@ -14,7 +14,7 @@ for i = 2, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
 local tokens = redis.call('HMGET', TOKENS, unpack(keys))
 local states = redis.call('HMGET', STATE, unpack(keys))
 local reply = {0}
-local ended, forget, grants, requeue, queued, idle = {}, {}, {}, {}, {}, {}
+local ended, forget, grants, requeue, ranked, queued, idle = {}, {}, {}, {}, {}, {}, {}
 for i, key in ipairs(keys) do
   local token = ARGV[2 * i + 1]
   if ended[key] or tokens[i] ~= token then
@@ -23,9 +23,16 @@ for i, key in ipairs(keys) do
     ended[key] = true
     forget[#forget + 1] = key
     grants[#grants + 1] = string.sub(token, string.find(token, ':', 1, true) + 1)
-    if states[i] == 'd' then
-      requeue[#requeue + 1] = key
-      queued[#queued + 1], queued[#queued + 2] = key, now
+    if states[i] and string.byte(states[i]) == MARKED then
+      local prio = state_priority(states[i])
+      if prio == 0 then
+        requeue[#requeue + 1] = key
+        queued[#queued + 1], queued[#queued + 2] = key, now
+      else
+        local n = seq(false)
+        ranked[#ranked + 1], ranked[#ranked + 2] = -prio, n .. key
+        queued[#queued + 1], queued[#queued + 2] = key, 'q' .. n .. fmt(prio) .. '/' .. fmt(now)
+      end
       reply[#reply + 1] = 1
     else
       idle[#idle + 1] = key
@@ -39,11 +46,12 @@ if #forget > 0 then
   redis.call('ZREM', LEASES, unpack(forget))
   redis.call('ZREM', SINCE, unpack(forget))
 end
-if #requeue > 0 then
-  redis.call('RPUSH', READY, unpack(requeue))
+if #requeue > 0 then redis.call('RPUSH', READY, unpack(requeue)) end
+if #ranked > 0 then redis.call('ZADD', PRIO, unpack(ranked)) end
+if #queued > 0 then
   redis.call('HSET', STATE, unpack(queued))
   signal()
 end
 if #idle > 0 then redis.call('HDEL', STATE, unpack(idle)) end
-reply[1] = redis.call('LLEN', READY)
+reply[1] = depth()
 return reply

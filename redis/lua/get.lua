@@ -1,18 +1,18 @@
 -- ARGV: now, lease (ms), then one nonce per waiting Get. Hands each Get the
--- next ready key, in order, under a lease of its own with a fencing token:
--- the next number of FENCE and that Get's random nonce. The nonce keeps a
--- token unique even if Redis restarts from a file that lost the last INCRs
+-- next ready key (the highest priority first, first in first out within
+-- one), under a lease of its own with a fencing token: the next number of
+-- FENCE and that Get's random nonce. The nonce keeps a token unique even if Redis restarts from a file that lost the last INCRs
 -- (AOF everysec, or a replica promoted): a holder from before the restart
 -- cannot end a lease granted after it.
 -- Returns {depth, reclaimed, wait, grant of each Get}: a grant is {key,
--- token, queued for (ms)}, or 0 when nothing was ready for that Get. wait
--- is the time until the next delayed key is due, at least 1 (more may be
--- due than one promote moves), or -1 if none waits; it is 0 when every Get
--- got a key. Lease expiry is no reason to wake: the heartbeat finds expired
--- leases, where every idle Get waking at each expiry time would run this
--- script about every two thirds of a lease.
+-- token, queued for (ms), priority}, or 0 when nothing was ready for that
+-- Get. wait is the time until the next delayed key is due, at least 1
+-- (more may be due than one promote moves), or -1 if none waits; it is 0
+-- when every Get got a key. Lease expiry is no reason to wake: the
+-- heartbeat finds expired leases, where every idle Get waking at each
+-- expiry time would run this script about every two thirds of a lease.
 --
--- The keys popped are distinct (a key is in READY once), so the writes of
+-- The keys popped are distinct (a key is queued once), so the writes of
 -- all the grants are gathered into one command per hash and sorted set.
 local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
 local reclaimed = promote(now)
@@ -26,8 +26,30 @@ local need = 0
 for i = 1, #nonces do
   if not granted[i] then need = need + 1 end
 end
-local popped = {}
-if need > 0 then popped = redis.call('LPOP', READY, need) or {} end
+-- ranked counts the keys in PRIO, so that the depth needs no second ZCARD.
+local ranked = redis.call('ZCARD', PRIO)
+-- popped are the keys taken, in hand-out order, prios their priorities:
+-- PRIO's above 0 (high), READY's, then PRIO's below 0 (low).
+local popped, prios = {}, {}
+if need > 0 then
+  if ranked > 0 then
+    local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need, 'WITHSCORES')
+    for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
+    if #popped > 0 then redis.call('ZREM', PRIO, unpack(popped)) end
+  end
+  for i, member in ipairs(popped) do popped[i] = string.sub(member, 17) end
+  ranked = ranked - #popped
+  if #popped < need then
+    for _, key in ipairs(redis.call('LPOP', READY, need - #popped) or {}) do
+      popped[#popped + 1], prios[#prios + 1] = key, 0
+    end
+  end
+  if ranked > 0 and #popped < need then
+    local low = redis.call('ZPOPMIN', PRIO, need - #popped)
+    for i = 1, #low, 2 do popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1]) end
+    ranked = ranked - #low / 2
+  end
+end
 local since, fence = {}, 0
 if #popped > 0 then
   since = redis.call('HMGET', STATE, unpack(popped))
@@ -38,17 +60,19 @@ local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
 local j = 0
 for i, nonce in ipairs(nonces) do
   if granted[i] then
-    reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0}
+    local state = redis.call('HGET', STATE, granted[i])
+    reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0, state and state_priority(state) or 0}
   elseif j < #popped then
     j = j + 1
-    local key = popped[j]
+    local key, prio = popped[j], prios[j]
+    local _, _, queued = queued_state(since[j])
     local token = (fence + j) .. ':' .. nonce
-    states[#states + 1], states[#states + 2] = key, 'p'
+    states[#states + 1], states[#states + 2] = key, tagged('p', prio)
     tokens[#tokens + 1], tokens[#tokens + 2] = key, token
     grants[#grants + 1], grants[#grants + 2] = nonce, key
     leases[#leases + 1], leases[#leases + 2] = now + lease, key
     starts[#starts + 1], starts[#starts + 2] = now, key
-    reply[#reply + 1] = {key, token, now - tonumber(since[j])}
+    reply[#reply + 1] = {key, token, now - queued, prio}
   else
     reply[#reply + 1] = 0
   end
@@ -66,7 +90,7 @@ if j < need then
   if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end
   reply[3] = wait
 end
-local depth = redis.call('LLEN', READY)
-if depth > 0 then signal() end
-reply[1] = depth
+local left = redis.call('LLEN', READY) + ranked
+if left > 0 then signal() end
+reply[1] = left
 return reply

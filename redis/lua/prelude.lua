@@ -1,18 +1,55 @@
--- Every script starts with this prelude. All of a queue's keys share one
--- hash tag, so a script touches one slot on Redis Cluster too.
+-- Every script starts with the statements of this prelude that it uses,
+-- and is sent only the keys those bind (see loadScript): the server runs
+-- every statement of a script on each call, each function definition
+-- included, and reads every key sent, so a script carries only what it
+-- can reach. All of a queue's keys share one hash tag, so a script touches
+-- one slot on Redis Cluster too.
 --
+-- The queued keys are handed out from two places: first those of PRIO
+-- with a priority above 0, then READY, then the rest of PRIO. READY is
+-- the list of the keys queued at priority 0, first in, first out. PRIO is
+-- a sorted set of the keys queued at any other priority, scored by the
+-- priority negated, each member a 16-digit sequence number (see seq)
+-- followed by the key, so that each priority is first in, first out too.
+-- A queue that never uses priorities so runs a list's commands alone,
+-- which cost the server less than a sorted set's, and its adds, through
+-- add.lua, define none of PRIO's functions.
 -- STATE maps each key that is queued or processing to its state:
---   a number  queued since then (ms), its place is in READY
---   "p"       handed out, leased until its score in LEASES
---   "d"       handed out, and added again since: queue it again at Done
+--   SINCE              queued at priority 0 since then (ms), in READY
+--   "qSEQ PRIO/SINCE"  queued at priority PRIO, in PRIO (SEQ the 16
+--                      digits of its member)
+--   "p" or "pPRIO"     handed out at priority 0 or PRIO, leased until its
+--                      score in LEASES
+--   "d" or "dPRIO"     handed out, and added again since: queue it again
+--                      at Done, at priority 0 or PRIO
 -- A key in no state is idle. DELAYED holds keys waiting for their ready
--- time, independent of STATE, as the in-memory delaying queue's heap is.
+-- time, independent of STATE, as the in-memory delaying queue's heap is;
+-- DPRIO holds the priority of those that are to be queued at one other
+-- than 0 (every key of DPRIO is in DELAYED). SEQ holds the counters of
+-- PRIO's sequence numbers: "b" those put at the back of their priority,
+-- "f" at the front.
 -- GRANTS maps the nonce of each lease's token to its key, so that a get
 -- script sent again after its reply was lost returns the same grant.
 -- SINCE holds when each leased key was handed out, and ADDS counts the
 -- adds that queued or marked a key, for snapshots.
-local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+--
+-- One key a line, each bound to its name in keyParts (scripts.go): a
+-- script is sent the keys it binds, in this order, numbered anew.
+local READY = KEYS[1]
+local STATE = KEYS[2]
+local DELAYED = KEYS[3]
+local LEASES = KEYS[4]
+local TOKENS = KEYS[5]
+local FENCE = KEYS[6]
+local SIGNAL = KEYS[7]
+local FAILS = KEYS[8]
+local BUCKET = KEYS[9]
+local GRANTS = KEYS[10]
+local SINCE = KEYS[11]
+local ADDS = KEYS[12]
+local DPRIO = KEYS[13]
+local SEQ = KEYS[14]
+local PRIO = KEYS[15]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -21,6 +58,54 @@ local function clock(ms)
   if ms >= 0 then return ms end
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The first byte of a state that is not queued at priority 0.
+local QUEUED, PROCESSING, MARKED = string.byte('q'), string.byte('p'), string.byte('d')
+
+local function fmt(n) return string.format('%d', n) end
+
+-- tagged returns a processing or marked state: tag, and prio unless 0.
+local function tagged(tag, prio)
+  if prio == 0 then return tag end
+  return tag .. fmt(prio)
+end
+
+-- state_priority returns the priority of a processing or marked state.
+local function state_priority(state)
+  return tonumber(string.sub(state, 2)) or 0
+end
+
+-- queued_state returns the sequence number (nil at priority 0), priority
+-- and queued time of a queued key's state.
+local function queued_state(state)
+  if string.byte(state) ~= QUEUED then return nil, 0, tonumber(state) end
+  local slash = string.find(state, '/', 18, true)
+  return string.sub(state, 2, 17), tonumber(string.sub(state, 18, slash - 1)), tonumber(string.sub(state, slash + 1))
+end
+
+-- seq returns the sequence number of a key put at the back of its
+-- priority in PRIO, or at the front if front is set: ORIGIN plus or minus
+-- a counter, as 16 digits, so that members sort in the order they were
+-- put. Numbers for the back are reserved in blocks, one HINCRBY per script
+-- mostly; the numbers a script leaves unused are skipped.
+local ORIGIN, BLOCK = 1000000000000000, 64
+local next_seq, last_seq = 1, 0
+local function seq(front)
+  if front then
+    return string.format('%016d', ORIGIN - redis.call('HINCRBY', SEQ, 'f', 1))
+  end
+  if next_seq > last_seq then
+    last_seq = redis.call('HINCRBY', SEQ, 'b', BLOCK)
+    next_seq = last_seq - BLOCK + 1
+  end
+  next_seq = next_seq + 1
+  return string.format('%016d', ORIGIN + next_seq - 1)
+end
+
+-- depth is the number of keys queued.
+local function depth()
+  return redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
 end
 
 -- end_lease forgets key's lease: its token, expiry and grant.
@@ -46,18 +131,43 @@ local function signal()
   if redis.call('LLEN', SIGNAL) == 0 then redis.call('RPUSH', SIGNAL, 1) end
 end
 
-local function enqueue(key, now, front)
+-- enqueue queues key at priority 0, queued since since, behind the keys
+-- queued at 0, or before them if front is set.
+local function enqueue(key, since, front)
   if front then
     redis.call('LPUSH', READY, key)
   else
     redis.call('RPUSH', READY, key)
   end
-  redis.call('HSET', STATE, key, now)
+  redis.call('HSET', STATE, key, since)
   signal()
 end
 
--- add returns 1 if key was queued, 2 if it is being processed and is now
--- marked to be queued again at Done, 0 if it was already queued or marked.
+-- rank is enqueue at priority prio, in PRIO unless prio is 0.
+local function rank(key, since, prio, front)
+  if prio == 0 then return enqueue(key, since, front) end
+  local n = seq(front)
+  redis.call('ZADD', PRIO, -prio, n .. key)
+  redis.call('HSET', STATE, key, 'q' .. n .. fmt(prio) .. '/' .. fmt(since))
+  signal()
+end
+
+-- unqueue takes key, queued with state, out of READY or PRIO.
+local function unqueue(key, state)
+  local place = queued_state(state)
+  if place then
+    redis.call('ZREM', PRIO, place .. key)
+  else
+    redis.call('LREM', READY, 1, key)
+  end
+end
+
+-- add queues key at priority 0, and returns 1 if it was idle, 2 if it is
+-- being processed and is now marked to be queued again at Done, 0 if it
+-- was already queued or marked. A key queued or marked at a priority
+-- below 0 is raised to 0: a queued one goes behind the keys queued at 0.
+-- add_at is the same at any priority; add is apart so that add.lua, of
+-- priority 0 alone, defines none of PRIO's functions.
 local function add(key, now)
   local state = redis.call('HGET', STATE, key)
   if not state then
@@ -65,31 +175,145 @@ local function add(key, now)
     redis.call('INCR', ADDS)
     return 1
   end
-  if state == 'p' then
+  local kind = string.byte(state)
+  if kind == PROCESSING then
     redis.call('HSET', STATE, key, 'd')
     redis.call('INCR', ADDS)
     return 2
   end
+  if kind == MARKED then
+    if state_priority(state) < 0 then redis.call('HSET', STATE, key, 'd') end
+    return 0
+  end
+  local place, prio, since = queued_state(state)
+  if prio < 0 then
+    redis.call('ZREM', PRIO, place .. key)
+    enqueue(key, since, false)
+  end
   return 0
 end
 
--- promote adds the delayed keys that are due and queues again, at the front,
--- the keys whose lease expired (their holder died or lost Redis for longer
--- than the lease). Whichever process runs it first does it, once, because a
--- script runs alone. A bounded batch keeps one script short; what is left
--- is promoted by the next call. Returns how many leases were reclaimed.
+-- add_at is add at priority prio: a key queued or marked at a lower
+-- priority is raised to prio, a queued one behind the keys queued at prio.
+local function add_at(key, now, prio)
+  local state = redis.call('HGET', STATE, key)
+  if not state then
+    rank(key, now, prio, false)
+    redis.call('INCR', ADDS)
+    return 1
+  end
+  local kind = string.byte(state)
+  if kind == PROCESSING then
+    redis.call('HSET', STATE, key, tagged('d', prio))
+    redis.call('INCR', ADDS)
+    return 2
+  end
+  if kind == MARKED then
+    if prio > state_priority(state) then redis.call('HSET', STATE, key, tagged('d', prio)) end
+    return 0
+  end
+  local _, old, since = queued_state(state)
+  if prio > old then
+    unqueue(key, state)
+    rank(key, since, prio, false)
+  end
+  return 0
+end
+
+-- delay puts key to wait until at, to be added at priority prio then. A
+-- key already waiting keeps the earlier ready time and the higher
+-- priority. It signals a new first ready time, so that an idle process
+-- sleeps until then instead of until its heartbeat.
+local function delay(key, at, prio)
+  local waited = tonumber(redis.call('HGET', DPRIO, key))
+  if waited then
+    prio = math.max(prio, waited)
+  elseif prio < 0 and redis.call('ZSCORE', DELAYED, key) then
+    prio = 0 -- it waits already, at priority 0
+  end
+  redis.call('ZADD', DELAYED, 'LT', at, key)
+  if prio ~= 0 then
+    if prio ~= waited then redis.call('HSET', DPRIO, key, fmt(prio)) end
+  elseif waited then
+    redis.call('HDEL', DPRIO, key)
+  end
+  if redis.call('ZRANGE', DELAYED, 0, 0)[1] == key then signal() end
+end
+
+-- take_delayed takes key out of DELAYED, if it waits there, and returns
+-- the priority it waited for (0 if it did not wait) and whether it did.
+local function take_delayed(key)
+  if redis.call('ZREM', DELAYED, key) == 0 then return 0, false end
+  local prio = tonumber(redis.call('HGET', DPRIO, key) or 0)
+  redis.call('HDEL', DPRIO, key)
+  return prio, true
+end
+
+-- add_once is AddWithOpts's add, with the priority queue's rules: a key
+-- is held once. A key queued, or marked to be queued again, is raised to
+-- prio, whatever the delay; else with a delay it waits (as delay does);
+-- without one it is added, its waiting add taken back and that add's
+-- priority kept if higher. Returns add's outcomes, or 3 if it waits.
+local function add_once(key, now, prio, wait)
+  if wait > 0 then
+    local state = redis.call('HGET', STATE, key)
+    if state and string.byte(state) ~= PROCESSING then
+      add_at(key, now, prio)
+      return 0
+    end
+    delay(key, now + wait, prio)
+    return 3
+  end
+  local waited, waits = take_delayed(key)
+  if waits then prio = math.max(prio, waited) end
+  return add_at(key, now, prio)
+end
+
+-- rate_limit counts a failure of key and returns the larger of its
+-- exponential backoff, base * 2^failures capped at max, and the shared
+-- bucket's wait (GCRA: BUCKET holds the theoretical arrival time), in ms:
+-- base and max in ms, interval the ms between tokens (0: no bucket).
+local function rate_limit(key, now, base, max, interval, burst)
+  local failures = redis.call('HINCRBY', FAILS, key, 1) - 1
+  local wait = 0
+  if base > 0 then
+    -- 2^1024 is inf in Lua; a cap on the exponent keeps the arithmetic finite.
+    wait = math.min(base * 2 ^ math.min(failures, 1000), max)
+  end
+  if interval > 0 then
+    local tat = tonumber(redis.call('GET', BUCKET)) or now
+    if tat < now then tat = now end
+    tat = tat + interval
+    local bucket = tat - interval * burst - now
+    if bucket > wait then wait = bucket end
+    redis.call('SET', BUCKET, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1)
+  end
+  return math.ceil(wait)
+end
+
+-- promote adds the delayed keys that are due and queues again, at the front
+-- of their priority, the keys whose lease expired (their holder died or
+-- lost Redis for longer than the lease). Whichever process runs it first
+-- does it, once, because a script runs alone. A bounded batch keeps one
+-- script short; what is left is promoted by the next call. Returns how
+-- many leases were reclaimed.
 local BATCH = 256
 local function promote(now)
   local due = redis.call('ZRANGE', DELAYED, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
-  for _, key in ipairs(due) do
-    redis.call('ZREM', DELAYED, key)
-    add(key, now)
+  if #due > 0 then
+    local prios = redis.call('HMGET', DPRIO, unpack(due))
+    redis.call('ZREM', DELAYED, unpack(due))
+    redis.call('HDEL', DPRIO, unpack(due))
+    for i, key in ipairs(due) do
+      add_at(key, now, tonumber(prios[i] or 0))
+    end
   end
   local expired = redis.call('ZRANGE', LEASES, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
   for i = #expired, 1, -1 do
     local key = expired[i]
+    local state = redis.call('HGET', STATE, key)
     end_lease(key)
-    enqueue(key, now, true)
+    rank(key, now, state and state_priority(state) or 0, true)
   end
   return #expired
 end

@@ -1,0 +1,20 @@
+-- ARGV: key. Remove: forgets key's failures and takes back what the queue
+-- holds of it: its waiting add, its place in the queue, or its mark to be
+-- queued again at Done (it stays leased to its holder). Returns {depth,
+-- 1 if it took anything, else 0}.
+local key = ARGV[1]
+redis.call('HDEL', FAILS, key)
+local _, took = take_delayed(key)
+local state = redis.call('HGET', STATE, key)
+if state then
+  local kind = string.byte(state)
+  if kind == MARKED then
+    redis.call('HSET', STATE, key, 'p' .. string.sub(state, 2))
+    took = true
+  elseif kind ~= PROCESSING then
+    unqueue(key, state)
+    redis.call('HDEL', STATE, key)
+    took = true
+  end
+end
+return {depth(), took and 1 or 0}
