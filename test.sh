@@ -94,7 +94,7 @@ fi
 for mod in $(find . -name go.mod -not -path './.git/*' -not -path './kubernetes/tools/*' | sort); do
   dir=$(dirname "$mod")
   echo "== $dir"
-  (cd "$dir" && go vet ./... && go test -race -count=1 -v "$@" ./... | quiet)
+  (cd "$dir" && go vet ./... && go test -race -count=1 -timeout 20m -v "$@" ./... | quiet)
 done
 
 for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do
