@@ -453,9 +453,6 @@ func (c *core[T]) setGroupLimit(name string, limit int) {
 		return
 	}
 	limit = max(limit, 0)
-	if c.groups.limits == nil {
-		c.groups.limits = make(map[string]int)
-	}
 	c.groups.limits[name] = limit
 	if g := c.groups.byName[name]; g != nil {
 		c.changeGroup(g, func() { g.limit = limit })

@@ -94,10 +94,14 @@ func newGroupSet[T comparable](caller string, config *GroupLimits[T]) *groupSet[
 	if config.Group == nil {
 		panic(fmt.Sprintf("workqueue: %s: GroupLimits.Group is nil", caller))
 	}
+	limits := maps.Clone(config.Limits)
+	if limits == nil {
+		limits = make(map[string]int) // SetGroupLimit writes to it
+	}
 	return &groupSet[T]{
 		groupOf:      config.Group,
 		defaultLimit: max(config.Default, 0),
-		limits:       maps.Clone(config.Limits),
+		limits:       limits,
 		byName:       make(map[string]*group),
 	}
 }
