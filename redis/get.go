@@ -42,9 +42,16 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 
 // GetContext is Get that also returns when ctx ends, with ctx.Err(), and
 // that returns Redis's errors instead of retrying; it returns
-// workqueue.ErrShutDown after ShutDown. Cancelling ctx never loses an
-// item: if Redis has not answered within 100ms of the end of ctx, a key it
-// leases for this call afterwards is put back at the front of the queue.
+// workqueue.ErrShutDown after ShutDown. When ctx ends while Redis is
+// looking for a key for this call, GetContext waits up to 400ms for the
+// answer, which stands: the key leased for it is returned with a nil
+// error, or ctx.Err() if Redis found none. Without an answer by then, it
+// asks Redis to cancel the search: it returns the key leased for it just
+// before, or ctx.Err() with nothing taken from the queue. Only if Redis
+// does not answer within 200ms more does GetContext return ctx.Err()
+// anyway; a key Redis leases for this call afterwards is then put back
+// at the front of the queue. With a ctx that has ended already, it looks
+// for a ready key once and returns ctx.Err() if there is none.
 func (q *Queue[T]) GetContext(ctx context.Context) (item T, err error) {
 	h, err := q.get(ctx, false)
 	return h.item, err
@@ -121,9 +128,6 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (got handout[T], err err
 		}
 	}()
 
-	if err := ctx.Err(); err != nil {
-		return got, err
-	}
 	// due[i] is when this Get is to look at partition i again without a
 	// wakeup from it: when its next delayed key is due, or its backoff
 	// after an outage ends; zero if never.
@@ -178,7 +182,9 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (got handout[T], err err
 // partition in roundOrder, and returns the first item handed out. Without
 // one, it returns how long to wait (as take's: the time until the first
 // partition's due, see get), and, if no partition answered, the first
-// error; it returns at once when ctx ends. It clears the nonce of each
+// error. Once ctx has ended it returns ctx.Err(), after the round (each
+// take answers within takeContext's waits), or at the first partition
+// whose take failed or was cancelled. It clears the nonce of each
 // partition that answered, and updates nonces, owed and due (see get)
 // for each.
 //
@@ -234,23 +240,36 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 			due[i] = q.clock.Now().Add(wait)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
 	if !answered && firstErr != nil {
 		return nil, 0, firstErr
 	}
 	return nil, untilDue(due, q.clock.Now()), nil
 }
 
-// takeGrace is how long a Get whose context ended waits for a script
-// already sent: one that answers in time is used, so that a cancelled Get
-// never takes a key from the queue and returns without it. One that does
-// not (Redis unreachable, go-redis redialling) is left to finish alone.
-const takeGrace = 100 * time.Millisecond
+// scriptWait bounds how long a Get whose context ended waits for its get
+// script already sent to answer, and cancelWait how long it then waits
+// for Redis to settle whether that script runs (see takeContext); past
+// both, Redis is taken to be out of reach and the Get returns.
+const (
+	scriptWait = 400 * time.Millisecond
+	cancelWait = 200 * time.Millisecond
+)
 
 // takeContext is take with the Get's nonce, returning soon after ctx
-// ends even while Redis does not answer. A key that such an abandoned take
-// leases is given back to the front of the queue; if it fails, its nonce
-// is left to a later Get (see partition.orphans). Either way the nonce is
-// no longer the Get's, and *nonce is cleared.
+// ends even while Redis does not answer. When ctx ends first, it waits up
+// to scriptWait for the script's answer, which stands: a key it leased is
+// handed out, and if it found none the Get found the queue empty at that
+// instant. Without an answer by then (its script may still wait behind
+// the handle's previous get script), it sends cancel.lua for the nonce:
+// whichever of the two scripts runs first in Redis wins, so the Get
+// either returns the key its script leased or returns ctx.Err() with
+// nothing leased for it. Only if Redis does not answer that either within
+// cancelWait is a key leased afterwards given back to the front of the
+// queue, or, if the script failed, its nonce left to a later Get (see
+// partition.orphans); *noncep is cleared when the Get gives up its nonce.
 func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string) (*handout[T], time.Duration, error) {
 	nonce := *noncep
 	if ctx.Done() == nil {
@@ -272,23 +291,92 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		return r.item, r.wait, r.err
 	case <-ctx.Done():
 	}
-	grace := time.NewTimer(takeGrace)
-	defer grace.Stop()
+	answer := time.NewTimer(scriptWait)
 	select {
 	case r = <-result:
+		answer.Stop()
 		return r.item, r.wait, r.err
-	case <-grace.C:
+	case <-answer.C:
+	}
+	// cancelled is closed once the cancel script answered, with leased
+	// set if the get script had leased a key to the nonce.
+	cancelled := make(chan struct{})
+	var leased bool
+	var cancelErr error
+	go func() {
+		defer close(cancelled)
+		var res any
+		res, cancelErr = cancelScript.Run(context.Background(), q.client, p.keys.of(cancelScript), nonce).Result()
+		_, leased = res.([]any)
+	}()
+	// marked reports, once the cancel answered, whether it left its mark.
+	marked := func() bool { return cancelErr == nil && !leased }
+	timeout := time.NewTimer(cancelWait)
+	defer timeout.Stop()
+	haveResult := false
+	select {
+	case <-cancelled:
+		if marked() {
+			*noncep = ""
+			go func() {
+				<-result
+				q.dropCancelMark(p, nonce)
+			}()
+			return nil, 0, ctx.Err()
+		}
+		if cancelErr == nil {
+			// The get script ran first and leased a key to this Get: its
+			// reply is on its way.
+			select {
+			case r = <-result:
+				haveResult = true
+				if r.err == nil {
+					return r.item, r.wait, r.err
+				}
+			case <-timeout.C:
+			}
+		}
+	case r = <-result:
+		haveResult = true
+		if r.err == nil {
+			// The get script answered first: its grant stands, and the
+			// cancel, once it runs, changes nothing but its mark.
+			go func() {
+				<-cancelled
+				if marked() {
+					q.dropCancelMark(p, nonce)
+				}
+			}()
+			return r.item, r.wait, r.err
+		}
+	case <-timeout.C:
 	}
 	*noncep = ""
 	go func() {
-		switch r := <-result; {
+		if !haveResult {
+			r = <-result
+		}
+		switch {
 		case r.item != nil:
 			q.giveBack(r.item.item)
 		case r.err != nil:
 			p.orphan(nonce)
+			return
+		}
+		<-cancelled
+		if marked() {
+			q.dropCancelMark(p, nonce)
 		}
 	}()
 	return nil, 0, ctx.Err()
+}
+
+// dropCancelMark deletes the mark cancel.lua left for nonce once the get
+// script sent with it has answered: the script consumes a mark it finds,
+// but one left after it ran would stay. Nothing else uses the nonce, so
+// what is there is the mark; a failure leaves one small field behind.
+func (q *Queue[T]) dropCancelMark(p *partition, nonce string) {
+	_ = q.client.HDel(context.Background(), p.keys.grants, nonce).Err()
 }
 
 // giveBack returns the lease on item, which no caller will see, to the

@@ -335,8 +335,9 @@ func TestLostGetReplyRecovered(t *testing.T) {
 		// first is what the Get whose reply was lost returns: the index of
 		// another partition's key, or -1 for the error.
 		first int
-		// abandoned: the script is held past the GetContext's deadline and
-		// its grace, which returns without it.
+		// abandoned: the script, and the cancel the GetContext sends when
+		// its deadline passes, are held past the time it waits for Redis,
+		// so that it returns without either.
 		abandoned bool
 	}{
 		{name: "item from another partition", partitions: 2, first: 1},
@@ -349,6 +350,7 @@ func TestLostGetReplyRecovered(t *testing.T) {
 			// Loaded, so that the hook sees the EVALSHA that runs, not
 			// one that fails with NOSCRIPT before go-redis sends EVAL.
 			require.NoError(t, getScript.Load(context.Background(), client).Err())
+			require.NoError(t, cancelScript.Load(context.Background(), client).Err())
 			q := newTestQueue(t, client, Options[string]{Partitions: tt.partitions, LeaseDuration: time.Hour, Heartbeat: time.Hour})
 			// The first get script of partition 0 runs and loses its
 			// reply, as one whose connection is cut after it ran does.
@@ -365,6 +367,10 @@ func TestLostGetReplyRecovered(t *testing.T) {
 				_ = next(ctx, cmd)
 				cmd.SetErr(io.ErrUnexpectedEOF)
 				return io.ErrUnexpectedEOF
+			}})
+			client.AddHook(scriptKeyHook{cancelScript, func(ctx context.Context, cmd redis.Cmder, _ string, next redis.ProcessHook) error {
+				<-release
+				return next(ctx, cmd)
 			}})
 			keys := keysOfPartitions(tt.partitions)
 			for _, k := range keys {
@@ -395,4 +401,105 @@ func TestLostGetReplyRecovered(t *testing.T) {
 			q.Done(keys[0])
 		})
 	}
+}
+
+// TestGetContextCancelledWhileItsScriptRuns: a GetContext whose context
+// ends while its get script is on its way settles with Redis which came
+// first. If the cancel runs first, the script leases nothing and the key
+// stays queued for others; if the script ran first, the Get returns the
+// key it leased. Before, the Get returned the error either way and a key
+// leased meanwhile was held by no one until it was given back: a key
+// gone from the queue that no Get had returned.
+func TestGetContextCancelledWhileItsScriptRuns(t *testing.T) {
+	tests := []struct {
+		name        string
+		scriptFirst bool
+	}{
+		{name: "cancel runs first", scriptFirst: false},
+		{name: "get script runs first", scriptFirst: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := redistest.Start(t, redistest.Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			hook := &cancelRace{scriptFirst: tt.scriptFirst, cancelGet: cancel, cancelRan: make(chan struct{})}
+			client := s.Client()
+			client.AddHook(hook)
+			q := newTestQueue(t, client, Options[string]{Heartbeat: time.Hour})
+			other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{Heartbeat: time.Hour})
+			q.Add("k")
+			// Loaded, each script is one EVALSHA that the hook can order.
+			for _, sc := range []*script{getScript, cancelScript} {
+				require.NoError(t, sc.Load(context.Background(), s.Client()).Err())
+			}
+			hook.armed.Store(true)
+
+			item, err := q.GetContext(ctx)
+			grants := q.parts[0].keys.grants
+			if tt.scriptFirst {
+				require.NoError(t, err)
+				assert.Equal(t, "k", item)
+				n, err := s.Client().HLen(context.Background(), grants).Result()
+				require.NoError(t, err)
+				assert.EqualValues(t, 1, n, "the lease's grant alone")
+				q.Done(item)
+			} else {
+				require.ErrorIs(t, err, context.Canceled)
+				assert.Equal(t, "k", <-getWithin(t, other, 10*time.Second), "the key stayed queued")
+			}
+			// Neither way leaves a cancel mark behind.
+			assert.Eventually(t, func() bool {
+				n, err := s.Client().HLen(context.Background(), grants).Result()
+				return err == nil && n == 0
+			}, 5*time.Second, time.Millisecond)
+		})
+	}
+}
+
+// cancelRace is a hook that, once armed, ends the Get's context while its
+// get script is on its way, and lets that script run either before the
+// cancel script (holding its reply until the cancel answered) or after.
+type cancelRace struct {
+	armed       atomic.Bool
+	scriptFirst bool
+	cancelGet   context.CancelFunc
+	cancelRan   chan struct{}
+}
+
+func (h *cancelRace) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *cancelRace) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		switch {
+		case runsScript(cmd, cancelScript):
+			defer close(h.cancelRan)
+			return next(ctx, cmd)
+		case runsScript(cmd, getScript) && h.armed.CompareAndSwap(true, false):
+			if h.scriptFirst {
+				err := next(ctx, cmd)
+				h.cancelGet()
+				<-h.cancelRan
+				return err
+			}
+			h.cancelGet()
+			<-h.cancelRan
+			return next(ctx, cmd)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *cancelRace) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// runsScript reports whether cmd runs s, by its hash or its source.
+func runsScript(cmd redis.Cmder, s *script) bool {
+	args := cmd.Args()
+	if len(args) < 2 || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
+		return false
+	}
+	body, _ := args[1].(string)
+	return body == s.Hash() || body == s.src
 }

@@ -23,6 +23,7 @@ var (
 	extendScript     = loadScript("extend.lua")
 	signalScript     = loadScript("signal.lua")
 	releaseScript    = loadScript("release.lua")
+	cancelScript     = loadScript("cancel.lua")
 	removeScript     = loadScript("remove.lua")
 	snapshotScript   = loadScript("snapshot.lua")
 	partitionsScript = loadScript("partitions.lua")
@@ -174,6 +175,7 @@ type queueKeys struct {
 	prio   string
 	fails  string
 	signal string
+	grants string
 	prefix string
 }
 
@@ -187,7 +189,7 @@ func newQueueKeys(prefix string) queueKeys {
 	for i, part := range keyParts {
 		all[i] = prefix + part
 	}
-	return queueKeys{all: all, ready: all[0], prio: all[14], signal: all[6], fails: all[7], prefix: prefix}
+	return queueKeys{all: all, ready: all[0], prio: all[14], signal: all[6], fails: all[7], grants: all[9], prefix: prefix}
 }
 
 // of returns the keys s is sent, its KEYS.

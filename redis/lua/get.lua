@@ -20,7 +20,7 @@ local nonces = {}
 for i = 3, #ARGV do nonces[#nonces + 1] = ARGV[i] end
 -- A Get whose nonce has a grant already ran this script and lost the
 -- reply: it gets the same grant again, instead of a second lease nobody
--- would hold.
+-- would hold. One whose nonce was cancelled gets nothing.
 local granted = redis.call('HMGET', GRANTS, unpack(nonces))
 local need = 0
 for i = 1, #nonces do
@@ -60,8 +60,14 @@ local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
 local j = 0
 for i, nonce in ipairs(nonces) do
   if granted[i] then
-    local state = redis.call('HGET', STATE, granted[i])
-    reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0, state and state_priority(state) or 0}
+    if leased_to(granted[i], nonce) then
+      local state = redis.call('HGET', STATE, granted[i])
+      reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0, state and state_priority(state) or 0}
+    else
+      -- The Get was cancelled first (cancel.lua): it takes nothing.
+      redis.call('HDEL', GRANTS, nonce)
+      reply[#reply + 1] = 0
+    end
   elseif j < #popped then
     j = j + 1
     local key, prio = popped[j], prios[j]

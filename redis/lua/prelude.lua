@@ -29,7 +29,9 @@
 -- PRIO's sequence numbers: "b" those put at the back of their priority,
 -- "f" at the front.
 -- GRANTS maps the nonce of each lease's token to its key, so that a get
--- script sent again after its reply was lost returns the same grant.
+-- script sent again after its reply was lost returns the same grant, and
+-- the nonce of a Get cancelled before its get script ran to a mark that
+-- makes that script grant it nothing (cancel.lua).
 -- SINCE holds when each leased key was handed out, and ADDS counts the
 -- adds that queued or marked a key, for snapshots.
 --
@@ -117,6 +119,14 @@ local function end_lease(key)
   end
   redis.call('ZREM', LEASES, key)
   redis.call('ZREM', SINCE, key)
+end
+
+-- leased_to reports whether key's lease is the one granted to nonce: its
+-- token ends with the nonce. A GRANTS entry that fails it is a cancelled
+-- Get's mark (see cancel.lua).
+local function leased_to(key, nonce)
+  local token = redis.call('HGET', TOKENS, key)
+  return token ~= false and string.sub(token, -#nonce - 1) == ':' .. nonce
 end
 
 -- signal leaves one token in SIGNAL, where idle processes block with BLPOP.
