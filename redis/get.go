@@ -488,7 +488,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		// Another handle stored a key this codec cannot read: give it back
 		// rather than hold it for ever or hand out garbage.
 		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
-		_ = doneScript.Run(ctx, q.client, p.keys.of(doneScript), q.now(), key, token).Err()
+		_ = q.doneScript().Run(ctx, q.client, p.keys.of(q.doneScript()), q.now(), q.fairArg(), key, token).Err()
 		return nil, 0, nil
 	}
 	now := q.clock.Now()
@@ -500,7 +500,10 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		// under the new lease, marked to be queued again at its Done.
 		h.token, h.lost, h.renewed = token, false, now
 		q.mu.Unlock()
-		args := append(append([]any{q.now()}, p.limit...), key, 0, g.priority, ruleAdd)
+		args := append(append([]any{q.now()}, p.limit...), q.fairArg(), key, 0, g.priority, ruleAdd)
+		if q.fairness != nil {
+			args = append(args, q.flowOf(key))
+		}
 		if err := addOptsScript.Run(ctx, q.client, p.keys.of(addOptsScript), args...).Err(); err != nil {
 			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}

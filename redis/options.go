@@ -65,6 +65,25 @@ type Options[T comparable] struct {
 	// items. Default slog.Default().
 	Logger *slog.Logger
 
+	// Fairness, if set, makes the keys it gives the items (namespaces, say)
+	// take turns within each priority, across every process: an item whose
+	// fairness key has nothing queued waits behind at most one item of each
+	// other fairness key at its priority, however many they have queued.
+	// On a partitioned queue the turns are taken within each partition.
+	// It must return the same key for an item every time, be safe for
+	// concurrent use and not panic; every handle of a queue must use the
+	// same Fairness and FairnessWeight. It is called on each add and on
+	// items decoded from their keys.
+	Fairness func(item T) string
+
+	// FairnessWeight, if set, gives a fairness key more turns: one of
+	// weight w gets w items for each one of a key of weight 1, spread over
+	// the turn (not in a row). It is read at each add of the key's items;
+	// weights below 1 count as 1 and above 2520 as 2520, and a weight that
+	// does not divide 2520 is rounded to one whose share does. It is
+	// called as Fairness is.
+	FairnessWeight func(key string) int
+
 	// Clock, when set, gives the time the scripts use instead of Redis's
 	// own, and drives lease extension and the waits for delayed keys.
 	// Every handle of a queue must use the same clock: it is meant for

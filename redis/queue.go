@@ -78,6 +78,9 @@ type Queue[T comparable] struct {
 	clock        clock.WithTicker
 	fakeTime     bool
 	metrics      *handleMetrics
+	// fairness and fairWeight: Options.Fairness and FairnessWeight.
+	fairness   func(T) string
+	fairWeight func(string) int
 
 	// cursor modulo the number of partitions is the partition a Get
 	// looks at first (see roundOrder).
@@ -205,6 +208,8 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		clock:        clk,
 		fakeTime:     opts.Clock != nil,
 		metrics:      newHandleMetrics(opts.MetricsProvider, metricsName),
+		fairness:     opts.Fairness,
+		fairWeight:   opts.FairnessWeight,
 		held:         make(map[string]*holding),
 		stopCh:       make(chan struct{}),
 		idleCh:       make(chan struct{}),

@@ -20,6 +20,7 @@ var (
 	addOptsScript    = loadScript("addopts.lua")
 	getScript        = loadScript("get.lua")
 	doneScript       = loadScript("done.lua")
+	fairDoneScript   = loadFairScript("done.lua")
 	extendScript     = loadScript("extend.lua")
 	signalScript     = loadScript("signal.lua")
 	releaseScript    = loadScript("release.lua")
@@ -40,7 +41,24 @@ type script struct {
 	keys []int
 }
 
+// loadScript loads the script of lua/name, without its lines that end in
+// fairOnly.
 func loadScript(name string) *script {
+	return load(name, false)
+}
+
+// loadFairScript loads the script of lua/name for a queue with Fairness:
+// its lines that end in fairOnly included.
+func loadFairScript(name string) *script {
+	return load(name, true)
+}
+
+// fairOnly ends the lines of a script body that only the script of a
+// queue with Fairness runs, so that the other reaches fewer functions of
+// the prelude.
+const fairOnly = " -- fair only"
+
+func load(name string, fair bool) *script {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	if err != nil {
 		panic(err)
@@ -49,7 +67,11 @@ func loadScript(name string) *script {
 	if err != nil {
 		panic(err)
 	}
-	text, keys := assemble(parsePrelude(string(prelude)), string(body))
+	lines := strings.Split(string(body), "\n")
+	if !fair {
+		lines = slices.DeleteFunc(lines, func(line string) bool { return strings.HasSuffix(line, fairOnly) })
+	}
+	text, keys := assemble(parsePrelude(string(prelude)), strings.Join(lines, "\n"))
 	return &script{Script: redis.NewScript(text), name: strings.TrimSuffix(name, ".lua"), src: text, keys: keys}
 }
 
@@ -181,7 +203,7 @@ type queueKeys struct {
 
 // keyParts names a queue's keys in the order of the prelude's bindings:
 // the prelude binds each to its name in upper case, which a test checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio"}
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "flows", "fair"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {

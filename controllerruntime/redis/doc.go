@@ -21,11 +21,13 @@
 //     gets the request next, with the failure count and backoff kept in
 //     Redis;
 //   - a request whose replica dies is handed out again when its lease
-//     expires.
+//     expires;
+//   - with redisqueue.Options.Fairness, namespaces (say) take turns
+//     within each priority across all replicas, so that one namespace's
+//     thousands of requests do not hold back another's few.
 //
 // redisqueue's README says what the queue guarantees and how it differs
-// from the in-memory priority queue (not yet across processes: fairness
-// and MaxWait). The module is apart from github.com/go-workqueue/workqueue/controllerruntime
+// from the in-memory priority queue (not yet across processes: MaxWait). The module is apart from github.com/go-workqueue/workqueue/controllerruntime
 // so that the controllers that stay in one process do not depend on
 // go-redis, and from the redis module so that its users do not depend on
 // controller-runtime.

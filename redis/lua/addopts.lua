@@ -1,6 +1,7 @@
 -- ARGV: now, the rate limit (base and max in ms, interval in ms between
--- tokens or 0 for no bucket, burst), then four values per add, run in
--- order: key, delay (ms), priority and rule. Rule 0 is Add and AddAfter:
+-- tokens or 0 for no bucket, burst), 1 for a queue with Fairness else 0,
+-- then four values per add, run in order: key, delay (ms), priority and
+-- rule, and with Fairness a fifth, the key's "STEP FLOW" for FLOWS. Rule 0 is Add and AddAfter:
 -- added at once when delay <= 0, else after it, the earlier of two ready
 -- times winning; rule 1 is AddWithOpts's add_once. Rule plus 2 counts a
 -- failure first and delays by the shorter of the delay, when positive,
@@ -9,7 +10,15 @@
 local now = clock(ARGV[1])
 local base, max, interval, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local reply = {0}
-for i = 6, #ARGV, 4 do
+local stride = 4
+if ARGV[6] == '1' then
+  -- Every key's flow first, so that it is known wherever the key goes.
+  stride = 5
+  local flows = {}
+  for i = 7, #ARGV, stride do flows[#flows + 1], flows[#flows + 2] = ARGV[i], ARGV[i + 4] end
+  redis.call('HSET', FLOWS, unpack(flows))
+end
+for i = 7, #ARGV, stride do
   local key, wait, prio, rule = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   if rule >= 2 then
     rule = rule - 2

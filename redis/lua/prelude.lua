@@ -35,6 +35,14 @@
 -- SINCE holds when each leased key was handed out, and ADDS counts the
 -- adds that queued or marked a key, for snapshots.
 --
+-- Fairness. FLOWS maps each key a queue with Fairness holds (queued,
+-- delayed, processing) to "STEP FLOW": its fairness key and the step its
+-- weight gives (see fair_seq); a key in FLOWS is queued by fair_seq
+-- wherever it goes to the back of its priority, at 0 too, in PRIO. FAIR
+-- holds, for each priority PRIO, "vPRIO": the sequence number at its head
+-- when a key was last queued there, and "fPRIO FLOW": the number FLOW's
+-- next key there starts from.
+--
 -- One key a line, each bound to its name in keyParts (scripts.go): a
 -- script is sent the keys it binds, in this order, numbered anew.
 local READY = KEYS[1]
@@ -52,6 +60,8 @@ local ADDS = KEYS[12]
 local DPRIO = KEYS[13]
 local SEQ = KEYS[14]
 local PRIO = KEYS[15]
+local FLOWS = KEYS[16]
+local FAIR = KEYS[17]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -153,10 +163,59 @@ local function enqueue(key, since, front)
   signal()
 end
 
--- rank is enqueue at priority prio, in PRIO unless prio is 0.
+-- fair_seq returns the sequence number of key, of a queue with Fairness,
+-- put at the back of priority prio, or nil if FLOWS has no flow for it:
+-- start-time fair queueing, where each flow's keys get numbers a step
+-- apart, the step FAIR_UNIT over the flow's weight, and a flow with
+-- nothing queued starts from the number at the head of the priority. So
+-- the flows take turns, one key each per FAIR_UNIT (w keys for a weight
+-- of w), and a flow's first key waits behind at most one key of each
+-- other flow, however many they have queued. Keys put at the front
+-- (numbers below ORIGIN) do not count as the head. FAIR is emptied when
+-- PRIO is, which bounds it by the flows queued since.
+local FAIR_UNIT = 2520
+local function fair_seq(key, prio)
+  local flow = redis.call('HGET', FLOWS, key)
+  if not flow then return nil end
+  local space = string.find(flow, ' ', 1, true)
+  local step, field = tonumber(string.sub(flow, 1, space - 1)), 'f' .. fmt(prio) .. string.sub(flow, space)
+  local vfield = 'v' .. fmt(prio)
+  local head = redis.call('ZRANGE', PRIO, -prio, -prio, 'BYSCORE', 'LIMIT', 0, 1)[1]
+  local v, f
+  if not head and redis.call('ZCARD', PRIO) == 0 then
+    redis.call('DEL', FAIR)
+    v = ORIGIN
+  else
+    local known = redis.call('HMGET', FAIR, vfield, field)
+    v, f = tonumber(known[1]) or ORIGIN, tonumber(known[2])
+    if head then
+      local at = tonumber(string.sub(head, 1, 16))
+      if at >= ORIGIN then v = math.max(v, at) end
+    end
+  end
+  local n = math.max(v, f or 0)
+  redis.call('HSET', FAIR, vfield, fmt(v), field, fmt(n + step))
+  return string.format('%016d', n)
+end
+
+-- forget_flows drops the flows of keys, idle now, but those of keys that
+-- wait in DELAYED still, whose flow promote needs.
+local function forget_flows(keys)
+  local delayed, gone = redis.call('ZMSCORE', DELAYED, unpack(keys)), {}
+  for i, key in ipairs(keys) do
+    if not delayed[i] then gone[#gone + 1] = key end
+  end
+  if #gone > 0 then redis.call('HDEL', FLOWS, unpack(gone)) end
+end
+
+-- rank is enqueue at priority prio, in PRIO unless prio is 0 and key has
+-- no flow (see fair_seq).
 local function rank(key, since, prio, front)
-  if prio == 0 then return enqueue(key, since, front) end
-  local n = seq(front)
+  local n = not front and fair_seq(key, prio)
+  if not n then
+    if prio == 0 then return enqueue(key, since, front) end
+    n = seq(front)
+  end
   redis.call('ZADD', PRIO, -prio, n .. key)
   redis.call('HSET', STATE, key, 'q' .. n .. fmt(prio) .. '/' .. fmt(since))
   signal()

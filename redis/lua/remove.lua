@@ -1,6 +1,7 @@
 -- ARGV: key. Remove: forgets key's failures and takes back what the queue
 -- holds of it: its waiting add, its place in the queue, or its mark to be
--- queued again at Done (it stays leased to its holder). Returns {depth,
+-- queued again at Done (it stays leased to its holder), and its flow if
+-- it is left idle. Returns {depth,
 -- 1 if it took anything, else 0}.
 local key = ARGV[1]
 redis.call('HDEL', FAILS, key)
@@ -17,4 +18,5 @@ if state then
     took = true
   end
 end
+if redis.call('HEXISTS', STATE, key) == 0 then forget_flows({key}) end
 return {depth(), took and 1 or 0}

@@ -1,0 +1,188 @@
+package redisqueue
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/redis/redistest"
+)
+
+// flowOfItem is the fairness key of the tests' items: their first letter.
+func flowOfItem(item string) string { return item[:1] }
+
+// TestFairness runs short scripts of calls through two handles of a queue
+// with Fairness by first letter, and checks the order the items are then
+// handed out in: the flows take turns within a priority, one item each
+// (w for a weight of w), a flow's first item waiting behind at most one
+// item of each other flow, whichever handle added them.
+func TestFairness(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	tests := []struct {
+		name    string
+		weights map[string]int
+		// ops separated by spaces, each by handle 0 unless prefixed "1:":
+		// +x Add, +x@p AddWithOpts at priority p, g Get (held), -x Done,
+		// x:x Remove.
+		script string
+		gets   []string // what the final Gets hand out, in order
+	}{
+		{name: "flows take turns", script: "+a1 +a2 +a3 +b1 +c1", gets: []string{"a1", "b1", "c1", "a2", "a3"}},
+		{name: "across handles", script: "+a1 1:+b1 +a2 1:+b2 +a3 1:+b3", gets: []string{"a1", "b1", "a2", "b2", "a3", "b3"}},
+		{name: "a late flow waits behind one item of each", script: "+a1 +a2 +a3 +b1 +b2 g +c1", gets: []string{"b1", "c1", "a2", "b2", "a3"}},
+		{name: "within each priority", script: "+a1@1 +a2@1 +b1 +b2 +c1@1", gets: []string{"a1", "c1", "a2", "b1", "b2"}},
+		{name: "raised goes behind its new priority's turn", script: "+a1@1 +a2@1 +b1 +b1@1", gets: []string{"a1", "b1", "a2"}},
+		{name: "added while processed is queued fairly at Done", script: "+a1 +a2 g +a1 1:+b1 -a1", gets: []string{"a2", "b1", "a1"}},
+		{name: "removed", script: "+a1 +a2 +b1 x:a1 1:x:b1", gets: []string{"a2"}},
+		{name: "weights", weights: map[string]int{"a": 2}, script: "+a1 +a2 +a3 +a4 +b1 +b2", gets: []string{"a1", "b1", "a2", "a3", "b2", "a4"}},
+		// Were a's turns kept, a3 would go after b1; afresh, the two tie
+		// and the lower key goes first.
+		{name: "an emptied queue starts afresh", script: "+a1 +a2 g g -a1 -a2 +b1 +a3", gets: []string{"a3", "b1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := Options[string]{Fairness: flowOfItem, FairnessWeight: func(flow string) int { return tt.weights[flow] }}
+			first := newTestQueue(t, s.Client(), opts)
+			handles := []*Queue[string]{first, newHandle(t, s.Client(), queueNameOf(first), opts)}
+			ctx := context.Background()
+			var held []string
+			for op := range strings.FieldsSeq(tt.script) {
+				q := handles[0]
+				if rest, ok := strings.CutPrefix(op, "1:"); ok {
+					q, op = handles[1], rest
+				}
+				switch {
+				case op == "g":
+					held = append(held, getNow(t, q))
+				case strings.HasPrefix(op, "x:"):
+					_, err := q.RemoveContext(ctx, op[2:])
+					require.NoError(t, err)
+				case op[0] == '-':
+					require.NoError(t, q.DoneContext(ctx, op[1:]))
+				case strings.Contains(op, "@"):
+					item, p, _ := strings.Cut(op[1:], "@")
+					priority, err := strconv.Atoi(p)
+					require.NoError(t, err)
+					require.NoError(t, q.AddWithOptsContext(ctx, workqueue.AddOpts{Priority: &priority}, item))
+				default:
+					require.NoError(t, q.AddContext(ctx, op[1:]))
+				}
+			}
+			var got []string
+			for range tt.gets {
+				got = append(got, getNow(t, first))
+			}
+			for _, item := range got {
+				require.NoError(t, first.DoneContext(ctx, item))
+			}
+			assert.Equal(t, tt.gets, got)
+			n, err := first.LenContext(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, n, "items left queued")
+			for _, item := range held {
+				_ = first.DoneContext(ctx, item) // those done already are refused
+			}
+		})
+	}
+}
+
+// TestFairnessForgetsIdleKeys: the flows of keys the queue no longer holds,
+// and the turns of a queue emptied, are dropped, so that the hashes they
+// live in do not grow with every key and flow ever added.
+func TestFairnessForgetsIdleKeys(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	q := newTestQueue(t, s.Client(), Options[string]{Fairness: flowOfItem})
+	ctx := context.Background()
+	for _, item := range []string{"a1", "a2", "b1", "c1"} {
+		require.NoError(t, q.AddContext(ctx, item))
+	}
+	// A key that waits for its delay keeps its flow while idle.
+	require.NoError(t, q.AddAfterContext(ctx, "e1", time.Hour))
+	_, err := q.RemoveContext(ctx, "c1")
+	require.NoError(t, err)
+	for range 3 {
+		require.NoError(t, q.DoneContext(ctx, getNow(t, q)))
+	}
+	require.NoError(t, q.AddContext(ctx, "d1")) // finds the queue empty
+	require.NoError(t, q.DoneContext(ctx, getNow(t, q)))
+	keys := newQueueKeys("wq:{" + queueNameOf(q) + "}:")
+	n, err := s.Client().HLen(ctx, keys.all[15]).Result()
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "flows of idle keys: e1's alone")
+	fields, err := s.Client().HKeys(ctx, keys.all[16]).Result()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"v0", "f0 d"}, fields, "the turns left after the queue emptied")
+}
+
+// BenchmarkFairness adds, gets and marks done one item per op, from 16
+// goroutines on one handle, with 100 flows: on a FIFO queue, with
+// priorities (AddWithOpts at priority 1), and with Fairness, so that
+// the cost of each is measured side by side.
+func BenchmarkFairness(b *testing.B) {
+	s := redistest.Start(b, redistest.Options{})
+	for _, bb := range []struct {
+		name string
+		opts Options[string]
+		prio bool
+	}{
+		{name: "fifo"},
+		{name: "priorities", prio: true},
+		{name: "fairness", opts: Options[string]{Fairness: func(item string) string { return item[:2] }}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			q := New(s.Client(), "bench-fair-"+bb.name+strconv.Itoa(b.N), bb.opts)
+			defer q.ShutDown()
+			var next atomic.Int64
+			one := 1
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n := next.Add(1)
+					item := strconv.Itoa(int(10+n%90)) + "-" + strconv.FormatInt(n, 10)
+					if bb.prio {
+						q.AddWithOpts(workqueue.AddOpts{Priority: &one}, item)
+					} else {
+						q.Add(item)
+					}
+					got, _ := q.Get()
+					q.Done(got)
+				}
+			})
+		})
+	}
+}
+
+// TestFairnessDelayedKeys: a key that comes due after its delay takes its
+// flow's turn, even one added again while it was processed and left idle
+// at its Done, whose flow the queue keeps while it waits.
+func TestFairnessDelayedKeys(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	opts := Options[string]{Clock: clk, Fairness: flowOfItem}
+	q := newTestQueue(t, s.Client(), opts)
+	other := newHandle(t, s.Client(), queueNameOf(q), opts)
+	q.Add("b1")
+	require.Equal(t, "b1", getNow(t, q))
+	q.AddAfter("b1", time.Second)
+	q.Done("b1")
+	other.AddAfter("c1", time.Second)
+	for _, item := range []string{"a1", "a2", "a3"} {
+		q.Add(item)
+	}
+	clk.Step(time.Second)
+	var got []string
+	for range 5 {
+		item := getNow(t, other)
+		got = append(got, item)
+		other.Done(item)
+	}
+	assert.Equal(t, []string{"a1", "b1", "c1", "a2", "a3"}, got)
+}
