@@ -218,3 +218,87 @@ func TestTwoManagersInitialListBehindLiveChanges(t *testing.T) {
 	t.Logf("two managers on one crredis queue: %d live changes of %d handed out before the rest of the %d listed objects; %d reconciles",
 		firstListed, live, existing, total)
 }
+
+// TestTwoManagersTakeTurnsByNamespace runs two managers, one worker each,
+// on one crredis queue with Fairness by namespace: while both workers are
+// held, a busy namespace gets many new ConfigMaps and a quiet one a few,
+// and once the workers go on, across both managers, the quiet namespace's
+// changes are reconciled in turn with the busy one's, not behind them all.
+func TestTwoManagersTakeTurnsByNamespace(t *testing.T) {
+	const held, busyCount, quietCount = 2, 100, 5
+	config := requireServer(t)
+	srv := redistest.Start(t, redistest.Options{})
+	cs := clientset(t, config)
+	heldNS, busyNS, quietNS := namespace(t, cs, "held"), namespace(t, cs, "busy"), namespace(t, cs, "quiet")
+	createConfigMaps(t, cs, heldNS, "cm", "source", held)
+
+	rec := sharedRecorder(t, config)
+	queueName := unique("crredis-fair")
+	opts := redisqueue.Options[reconcile.Request]{Fairness: func(r reconcile.Request) string { return r.Namespace }}
+	var gates [2]*gate
+	var handles [2]atomic.Pointer[crredis.Queue[reconcile.Request]]
+	for i := range gates {
+		gates[i] = newGate()
+		redisClient := srv.Client()
+		handle := &handles[i]
+		t.Cleanup(func() {
+			if q := handle.Load(); q != nil {
+				q.ShutDown()
+			}
+		})
+		startManager(t, managerSetup{
+			namespaces: []string{heldNS, busyNS, quietNS},
+			workers:    1,
+			reconciler: &heldReconciler{recorder: rec, gate: gates[i]},
+			newQueue: func(string, ctrlworkqueue.TypedRateLimiter[reconcile.Request]) ctrlworkqueue.TypedRateLimitingInterface[reconcile.Request] {
+				q := crredis.New(redisClient, queueName, opts)
+				handle.Store(q)
+				return q
+			},
+		}, rec)
+	}
+	for _, g := range gates {
+		g.waitEntered(t)
+	}
+	q := handles[0].Load()
+	busy := createConfigMaps(t, cs, busyNS, "cm", "source", busyCount)
+	require.Eventually(t, func() bool { return q.Len() == busyCount }, time.Minute, 10*time.Millisecond,
+		"the busy namespace's ConfigMaps did not reach the queue, once each")
+	quiet := createConfigMaps(t, cs, quietNS, "cm", "source", quietCount)
+	require.Eventually(t, func() bool { return q.Len() == busyCount+quietCount }, time.Minute, 10*time.Millisecond,
+		"the quiet namespace's ConfigMaps did not reach the queue, once each")
+	for _, g := range gates {
+		close(g.open)
+	}
+	require.Eventually(t, func() bool {
+		return rec.converged(busyNS, busy, "v1") && rec.converged(quietNS, quiet, "v1")
+	}, 2*time.Minute, 10*time.Millisecond, "not every ConfigMap was reconciled")
+
+	type first struct {
+		ns string
+		at time.Time
+	}
+	var order []first
+	for ns, names := range map[string][]string{busyNS: busy, quietNS: quiet} {
+		for _, name := range names {
+			at := rec.reconciles(types.NamespacedName{Namespace: ns, Name: name})
+			require.NotEmpty(t, at, "ConfigMap %s/%s reconciled", ns, name)
+			order = append(order, first{ns, at[0]})
+		}
+	}
+	slices.SortFunc(order, func(a, b first) int { return a.at.Compare(b.at) })
+	// The namespaces take turns, one change each: the quiet one's last
+	// change is handed out 2*quietCount-th, and the two workers may
+	// record theirs out of that order by one each.
+	lastQuiet := 0
+	for i, f := range order {
+		if f.ns == quietNS {
+			lastQuiet = i
+		}
+	}
+	assert.Less(t, lastQuiet, 2*quietCount+2, "the quiet namespace's changes reconciled in turn with the busy one's")
+	_, overlaps := rec.counts()
+	assert.Zero(t, overlaps, "a key was reconciled by two workers at once")
+	t.Logf("two managers on one fair crredis queue: the last of %d quiet changes was reconciled %d-th of %d",
+		quietCount, lastQuiet+1, len(order))
+}
