@@ -105,48 +105,59 @@ func TestRoundTripsBatched(t *testing.T) {
 }
 
 // TestRoundTripsPriorities checks that adds at priorities share scripts
-// as plain adds do: AddWithOpts from 16 goroutines, at three priorities,
-// then GetWithPriority and Done of 16 workers, stay below the bounds of
-// TestRoundTripsBatched.
+// as plain adds do, with and without Fairness: AddWithOpts from 16
+// goroutines, at three priorities, then GetWithPriority and Done of 16
+// workers, stay below the bounds of TestRoundTripsBatched.
 func TestRoundTripsPriorities(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	const keys, workers = 2000, 16
-	client := s.Client()
-	var sent atomic.Int64
-	client.AddHook(countingHook{&sent})
-	q := newTestQueue(t, client, Options[string]{})
-	q.Len() // the look at the number of partitions, not counted
-	sent.Store(0)
+	tests := []struct {
+		name string
+		opts Options[string]
+	}{
+		{name: "priorities"},
+		{name: "priorities with fairness", opts: Options[string]{Fairness: func(item string) string { return item[len(item)-1:] }}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const keys, workers = 2000, 16
+			client := s.Client()
+			var sent atomic.Int64
+			client.AddHook(countingHook{&sent})
+			q := newTestQueue(t, client, tt.opts)
+			q.Len() // the look at the number of partitions, not counted
+			sent.Store(0)
 
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	for range workers {
-		wg.Go(func() {
-			for i := next.Add(1); i <= keys; i = next.Add(1) {
-				priority := int(i % 3)
-				require.NoError(t, q.AddWithOptsContext(context.Background(), workqueue.AddOpts{Priority: &priority}, fmt.Sprint(i)))
+			var wg sync.WaitGroup
+			var next atomic.Int64
+			for range workers {
+				wg.Go(func() {
+					for i := next.Add(1); i <= keys; i = next.Add(1) {
+						priority := int(i % 3)
+						require.NoError(t, q.AddWithOptsContext(context.Background(), workqueue.AddOpts{Priority: &priority}, fmt.Sprint(i)))
+					}
+				})
 			}
+			wg.Wait()
+			added := sent.Swap(0)
+			next.Store(keys)
+			for range workers {
+				wg.Go(func() {
+					for next.Add(-1) >= 0 {
+						item, _, err := q.GetWithPriorityContext(context.Background())
+						require.NoError(t, err)
+						require.NoError(t, q.DoneContext(context.Background(), item))
+					}
+				})
+			}
+			wg.Wait()
+			drained := sent.Swap(0)
+			t.Logf("round trips per key: %.3f per AddWithOpts from %d goroutines, %.3f per GetWithPriority+Done of %d workers",
+				float64(added)/keys, workers, float64(drained)/keys, workers)
+			require.Less(t, float64(added)/keys, 0.5, "round trips per AddWithOpts from %d goroutines", workers)
+			require.Less(t, float64(drained)/keys, 1.0, "round trips per GetWithPriority+Done of %d workers", workers)
+			require.Equal(t, 0, q.Len())
 		})
 	}
-	wg.Wait()
-	added := sent.Swap(0)
-	next.Store(keys)
-	for range workers {
-		wg.Go(func() {
-			for next.Add(-1) >= 0 {
-				item, _, err := q.GetWithPriorityContext(context.Background())
-				require.NoError(t, err)
-				require.NoError(t, q.DoneContext(context.Background(), item))
-			}
-		})
-	}
-	wg.Wait()
-	drained := sent.Swap(0)
-	t.Logf("round trips per key: %.3f per AddWithOpts from %d goroutines, %.3f per GetWithPriority+Done of %d workers",
-		float64(added)/keys, workers, float64(drained)/keys, workers)
-	require.Less(t, float64(added)/keys, 0.5, "round trips per AddWithOpts from %d goroutines", workers)
-	require.Less(t, float64(drained)/keys, 1.0, "round trips per GetWithPriority+Done of %d workers", workers)
-	require.Equal(t, 0, q.Len())
 }
 
 // scriptCounter counts the runs of one script.
