@@ -15,7 +15,10 @@ if ARGV[6] == '1' then
   -- Every key's flow first, so that it is known wherever the key goes.
   stride = 5
   local flows = {}
-  for i = 7, #ARGV, stride do flows[#flows + 1], flows[#flows + 2] = ARGV[i], ARGV[i + 4] end
+  for i = 7, #ARGV, stride do
+    flows[#flows + 1], flows[#flows + 2] = ARGV[i], ARGV[i + 4]
+    flow_of[ARGV[i]] = ARGV[i + 4]
+  end
   redis.call('HSET', FLOWS, unpack(flows))
 end
 for i = 7, #ARGV, stride do

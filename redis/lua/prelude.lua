@@ -174,14 +174,24 @@ end
 -- (numbers below ORIGIN) do not count as the head. FAIR is emptied when
 -- PRIO is, which bounds it by the flows queued since.
 local FAIR_UNIT = 2520
+-- flow_of holds the flows a script was sent (addopts.lua), so that it
+-- does not read them back; fair_v the number each priority's keys start
+-- from in this script, as no key is handed out between two ranks.
+local flow_of, fair_v = {}, {}
 local function fair_seq(key, prio)
-  local flow = redis.call('HGET', FLOWS, key)
+  local flow = flow_of[key] or redis.call('HGET', FLOWS, key)
   if not flow then return nil end
   local space = string.find(flow, ' ', 1, true)
   local step, field = tonumber(string.sub(flow, 1, space - 1)), 'f' .. fmt(prio) .. string.sub(flow, space)
+  local v = fair_v[prio]
+  if v then
+    local n = math.max(v, tonumber(redis.call('HGET', FAIR, field)) or 0)
+    redis.call('HSET', FAIR, field, fmt(n + step))
+    return string.format('%016d', n)
+  end
+  local f
   local vfield = 'v' .. fmt(prio)
   local head = redis.call('ZRANGE', PRIO, -prio, -prio, 'BYSCORE', 'LIMIT', 0, 1)[1]
-  local v, f
   if not head and redis.call('ZCARD', PRIO) == 0 then
     redis.call('DEL', FAIR)
     v = ORIGIN
@@ -193,6 +203,7 @@ local function fair_seq(key, prio)
       if at >= ORIGIN then v = math.max(v, at) end
     end
   end
+  fair_v[prio] = v
   local n = math.max(v, f or 0)
   redis.call('HSET', FAIR, vfield, fmt(v), field, fmt(n + step))
   return string.format('%016d', n)
