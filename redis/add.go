@@ -234,10 +234,10 @@ func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c a
 
 // runAdds runs one add script in partition p with calls and returns each
 // one's outcome: add.lua when every call is an Add or AddAfter at
-// priority 0 on a queue without Fairness, else addopts.lua, which takes
-// every rule and the flows but costs the server more.
+// priority 0 on a queue without Fairness or MaxWait, else addopts.lua,
+// which takes every rule and the flows but costs the server more.
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
-	fair := q.fairness != nil
+	fair := q.sorted()
 	plain := !fair && !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
 	s, args := addScript, make([]any, 0, 2+len(p.limit)+5*len(calls))
 	args = append(args, q.now())

@@ -9,35 +9,48 @@ import (
 // weight from 1 to 10, so that their shares are exact.
 const fairUnit = 2520
 
-// fairArg is the argument the add and done scripts take for
-// Options.Fairness: "1" when it is set, else "0".
+// sorted reports whether the queue keeps every key in PRIO with a flow
+// (see prelude.lua): with Options.Fairness or MaxWait.
+func (q *Queue[T]) sorted() bool {
+	return q.fairness != nil || q.maxWait > 0
+}
+
+// fairArg is the argument the add and done scripts take for a sorted
+// queue: "1" when it is one, else "0".
 func (q *Queue[T]) fairArg() string {
-	if q.fairness == nil {
+	if !q.sorted() {
 		return "0"
 	}
 	return "1"
 }
 
 // flowOf returns key's "STEP FLOW" for FLOWS (see prelude.lua): its
-// fairness key, from Options.Fairness of the item it encodes, and the
-// step of that key's weight. A key the codec cannot decode is a flow of
-// its own, of weight 1.
+// fairness key, from Options.Fairness of the item it encodes ("" for
+// all without it), and the step of that key's weight, led by "a" with
+// MaxWait. A key the codec cannot decode is a flow of its own, of
+// weight 1.
 func (q *Queue[T]) flowOf(key string) string {
-	flow, weight := "\x00"+key, 1
-	if item, err := q.codec.Decode(key); err == nil {
-		flow = q.fairness(item)
-		if q.fairWeight != nil {
-			weight = q.fairWeight(flow)
+	flow, weight := "", 1
+	if q.fairness != nil {
+		flow = "\x00" + key
+		if item, err := q.codec.Decode(key); err == nil {
+			flow = q.fairness(item)
+			if q.fairWeight != nil {
+				weight = q.fairWeight(flow)
+			}
 		}
 	}
-	step := fairUnit / min(max(weight, 1), fairUnit)
-	return strconv.Itoa(step) + " " + flow
+	step := strconv.Itoa(fairUnit / min(max(weight, 1), fairUnit))
+	if q.maxWait > 0 {
+		step = "a" + step
+	}
+	return step + " " + flow
 }
 
 // doneScript returns the done script of the handle's queue: the one that
-// queues again fairly with Options.Fairness.
+// queues again by flow on a sorted queue.
 func (q *Queue[T]) doneScript() *script {
-	if q.fairness == nil {
+	if !q.sorted() {
 		return doneScript
 	}
 	return fairDoneScript

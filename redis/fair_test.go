@@ -186,3 +186,61 @@ func TestFairnessDelayedKeys(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a1", "b1", "c1", "a2", "a3"}, got)
 }
+
+// TestMaxWait: an item queued for longer than MaxWait is handed out before
+// any other, whatever its priority, the longest queued first, by any
+// handle; a raised item keeps its time, and one removed leaves nothing
+// behind to hand out.
+func TestMaxWait(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	tests := []struct {
+		name     string
+		fairness func(string) string
+		// steps: "+x@p" AddWithOpts at priority p, "wN" N seconds pass,
+		// "g:x" a Get must hand out x, "x:x" Remove.
+		script string
+	}{
+		{name: "aged first", script: "+old@-1 w5 +high@5 g:high w6 +mid@0 +top@9 g:old g:top g:mid"},
+		{name: "longest first", script: "+a@-1 w1 +b@-2 w1 +c@3 w20 g:a g:b g:c"},
+		{name: "raised keeps its time", script: "+a@-1 w5 +b@1 +a@2 w6 +c@9 g:a g:c g:b"},
+		{name: "removed", script: "+a@-1 w11 x:a +b@0 g:b"},
+		{name: "with fairness", fairness: flowOfItem, script: "+a1@0 +a2@0 w11 +b1@5 +a3@0 g:a1 g:a2 g:b1 g:a3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+			opts := Options[string]{Clock: clk, MaxWait: 10 * time.Second, Fairness: tt.fairness}
+			q := newTestQueue(t, s.Client(), opts)
+			other := newHandle(t, s.Client(), queueNameOf(q), opts)
+			ctx := context.Background()
+			for i, op := range strings.Fields(tt.script) {
+				h := []*Queue[string]{q, other}[i%2]
+				switch {
+				case op[0] == 'w':
+					n, err := strconv.Atoi(op[1:])
+					require.NoError(t, err)
+					clk.Step(time.Duration(n) * time.Second)
+				case strings.HasPrefix(op, "g:"):
+					item := getNow(t, h)
+					require.Equal(t, op[2:], item, "step %d", i)
+					require.NoError(t, h.DoneContext(ctx, item))
+				case strings.HasPrefix(op, "x:"):
+					took, err := h.RemoveContext(ctx, op[2:])
+					require.NoError(t, err)
+					require.True(t, took)
+				default:
+					item, p, _ := strings.Cut(op[1:], "@")
+					priority, err := strconv.Atoi(p)
+					require.NoError(t, err)
+					require.NoError(t, h.AddWithOptsContext(ctx, workqueue.AddOpts{Priority: &priority}, item))
+				}
+			}
+			n, err := q.LenContext(ctx)
+			require.NoError(t, err)
+			assert.Zero(t, n)
+			ages, err := s.Client().ZCard(ctx, q.parts[0].keys.all[17]).Result()
+			require.NoError(t, err)
+			assert.Zero(t, ages, "entries left in AGES")
+		})
+	}
+}

@@ -425,8 +425,8 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 		return nil, err
 	}
 	q.turn(p)
-	args := make([]any, 0, 2+len(nonces))
-	args = append(args, q.now(), q.lease.Milliseconds())
+	args := make([]any, 0, 3+len(nonces))
+	args = append(args, q.now(), q.lease.Milliseconds(), q.maxWait.Milliseconds())
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}
@@ -501,7 +501,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		h.token, h.lost, h.renewed = token, false, now
 		q.mu.Unlock()
 		args := append(append([]any{q.now()}, p.limit...), q.fairArg(), key, 0, g.priority, ruleAdd)
-		if q.fairness != nil {
+		if q.sorted() {
 			args = append(args, q.flowOf(key))
 		}
 		if err := addOptsScript.Run(ctx, q.client, p.keys.of(addOptsScript), args...).Err(); err != nil {

@@ -84,6 +84,13 @@ type Options[T comparable] struct {
 	// called as Fairness is.
 	FairnessWeight func(key string) int
 
+	// MaxWait, if positive, hands out an item queued for that long before
+	// any other, whatever its priority or fairness key, the longest
+	// queued first, as the in-memory priority queue's MaxWait does. A key
+	// queued again at the front after its holder died is not aged. Every
+	// handle of a queue must use the same MaxWait; at least 1ms.
+	MaxWait time.Duration
+
 	// Clock, when set, gives the time the scripts use instead of Redis's
 	// own, and drives lease extension and the waits for delayed keys.
 	// Every handle of a queue must use the same clock: it is meant for

@@ -81,6 +81,8 @@ type Queue[T comparable] struct {
 	// fairness and fairWeight: Options.Fairness and FairnessWeight.
 	fairness   func(T) string
 	fairWeight func(string) int
+	// maxWait is Options.MaxWait.
+	maxWait time.Duration
 
 	// cursor modulo the number of partitions is the partition a Get
 	// looks at first (see roundOrder).
@@ -148,6 +150,9 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 	if lease < 3*time.Millisecond {
 		panic(fmt.Sprintf("workqueue: redisqueue.New: LeaseDuration %v is below 3ms", lease))
 	}
+	if opts.MaxWait < 0 || (opts.MaxWait > 0 && opts.MaxWait < time.Millisecond) {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: MaxWait %v is negative or below 1ms", opts.MaxWait))
+	}
 	heartbeat := orDefault(opts.Heartbeat, 2*time.Second)
 	if heartbeat < time.Second {
 		panic(fmt.Sprintf("workqueue: redisqueue.New: Heartbeat %v is below 1s, the shortest wait of BLPOP", heartbeat))
@@ -210,6 +215,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		metrics:      newHandleMetrics(opts.MetricsProvider, metricsName),
 		fairness:     opts.Fairness,
 		fairWeight:   opts.FairnessWeight,
+		maxWait:      opts.MaxWait,
 		held:         make(map[string]*holding),
 		stopCh:       make(chan struct{}),
 		idleCh:       make(chan struct{}),

@@ -27,7 +27,7 @@
 //     thousands of requests do not hold back another's few.
 //
 // redisqueue's README says what the queue guarantees and how it differs
-// from the in-memory priority queue (not yet across processes: MaxWait). The module is apart from github.com/go-workqueue/workqueue/controllerruntime
+// from the in-memory priority queue. The module is apart from github.com/go-workqueue/workqueue/controllerruntime
 // so that the controllers that stay in one process do not depend on
 // go-redis, and from the redis module so that its users do not depend on
 // controller-runtime.

@@ -1,6 +1,7 @@
--- ARGV: now, lease (ms), then one nonce per waiting Get. Hands each Get the
--- next ready key (the highest priority first, first in first out within
--- one), under a lease of its own with a fencing token: the next number of
+-- ARGV: now, lease (ms), MaxWait (ms, 0 for none), then one nonce per
+-- waiting Get. Hands each Get the next ready key (with MaxWait, the keys
+-- queued for longer than it first, the longest first; then the highest
+-- priority first, first in first out within one), under a lease of its own with a fencing token: the next number of
 -- FENCE and that Get's random nonce. The nonce keeps a token unique even if Redis restarts from a file that lost the last INCRs
 -- (AOF everysec, or a replica promoted): a holder from before the restart
 -- cannot end a lease granted after it.
@@ -14,10 +15,10 @@
 --
 -- The keys popped are distinct (a key is queued once), so the writes of
 -- all the grants are gathered into one command per hash and sorted set.
-local now, lease = clock(ARGV[1]), tonumber(ARGV[2])
+local now, lease, maxwait = clock(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local reclaimed = promote(now)
 local nonces = {}
-for i = 3, #ARGV do nonces[#nonces + 1] = ARGV[i] end
+for i = 4, #ARGV do nonces[#nonces + 1] = ARGV[i] end
 -- A Get whose nonce has a grant already ran this script and lost the
 -- reply: it gets the same grant again, instead of a second lease nobody
 -- would hold. One whose nonce was cancelled gets nothing.
@@ -29,16 +30,35 @@ end
 -- ranked counts the keys in PRIO, so that the depth needs no second ZCARD.
 local ranked = redis.call('ZCARD', PRIO)
 -- popped are the keys taken, in hand-out order, prios their priorities:
--- PRIO's above 0 (high), READY's, then PRIO's below 0 (low).
+-- with MaxWait those waiting longer (aged), then PRIO's above 0 (high),
+-- READY's, then PRIO's below 0 (low).
 local popped, prios = {}, {}
 if need > 0 then
-  if ranked > 0 then
-    local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need, 'WITHSCORES')
-    for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
-    if #popped > 0 then redis.call('ZREM', PRIO, unpack(popped)) end
+  if maxwait > 0 and ranked > 0 then
+    local aged = redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, need)
+    if #aged > 0 then
+      local members, states = {}, redis.call('HMGET', STATE, unpack(aged))
+      for i, key in ipairs(aged) do
+        -- Only a key queued in PRIO is in AGES; the check keeps a stray
+        -- entry from handing out a key that is not queued.
+        if states[i] and string.byte(states[i]) == QUEUED then
+          local place, prio = queued_state(states[i])
+          members[#members + 1], popped[#popped + 1], prios[#prios + 1] = place .. key, key, prio
+        end
+      end
+      if #members > 0 then redis.call('ZREM', PRIO, unpack(members)) end
+      redis.call('ZREM', AGES, unpack(aged))
+      ranked = ranked - #members
+    end
   end
-  for i, member in ipairs(popped) do popped[i] = string.sub(member, 17) end
-  ranked = ranked - #popped
+  local taken = #popped
+  if ranked > 0 and taken < need then
+    local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need - taken, 'WITHSCORES')
+    for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
+    if #popped > taken then redis.call('ZREM', PRIO, unpack(popped, taken + 1)) end
+  end
+  for i = taken + 1, #popped do popped[i] = string.sub(popped[i], 17) end
+  ranked = ranked - (#popped - taken)
   if #popped < need then
     for _, key in ipairs(redis.call('LPOP', READY, need - #popped) or {}) do
       popped[#popped + 1], prios[#prios + 1] = key, 0
@@ -49,6 +69,7 @@ if need > 0 then
     for i = 1, #low, 2 do popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1]) end
     ranked = ranked - #low / 2
   end
+  if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end
 end
 local since, fence = {}, 0
 if #popped > 0 then

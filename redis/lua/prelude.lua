@@ -41,7 +41,9 @@
 -- wherever it goes to the back of its priority, at 0 too, in PRIO. FAIR
 -- holds, for each priority PRIO, "vPRIO": the sequence number at its head
 -- when a key was last queued there, and "fPRIO FLOW": the number FLOW's
--- next key there starts from.
+-- next key there starts from. A queue with MaxWait keeps a flow for each
+-- key too ("" without Fairness), its STEP led by "a": AGES then holds each
+-- such key queued in PRIO, scored by when it was queued.
 --
 -- One key a line, each bound to its name in keyParts (scripts.go): a
 -- script is sent the keys it binds, in this order, numbered anew.
@@ -62,6 +64,7 @@ local SEQ = KEYS[14]
 local PRIO = KEYS[15]
 local FLOWS = KEYS[16]
 local FAIR = KEYS[17]
+local AGES = KEYS[18]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -181,13 +184,14 @@ local flow_of, fair_v = {}, {}
 local function fair_seq(key, prio)
   local flow = flow_of[key] or redis.call('HGET', FLOWS, key)
   if not flow then return nil end
-  local space = string.find(flow, ' ', 1, true)
-  local step, field = tonumber(string.sub(flow, 1, space - 1)), 'f' .. fmt(prio) .. string.sub(flow, space)
+  local space, aged = string.find(flow, ' ', 1, true), string.byte(flow) == 97 -- "a"
+  local step = tonumber(string.sub(flow, aged and 2 or 1, space - 1))
+  local field = 'f' .. fmt(prio) .. string.sub(flow, space)
   local v = fair_v[prio]
   if v then
     local n = math.max(v, tonumber(redis.call('HGET', FAIR, field)) or 0)
     redis.call('HSET', FAIR, field, fmt(n + step))
-    return string.format('%016d', n)
+    return string.format('%016d', n), aged
   end
   local f
   local vfield = 'v' .. fmt(prio)
@@ -206,7 +210,7 @@ local function fair_seq(key, prio)
   fair_v[prio] = v
   local n = math.max(v, f or 0)
   redis.call('HSET', FAIR, vfield, fmt(v), field, fmt(n + step))
-  return string.format('%016d', n)
+  return string.format('%016d', n), aged
 end
 
 -- forget_flows drops the flows of keys, idle now, but those of keys that
@@ -222,12 +226,14 @@ end
 -- rank is enqueue at priority prio, in PRIO unless prio is 0 and key has
 -- no flow (see fair_seq).
 local function rank(key, since, prio, front)
-  local n = not front and fair_seq(key, prio)
+  local n, aged
+  if not front then n, aged = fair_seq(key, prio) end
   if not n then
     if prio == 0 then return enqueue(key, since, front) end
     n = seq(front)
   end
   redis.call('ZADD', PRIO, -prio, n .. key)
+  if aged then redis.call('ZADD', AGES, since, key) end
   redis.call('HSET', STATE, key, 'q' .. n .. fmt(prio) .. '/' .. fmt(since))
   signal()
 end
@@ -237,6 +243,7 @@ local function unqueue(key, state)
   local place = queued_state(state)
   if place then
     redis.call('ZREM', PRIO, place .. key)
+    redis.call('ZREM', AGES, key)
   else
     redis.call('LREM', READY, 1, key)
   end
