@@ -68,7 +68,9 @@ type Options[T comparable] struct {
 	// Fairness, if set, makes the keys it gives the items (namespaces, say)
 	// take turns within each priority, across every process: an item whose
 	// fairness key has nothing queued waits behind at most one item of each
-	// other fairness key at its priority, however many they have queued.
+	// other fairness key at its priority when the encoded items sort by
+	// their fairness key (as crredis's "namespace/name" keys do), and at
+	// most two otherwise, however many they have queued.
 	// On a partitioned queue the turns are taken within each partition.
 	// It must return the same key for an item every time, be safe for
 	// concurrent use and not panic; every handle of a queue must use the
