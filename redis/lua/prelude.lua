@@ -167,49 +167,66 @@ local function enqueue(key, since, front)
 end
 
 -- fair_seq returns the sequence number of key, of a queue with Fairness,
--- put at the back of priority prio, or nil if FLOWS has no flow for it:
--- start-time fair queueing, where each flow's keys get numbers a step
--- apart, the step FAIR_UNIT over the flow's weight, and a flow with
--- nothing queued starts from the number at the head of the priority. So
--- the flows take turns, one key each per FAIR_UNIT (w keys for a weight
--- of w), and a flow's first key waits behind at most one key of each
--- other flow, however many they have queued. Keys put at the front
--- (numbers below ORIGIN) do not count as the head. FAIR is emptied when
--- PRIO is, which bounds it by the flows queued since.
+-- put at the back of priority prio, and whether it is aged (see AGES), or
+-- nil if FLOWS has no flow for it: start-time fair queueing, where each
+-- flow's keys get numbers a step apart, the step FAIR_UNIT over the
+-- flow's weight, and a flow with nothing queued starts from the number
+-- at the head of the priority, or from where its last key left off if
+-- that is later. So the flows take turns, one key each per FAIR_UNIT (w
+-- keys for a weight of w), and a flow's first key waits behind at most
+-- two keys of each other flow (one per turn), however many they have
+-- queued. Keys put at the front (numbers below ORIGIN) do not count as
+-- the head. A priority found empty starts a new epoch ("ePRIO"), whose
+-- numbers start afresh: "fPRIO FLOW" is "EPOCH:NUMBER", and one of an
+-- earlier epoch counts for nothing, so that a flow that had many turns
+-- before is not held back behind newer flows. FAIR is emptied when PRIO
+-- is, which bounds it by the flows queued since.
 local FAIR_UNIT = 2520
 -- flow_of holds the flows a script was sent (addopts.lua), so that it
--- does not read them back; fair_v the number each priority's keys start
--- from in this script, as no key is handed out between two ranks.
-local flow_of, fair_v = {}, {}
+-- does not read them back; fair_v and fair_e the number each priority's
+-- keys start from and its epoch in this script, as no key is handed out
+-- between two ranks of one script.
+local flow_of, fair_v, fair_e = {}, {}, {}
+-- fair_turn is where a flow's next key starts in epoch e, from its stored
+-- "EPOCH:NUMBER": 0 if that is of another epoch, or none.
+local function fair_turn(stored, e)
+  if not stored then return 0 end
+  local colon = string.find(stored, ':', 1, true)
+  if tonumber(string.sub(stored, 1, colon - 1)) ~= e then return 0 end
+  return tonumber(string.sub(stored, colon + 1))
+end
 local function fair_seq(key, prio)
   local flow = flow_of[key] or redis.call('HGET', FLOWS, key)
   if not flow then return nil end
   local space, aged = string.find(flow, ' ', 1, true), string.byte(flow) == 97 -- "a"
   local step = tonumber(string.sub(flow, aged and 2 or 1, space - 1))
   local field = 'f' .. fmt(prio) .. string.sub(flow, space)
-  local v = fair_v[prio]
+  local v, e = fair_v[prio], fair_e[prio]
+  local n
   if v then
-    local n = math.max(v, tonumber(redis.call('HGET', FAIR, field)) or 0)
-    redis.call('HSET', FAIR, field, fmt(n + step))
+    n = math.max(v, fair_turn(redis.call('HGET', FAIR, field), e))
+    redis.call('HSET', FAIR, field, fmt(e) .. ':' .. fmt(n + step))
     return string.format('%016d', n), aged
   end
-  local f
   local vfield = 'v' .. fmt(prio)
   local head = redis.call('ZRANGE', PRIO, -prio, -prio, 'BYSCORE', 'LIMIT', 0, 1)[1]
-  if not head and redis.call('ZCARD', PRIO) == 0 then
-    redis.call('DEL', FAIR)
-    v = ORIGIN
-  else
-    local known = redis.call('HMGET', FAIR, vfield, field)
-    v, f = tonumber(known[1]) or ORIGIN, tonumber(known[2])
-    if head then
-      local at = tonumber(string.sub(head, 1, 16))
-      if at >= ORIGIN then v = math.max(v, at) end
+  if not head then
+    if redis.call('ZCARD', PRIO) == 0 then
+      redis.call('DEL', FAIR)
+      e = 0
+    else
+      e = redis.call('HINCRBY', FAIR, 'e' .. fmt(prio), 1)
     end
+    v, n = ORIGIN, ORIGIN
+  else
+    local known = redis.call('HMGET', FAIR, vfield, field, 'e' .. fmt(prio))
+    v, e = tonumber(known[1]) or ORIGIN, tonumber(known[3]) or 0
+    local at = tonumber(string.sub(head, 1, 16))
+    if at >= ORIGIN then v = math.max(v, at) end
+    n = math.max(v, fair_turn(known[2], e))
   end
-  fair_v[prio] = v
-  local n = math.max(v, f or 0)
-  redis.call('HSET', FAIR, vfield, fmt(v), field, fmt(n + step))
+  fair_v[prio], fair_e[prio] = v, e
+  redis.call('HSET', FAIR, vfield, fmt(v), field, fmt(e) .. ':' .. fmt(n + step))
   return string.format('%016d', n), aged
 end
 
