@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/go-workqueue/workqueue"
+	wqprometheus "github.com/go-workqueue/workqueue/prometheus"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
@@ -358,4 +360,28 @@ func TestParkErrors(t *testing.T) {
 	assert.Equal(t, 1, other.Wake("e"))
 	require.Equal(t, "a", getNow(t, other))
 	other.Done("a")
+}
+
+// TestParkingMetrics checks the parking metrics of a handle whose
+// provider reports them: the queue-wide parked count as Redis reported it
+// to the handle's parks and wakes, and the parks its wakes ended.
+func TestParkingMetrics(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	reg := prometheus.NewRegistry()
+	q := newTestQueue(t, s.Client(), Options[string]{MetricsProvider: wqprometheus.NewProvider(reg), Name: "objects"})
+	other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{})
+	other.Add("a")
+	other.Add("b")
+	for range 2 {
+		item := getNow(t, q)
+		q.Park(item, "e")
+		q.Done(item)
+	}
+	assert.Equal(t, 2.0, metricValue(t, reg, "workqueue_parked_items"))
+	assert.Equal(t, 2, q.Wake("e"))
+	assert.Equal(t, 0.0, metricValue(t, reg, "workqueue_parked_items"))
+	assert.Equal(t, 2.0, metricValue(t, reg, "workqueue_wakes_total"))
+	for range 2 {
+		other.Done(getNow(t, other))
+	}
 }
