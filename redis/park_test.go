@@ -251,8 +251,8 @@ func verifyParks(t *testing.T, client redis.UniversalClient, q *Queue[string]) {
 		}
 		require.Equal(t, nParked, len(parked), "PARKED holds the parked keys only")
 		for key, record := range pending {
-			bar := strings.Index(record[16:], "|") + 16
-			members(record[bar+1:], record[:16], key)
+			bar := strings.Index(record[17:], "|") + 17
+			members(record[bar+1:], record[1:17], key)
 		}
 		got := map[string]bool{}
 		for _, m := range waiters {

@@ -23,13 +23,11 @@ if #ARGV > 2 then
   end
 end
 local n = string.format('%016d', redis.call('HINCRBY', SEQ, 'w', 1))
-local events = {}
-for i = 3, #ARGV do events[#events + 1] = fmt(#ARGV[i]) .. ':' .. ARGV[i] end
-events = table.concat(events)
-redis.call('HSET', PARKS, key, n .. token .. '|' .. events)
-local scored = {}
-for _, member in ipairs(park_members(events, n, key)) do
-  scored[#scored + 1], scored[#scored + 2] = 0, member
+local events, scored = {}, {}
+for i = 3, #ARGV do
+  events[#events + 1] = fmt(#ARGV[i]) .. ':' .. ARGV[i]
+  scored[#scored + 1], scored[#scored + 2] = 0, events[#events] .. n .. key
 end
+redis.call('HSET', PARKS, key, 'w' .. n .. '0/' .. token .. '|' .. table.concat(events))
 if #scored > 0 then redis.call('ZADD', WAITERS, unpack(scored)) end
 return 1

@@ -8,13 +8,13 @@ local now, longest, key, token = clock(ARGV[1]), tonumber(ARGV[2]), ARGV[3], ARG
 if redis.call('HGET', TOKENS, key) ~= token then return {parked_count(), -1} end
 local state = redis.call('HGET', STATE, key)
 local record = redis.call('HGET', PARKS, key)
-local bar = record and string.find(record, '|', 17, true)
 local outcome = 0
-if string.byte(state) == PROCESSING and record and string.sub(record, 17, bar - 1) == token then
+if string.byte(state) == PROCESSING and record and pending_token(record) == token then
   redis.call('HDEL', PARKS, key)
   end_lease(key)
   local prio, deadline = state_priority(state), now + longest
-  redis.call('HSET', STATE, key, 'w' .. string.sub(record, 1, 16) .. fmt(prio) .. '/' .. fmt(deadline) .. '|' .. string.sub(record, bar + 1))
+  local events = string.sub(record, string.find(record, '|', 18, true) + 1)
+  redis.call('HSET', STATE, key, 'w' .. string.sub(record, 2, 17) .. fmt(prio) .. '/' .. fmt(deadline) .. '|' .. events)
   redis.call('ZADD', PARKED, now, key)
   delay(key, deadline, prio)
   outcome = 3

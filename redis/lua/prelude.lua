@@ -41,8 +41,9 @@
 -- another. Its deadline waits in DELAYED as an add of the key at PRIO, so
 -- that promote ends the park with that add and an idle Get wakes for it;
 -- PARKED holds when each such key was parked. A park asked for while the
--- key is processed is in PARKS until Done: key -> "NUM" TOKEN "|" EVENTS,
--- and counts only while the key's state is "p" or "pPRIO" and TOKEN its
+-- key is processed is in PARKS until Done: key -> "wNUM0/TOKEN|EVENTS",
+-- the parked state with the lease's token in place of the deadline, and
+-- counts only while the key's state is "p" or "pPRIO" and TOKEN its
 -- lease's (an add, a wake or a lost lease ends it; the record is dropped
 -- by the next script that reads it). WAITERS holds, at score 0, a member
 -- LENGTH:EVENT NUM KEY for each event of each park of either kind, so
@@ -183,33 +184,29 @@ local function unqueue(key, state)
   end
 end
 
--- park_members returns the members of WAITERS of park number n of key,
--- which waits for the events encoded in events.
-local function park_members(events, n, key)
-  local members, pos = {}, 1
+-- unpark forgets key's park, park (a parked key's state, or a record of
+-- PARKS), and returns the priority to queue it at; the caller sets its
+-- state or drops the record. A parked key's deadline's add is taken back,
+-- unless an earlier add waits in its place. It is one function, so that
+-- the scripts of adds define one function more for parks.
+local function unpark(key, park)
+  local slash = string.find(park, '/', 18, true)
+  local bar = string.find(park, '|', slash, true)
+  local events, n, members, pos = string.sub(park, bar + 1), string.sub(park, 2, 17), {}, 1
   while pos <= #events do
     local colon = string.find(events, ':', pos, true)
     local stop = colon + tonumber(string.sub(events, pos, colon - 1))
     members[#members + 1] = string.sub(events, pos, stop) .. n .. key
     pos = stop + 1
   end
-  return members
-end
-
--- unpark forgets the park of key, parked since its Done with state, and
--- returns the priority to queue it at; the caller sets its state. The
--- deadline's add is taken back, unless an earlier add waits in its place.
-local function unpark(key, state)
-  local slash = string.find(state, '/', 18, true)
-  local bar = string.find(state, '|', slash, true)
-  local members = park_members(string.sub(state, bar + 1), string.sub(state, 2, 17), key)
   if #members > 0 then redis.call('ZREM', WAITERS, unpack(members)) end
   redis.call('ZREM', PARKED, key)
-  if tonumber(redis.call('ZSCORE', DELAYED, key)) == tonumber(string.sub(state, slash + 1, bar - 1)) then
+  local deadline = tonumber(string.sub(park, slash + 1, bar - 1))
+  if deadline and tonumber(redis.call('ZSCORE', DELAYED, key)) == deadline then
     redis.call('ZREM', DELAYED, key)
     redis.call('HDEL', DPRIO, key)
   end
-  return tonumber(string.sub(state, 18, slash - 1))
+  return tonumber(string.sub(park, 18, slash - 1))
 end
 
 -- add queues key at priority 0, and returns 1 if it was idle, 2 if it is
@@ -336,6 +333,13 @@ local function add_once(key, now, prio, wait)
   return add_at(key, now, prio, state or false)
 end
 
+-- pending_token returns the token of the lease that asked for the park
+-- record, a record of PARKS.
+local function pending_token(record)
+  local slash = string.find(record, '/', 18, true)
+  return string.sub(record, slash + 1, string.find(record, '|', slash, true) - 1)
+end
+
 -- end_pending drops the park that key's holder asked for, numbered n (any
 -- if n is nil), before its Done, and reports whether it still counted:
 -- whether state, key's state, is processing and the park's lease is key's.
@@ -343,13 +347,11 @@ end
 -- Done, at its priority.
 local function end_pending(key, n, state, mark)
   local record = redis.call('HGET', PARKS, key)
-  if not record or (n and string.sub(record, 1, 16) ~= n) then return false end
-  local bar = string.find(record, '|', 17, true)
-  local members = park_members(string.sub(record, bar + 1), string.sub(record, 1, 16), key)
-  if #members > 0 then redis.call('ZREM', WAITERS, unpack(members)) end
+  if not record or (n and string.sub(record, 2, 17) ~= n) then return false end
+  unpark(key, record)
   redis.call('HDEL', PARKS, key)
   local live = state and string.byte(state) == PROCESSING and
-    redis.call('HGET', TOKENS, key) == string.sub(record, 17, bar - 1)
+    redis.call('HGET', TOKENS, key) == pending_token(record)
   if live and mark then redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2)) end
   return live
 end

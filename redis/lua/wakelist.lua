@@ -12,7 +12,7 @@ for _, member in ipairs(redis.call('ZRANGE', WAITERS, '[' .. prefix, '(' .. pref
   local counts = state and string.byte(state) == WAITING
   if not counts and state and string.byte(state) == PROCESSING then
     local record = redis.call('HGET', PARKS, key)
-    counts = record and redis.call('HGET', TOKENS, key) == string.sub(record, 17, string.find(record, '|', 17, true) - 1)
+    counts = record and redis.call('HGET', TOKENS, key) == pending_token(record)
   end
   if counts then parks[#parks + 1], parks[#parks + 2] = n, key end
 end
