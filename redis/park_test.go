@@ -43,7 +43,7 @@ func TestParkSequences(t *testing.T) {
 		// p, get GetWithPriority, done:x Done by the handle that got x,
 		// park:x/e,f Park by the handle that got x, wake:e=n Wake (n:
 		// what it must return, and the reference too), item:x WakeItem,
-		// rm:x Remove, len=n Len.
+		// rm:x Remove, radd:x AddRateLimited, nr:x NumRequeues, len=n Len.
 		script string
 		gets   []string // x/p: what the final Gets hand out
 	}{
@@ -93,6 +93,8 @@ func TestParkSequences(t *testing.T) {
 			script: "add:a get park:a/ done:a len=0 2:item:a", gets: []string{"a/0"}},
 		{name: "Park of an item not held does nothing",
 			script: "add:a park:a/e wake:e=0", gets: []string{"a/0"}},
+		{name: "a park is not a failure",
+			script: "radd:a get park:a/e done:a nr:a 2:wake:e=1 nr:a", gets: []string{"a/0"}},
 		{name: "a parked key is parked again after its wake",
 			script: "add:a get park:a/e done:a wake:e=1 get park:a/e done:a len=0 2:wake:e=1", gets: []string{"a/0"}},
 	}
@@ -175,6 +177,11 @@ func TestParkSequences(t *testing.T) {
 						assert.Equal(t, ref(arg).WakeItem(arg), q.WakeItem(arg), "op %s", op)
 					case "rm":
 						assert.Equal(t, ref(arg).Remove(arg), q.Remove(arg), "op %s", op)
+					case "radd":
+						q.AddRateLimited(arg)
+						ref(arg).AddRateLimited(arg)
+					case "nr":
+						assert.Equal(t, ref(arg).NumRequeues(arg), q.NumRequeues(arg), "op %s", op)
 					case "len":
 						require.Equal(t, arg, strconv.Itoa(refLen()), "op %s: the reference's", op)
 						assert.Equal(t, refLen(), q.Len(), "op %s", op)
@@ -383,5 +390,45 @@ func TestParkingMetrics(t *testing.T) {
 	assert.Equal(t, 2.0, metricValue(t, reg, "workqueue_wakes_total"))
 	for range 2 {
 		other.Done(getNow(t, other))
+	}
+}
+
+// TestWakeFunc checks that WakeFunc ends the parks of the items accept
+// accepts, in every partition, and only those whose park is still the
+// one it read: a park that an add ended while accept ran stays ended, and
+// is not counted.
+func TestWakeFunc(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	for _, partitions := range []int{1, 3} {
+		t.Run(fmt.Sprint("partitions=", partitions), func(t *testing.T) {
+			opts := Options[string]{Partitions: partitions}
+			q := newTestQueue(t, s.Client(), opts)
+			other := newHandle(t, s.Client(), queueNameOf(q), opts)
+			keys := []string{"a", "b", "c", "d"}
+			for _, key := range keys {
+				q.Add(key)
+			}
+			for range keys {
+				item := getNow(t, q)
+				q.Park(item, "e")
+				q.Done(item)
+			}
+			var asked []string
+			n := other.WakeFunc("e", func(item string) bool {
+				asked = append(asked, item)
+				if len(asked) == 1 {
+					q.Add("d") // ends d's park before WakeFunc ends any
+				}
+				return item != "a"
+			})
+			assert.Equal(t, 2, n, "b and c woken; d's park was ended by its add")
+			assert.ElementsMatch(t, keys, asked)
+			assert.Equal(t, 3, q.Len())
+			verifyParks(t, s.Client(), q)
+			assert.Equal(t, 1, other.Wake("e"), "a is still parked")
+			for range keys {
+				q.Done(getNow(t, q))
+			}
+		})
 	}
 }
