@@ -25,7 +25,8 @@ import (
 // is queued again. An add since the Get, or a wake of an earlier Park,
 // wins over the park; otherwise a later Park replaces an earlier one. A
 // park is not a failure: NumRequeues does not count it. Events should
-// come from a small fixed set: Redis keeps the last wake of each.
+// come from a small fixed set: Redis keeps the last wake of each. There
+// is no park backoff: a wake queues the item at once (README.md says why).
 //
 // Park does nothing for an item this handle does not hold. It works after
 // ShutDown, as Done does. It retries while Redis is unreachable, and logs

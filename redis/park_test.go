@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -430,5 +431,30 @@ func TestWakeFunc(t *testing.T) {
 				q.Done(getNow(t, q))
 			}
 		})
+	}
+}
+
+// TestFIFOScriptsReachLittleOfParking pins what keeps parking cheap for a
+// queue that never parks: the done script reaches none of its functions
+// and keys, and the add and get scripts only unpark, for a parked key
+// that they add.
+func TestFIFOScriptsReachLittleOfParking(t *testing.T) {
+	parking := []string{"unpark", "pending_token", "end_pending", "wake_park", "parked_count"}
+	tests := []struct {
+		script *script
+		reach  []string
+	}{
+		{doneScript, nil},
+		{addScript, []string{"unpark"}},
+		{getScript, []string{"unpark"}},
+	}
+	for _, tt := range tests {
+		for _, fn := range parking {
+			defined := strings.Contains(tt.script.src, "local function "+fn+"(")
+			assert.Equal(t, slices.Contains(tt.reach, fn), defined, "%s.lua defines %s", tt.script.name, fn)
+		}
+		for _, k := range tt.script.keys {
+			assert.NotContains(t, []string{"parks", "fired"}, keyParts[k], "%s.lua's keys", tt.script.name)
+		}
 	}
 }

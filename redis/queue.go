@@ -340,7 +340,7 @@ func (q *Queue[T]) NumRequeuesContext(ctx context.Context, item T) (int, error) 
 }
 
 // Len returns the number of items queued and ready, across every process;
-// items waiting for a delay or being processed are not counted. On a
+// items waiting for a delay, parked or being processed are not counted. On a
 // partitioned queue it sums the partitions' counts, each taken at its own
 // instant. It retries while Redis is unreachable and returns 0 once the
 // client is closed.
