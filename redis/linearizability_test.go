@@ -772,7 +772,7 @@ func TestLinearizabilityCatchesLostWakeup(t *testing.T) {
 	saved := parkScript
 	parkScript = broken
 	defer func() { parkScript = saved }()
-	const most = 300
+	const most = 1000
 	for h := range most {
 		seed := rand.Uint64()
 		name := fmt.Sprintf("lin-broken-park-%d-%d", h, queueSeq.Add(1))

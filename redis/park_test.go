@@ -458,3 +458,45 @@ func TestFIFOScriptsReachLittleOfParking(t *testing.T) {
 		}
 	}
 }
+
+// TestDelayedAddsOfParkedKeys checks with a fake clock how delayed adds
+// meet a park: AddWithOpts with After ends the park and the key waits for
+// its delay, as in the in-memory priority queue; an AddAfter ends the park
+// when its time comes, and a wake before then leaves it waiting.
+func TestDelayedAddsOfParkedKeys(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	opts := Options[string]{Clock: clk, MaxParkTime: time.Minute, LeaseDuration: time.Hour}
+	q := newTestQueue(t, s.Client(), opts)
+	other := newHandle(t, s.Client(), queueNameOf(q), opts)
+	park := func(item string) {
+		q.Add(item)
+		require.Equal(t, item, getNow(t, q))
+		q.Park(item, "e-"+item)
+		q.Done(item)
+	}
+
+	park("opts")
+	other.AddWithOpts(workqueue.AddOpts{After: 10 * time.Second}, "opts")
+	assert.Equal(t, 0, other.Wake("e-opts"), "the add ended the park")
+	park("after")
+	other.AddAfter("after", 10*time.Second)
+	park("woken")
+	other.AddAfter("woken", 10*time.Second)
+	assert.Equal(t, 1, other.Wake("e-woken"))
+	assert.Equal(t, "woken", getNow(t, q))
+	q.Done("woken")
+	assertNothingReady(t, q)
+	clk.Step(10 * time.Second)
+	var got []string
+	for range 3 {
+		item := getNow(t, q)
+		got = append(got, item)
+		q.Done(item)
+	}
+	assert.ElementsMatch(t, []string{"opts", "after", "woken"}, got)
+	assert.Equal(t, 0, other.Wake("e-after"), "its AddAfter ended the park")
+	clk.Step(time.Hour)
+	assertNothingReady(t, q)
+	verifyParks(t, s.Client(), q)
+}
