@@ -45,9 +45,10 @@ func (q *Queue[T]) Park(item T, events ...string) {
 }
 
 // ParkContext is Park without retries. It returns ErrNotHeld for an item
-// this handle does not hold, ErrLeaseLost if the item's lease was granted
-// again (nothing changed), the codec's error, or Redis's, after which
-// ParkContext may be called again.
+// this handle does not hold (or cannot encode), ErrLeaseLost if the
+// item's lease was granted again (nothing changed), or Redis's error,
+// after which ParkContext may be called again: the park may or may not
+// have been recorded, and a second one replaces it.
 func (q *Queue[T]) ParkContext(ctx context.Context, item T, events ...string) error {
 	key, err := q.encode(item)
 	if err != nil {
