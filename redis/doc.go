@@ -8,8 +8,12 @@
 //     in-memory TypedPriorityQueue's rules), and within a priority in the
 //     order of their first add (within a partition, with
 //     Options.Partitions);
-//   - Remove takes a key back, from any process: queued, delayed, or its
-//     re-add while it is processed;
+//   - Remove takes a key back, from any process: queued, delayed, parked,
+//     or its re-add while it is processed;
+//   - a key parked until an event (Park) stays parked in Redis, whichever
+//     process parked it, until any process wakes the event (Wake), the
+//     key (WakeItem) or adds it, or MaxParkTime passes; an event woken
+//     since the key's Get ends its park at Done, so no wakeup is lost;
 //   - AddAfter's earliest ready time wins, and AddRateLimited's failure
 //     counts live in Redis, so backoff goes on when another process
 //     retries the key;

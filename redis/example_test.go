@@ -82,3 +82,32 @@ func Example_priorities() {
 	// reconcile kube-system/dns at 0
 	// reconcile default/web at -100
 }
+
+// Parking across processes: a worker parks a key until an event, and the
+// Wake of any process queues it again. Here two handles stand for two
+// processes: a worker, and a watcher that sees the event.
+func Example_parking() {
+	client := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_ADDR")})
+	defer client.Close()
+	worker := redisqueue.New[string](client, "example-parking", redisqueue.Options[string]{})
+	defer worker.ShutDownWithDrain()
+	watcher := redisqueue.New[string](client, "example-parking", redisqueue.Options[string]{})
+	defer watcher.ShutDownWithDrain()
+
+	worker.Add("default/web")
+	key, _ := worker.Get()
+	fmt.Println("reconcile", key, "waits for its secret")
+	worker.Park(key, "secret default/tls")
+	worker.Done(key)
+	fmt.Println("queued:", worker.Len())
+
+	fmt.Println("woken:", watcher.Wake("secret default/tls"))
+	key, _ = worker.Get()
+	fmt.Println("reconcile", key)
+	worker.Done(key)
+	// Output:
+	// reconcile default/web waits for its secret
+	// queued: 0
+	// woken: 1
+	// reconcile default/web
+}

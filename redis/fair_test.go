@@ -2,6 +2,7 @@ package redisqueue
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -117,10 +118,10 @@ func TestFairnessForgetsIdleKeys(t *testing.T) {
 	require.NoError(t, q.AddContext(ctx, "d1")) // finds the queue empty
 	require.NoError(t, q.DoneContext(ctx, getNow(t, q)))
 	keys := newQueueKeys("wq:{" + queueNameOf(q) + "}:")
-	n, err := s.Client().HLen(ctx, keys.all[15]).Result()
+	n, err := s.Client().HLen(ctx, keys.all[slices.Index(keyParts, "flows")]).Result()
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, n, "flows of idle keys: e1's alone")
-	fields, err := s.Client().HKeys(ctx, keys.all[16]).Result()
+	fields, err := s.Client().HKeys(ctx, keys.all[slices.Index(keyParts, "fair")]).Result()
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"v0", "f0 d"}, fields, "the turns left after the queue emptied")
 }
@@ -241,9 +242,33 @@ func TestMaxWait(t *testing.T) {
 			n, err := q.LenContext(ctx)
 			require.NoError(t, err)
 			assert.Zero(t, n)
-			ages, err := s.Client().ZCard(ctx, q.parts[0].keys.all[17]).Result()
+			ages, err := s.Client().ZCard(ctx, q.parts[0].keys.all[slices.Index(keyParts, "ages")]).Result()
 			require.NoError(t, err)
 			assert.Zero(t, ages, "entries left in AGES")
 		})
 	}
+}
+
+// TestFairnessWokenKeys: a parked key that is woken, by any handle, takes
+// its flow's turn.
+func TestFairnessWokenKeys(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	opts := Options[string]{Fairness: flowOfItem}
+	q := newTestQueue(t, s.Client(), opts)
+	other := newHandle(t, s.Client(), queueNameOf(q), opts)
+	for _, item := range []string{"a1", "a2", "a3"} {
+		q.Add(item)
+	}
+	require.Equal(t, "a1", getNow(t, q))
+	q.Park("a1", "ready")
+	q.Done("a1")
+	other.Add("b1")
+	assert.Equal(t, 1, other.Wake("ready"))
+	var got []string
+	for range 4 {
+		item := getNow(t, other)
+		got = append(got, item)
+		other.Done(item)
+	}
+	assert.Equal(t, []string{"a2", "b1", "a3", "a1"}, got)
 }

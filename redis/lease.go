@@ -14,13 +14,17 @@ type holding struct {
 	since   time.Time // handed out, on the handle's clock
 	renewed time.Time // when the last grant or extension that succeeded was sent
 	lost    bool      // an extension found the lease reclaimed
+	// parked: Park was called for it, so that its Done runs the done
+	// script that makes a park take effect.
+	parked bool
 	// finishing: a Done is running the done script, which may have ended
 	// the lease on the server before the handle releases it.
 	finishing bool
 }
 
 // Done marks item as done processing: if it was added meanwhile, by any
-// handle, it is queued again. Done for an item this handle does not hold
+// handle, it is queued again; if this handle parked it, the park takes
+// effect (see Park). Done for an item this handle does not hold
 // does nothing. It retries while Redis is unreachable until the item's
 // lease runs out; after that the item is handed out again anyway.
 //
@@ -55,9 +59,9 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 	}
 	q.mu.Lock()
 	h := q.held[key]
-	var lost bool
+	var lost, parked bool
 	if h != nil {
-		lost = h.lost
+		lost, parked = h.lost, h.parked
 		h.finishing = !lost
 	}
 	q.mu.Unlock()
@@ -76,7 +80,11 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 			return err
 		}
 		var err error
-		outcome, err = q.part(key).dones.do(doneCall{key, h.token})
+		if parked {
+			outcome, err = q.parkDone(ctx, key, h.token)
+		} else {
+			outcome, err = q.part(key).dones.do(doneCall{key, h.token})
+		}
 		return err
 	}
 	err = run(ctx)

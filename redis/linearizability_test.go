@@ -58,14 +58,24 @@ const (
 	linAddBatch    // AddBatch of key and then the other key
 	linAddPriority // AddWithOpts at a priority
 	linRemove
+	linPark // by the goroutine that holds key, on the events of the mask ev
+	linWake // of event ev
+	linWakeItem
 )
 
-var linOpNames = [...]string{"Add", "AddRateLimited", "Forget", "NumRequeues", "Len", "Get", "Done", "AddBatch", "AddWithOpts", "Remove"}
+var linOpNames = [...]string{"Add", "AddRateLimited", "Forget", "NumRequeues", "Len", "Get", "Done", "AddBatch", "AddWithOpts", "Remove", "Park", "Wake", "WakeItem"}
+
+// linEvents is the number of events the histories park on and wake.
+const linEvents = 2
 
 type linInput struct {
 	op   linOp
 	key  int8 // -1: none
 	prio int8 // AddWithOpts
+	ev   int8 // Park: a mask of events; Wake: an event
+	// anyCount: Wake's count is not checked, as it is the sum over the
+	// partitions (see linByPartition).
+	anyCount bool
 }
 
 type linOutput struct {
@@ -77,6 +87,12 @@ type linOutput struct {
 // linState is the sequential priority queue, a comparable value: fifo
 // holds the queued keys in hand-out order, prio[k] the priority of queued
 // key k, dirtyPrio[k] the priority a processed key k is queued at again.
+// Parks follow the in-memory queue's rules (workqueue's parking.go):
+// asking[k] is a park that key k's holder asked for, parked[k] one that
+// took effect at Done, on the events of the mask events[k], numbered
+// parkSeq[k] in park order, to queue k at gotPrio[k], the priority it was
+// handed out at or, after a Remove of its re-add, that re-add's. wakes counts the wakes, lastWake[e] is its value at
+// event e's last wake and gotAt[k] at key k's last Get.
 type linState struct {
 	fifo       [linKeys]int8
 	prio       [linKeys]int8
@@ -85,6 +101,33 @@ type linState struct {
 	dirty      [linKeys]bool
 	dirtyPrio  [linKeys]int8
 	failures   [linKeys]int8
+
+	asking, parked [linKeys]bool
+	events         [linKeys]int8
+	parkSeq        [linKeys]int16
+	gotPrio        [linKeys]int8
+	parks, wakes   int16
+	lastWake       [linEvents]int16
+	gotAt          [linKeys]int16
+}
+
+// unpark ends key's park, of either kind, and reports whether it had one.
+func (s linState) unpark(key int8) (linState, bool) {
+	had := s.asking[key] || s.parked[key]
+	s.asking[key], s.parked[key], s.events[key], s.parkSeq[key] = false, false, 0, 0
+	return s, had
+}
+
+// wakeKey ends key's park: a parked key is queued at its priority, one
+// being processed is queued again at Done.
+func (s linState) wakeKey(key int8) linState {
+	if s.parked[key] {
+		s = s.insert(key, s.gotPrio[key])
+	} else {
+		s.dirty[key], s.dirtyPrio[key] = true, s.gotPrio[key]
+	}
+	s, _ = s.unpark(key)
+	return s
 }
 
 // insert queues key at prio, behind every key queued at prio or higher.
@@ -114,6 +157,7 @@ func (s linState) unqueue(key int8) (linState, bool) {
 }
 
 func (s linState) add(key, prio int8) linState {
+	s, _ = s.unpark(key) // as if it had none
 	switch {
 	case s.processing[key]:
 		if !s.dirty[key] || prio > s.dirtyPrio[key] {
@@ -143,7 +187,13 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		return true, s.add(in.key, 0)
 	case linRemove:
 		s, took := s.unqueue(in.key)
-		took = took || s.dirty[in.key]
+		s, hadPark := s.unpark(in.key)
+		took = took || s.dirty[in.key] || hadPark
+		if s.dirty[in.key] {
+			// As the in-memory queue does, the item keeps the priority of
+			// its removed re-add, for a later wake.
+			s.gotPrio[in.key] = s.dirtyPrio[in.key]
+		}
 		s.dirty[in.key], s.dirtyPrio[in.key] = false, 0
 		s.failures[in.key] = 0
 		want := 0
@@ -167,6 +217,7 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		}
 		s, _ = s.unqueue(out.key)
 		s.processing[out.key] = true
+		s.gotPrio[out.key], s.gotAt[out.key] = out.prio, s.wakes
 		return true, s
 	case linDone:
 		if !s.processing[in.key] {
@@ -177,7 +228,43 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 			s = s.insert(in.key, s.dirtyPrio[in.key])
 			s.dirty[in.key], s.dirtyPrio[in.key] = false, 0
 		}
+		if s.asking[in.key] {
+			s.asking[in.key], s.parked[in.key] = false, true
+		}
 		return true, s
+	case linPark:
+		if !s.processing[in.key] || s.dirty[in.key] {
+			return true, s // the add, or the wake of an earlier park, wins
+		}
+		s, _ = s.unpark(in.key)
+		for e := range linEvents {
+			if in.ev&(1<<e) != 0 && s.lastWake[e] > s.gotAt[in.key] {
+				s.dirty[in.key], s.dirtyPrio[in.key] = true, s.gotPrio[in.key]
+				return true, s
+			}
+		}
+		s.parks++
+		s.asking[in.key], s.events[in.key], s.parkSeq[in.key] = true, in.ev, s.parks
+		return true, s
+	case linWake:
+		s.wakes++
+		s.lastWake[in.ev] = s.wakes
+		var woken []int8
+		for k := range int8(linKeys) {
+			if (s.asking[k] || s.parked[k]) && s.events[k]&(1<<in.ev) != 0 {
+				woken = append(woken, k)
+			}
+		}
+		slices.SortFunc(woken, func(a, b int8) int { return int(s.parkSeq[a]) - int(s.parkSeq[b]) })
+		for _, k := range woken {
+			s = s.wakeKey(k)
+		}
+		return in.anyCount || out.n == len(woken), s
+	case linWakeItem:
+		if !s.asking[in.key] && !s.parked[in.key] {
+			return out.n == 0, s
+		}
+		return out.n == 1, s.wakeKey(in.key)
 	}
 	return false, s
 }
@@ -190,10 +277,16 @@ func linByPartition(history []porcupine.Operation) [][]porcupine.Operation {
 		in, out := op.Input.(linInput), op.Output.(linOutput)
 		switch {
 		case in.op == linLen:
+		case in.op == linWake:
+			for k := range parts {
+				wake := op
+				wake.Input = linInput{op: linWake, key: -1, ev: in.ev, anyCount: true}
+				parts[k] = append(parts[k], wake)
+			}
 		case in.op == linAddBatch:
 			for k := range parts {
 				add := op
-				add.Input = linInput{linAdd, int8(k), 0}
+				add.Input = linInput{op: linAdd, key: int8(k)}
 				parts[k] = append(parts[k], add)
 			}
 		case in.op == linGet && out.key < 0:
@@ -230,6 +323,12 @@ var linModel = porcupine.Model{
 			return fmt.Sprintf("%s(%d) = %d", linOpNames[in.op], in.key, out.n)
 		case linAddPriority:
 			return fmt.Sprintf("AddWithOpts(priority %d, %d)", in.prio, in.key)
+		case linPark:
+			return fmt.Sprintf("Park(%d, events %02b)", in.key, in.ev)
+		case linWake:
+			return fmt.Sprintf("Wake(%d) = %d", in.ev, out.n)
+		case linWakeItem:
+			return fmt.Sprintf("WakeItem(%d) = %d", in.key, out.n)
 		}
 		return fmt.Sprintf("%s(%d)", linOpNames[in.op], in.key)
 	},
@@ -249,6 +348,7 @@ func TestLinearizability(t *testing.T) {
 		partitions int
 		keys       [linKeys]string
 		model      porcupine.Model
+		parking    bool // Park, Wake and WakeItem too
 	}{
 		// Two goroutines on each handle: their calls may share scripts.
 		{name: "2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
@@ -256,6 +356,10 @@ func TestLinearizability(t *testing.T) {
 		{name: "1 handle", handles: 1, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
 		{name: "3 partitions, keys in one", handles: 2, histories: 150, partitions: 3, keys: same, model: linModel},
 		{name: "3 partitions, keys in two", handles: 2, histories: 300, partitions: 3, keys: apart, model: linPartitionedModel},
+		{name: "parking, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel, parking: true},
+		{name: "parking, 4 handles", handles: 4, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel, parking: true},
+		{name: "parking, 3 partitions, keys in one", handles: 2, histories: 150, partitions: 3, keys: same, model: linModel, parking: true},
+		{name: "parking, 3 partitions, keys in two", handles: 2, histories: 300, partitions: 3, keys: apart, model: linPartitionedModel, parking: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -270,7 +374,7 @@ func TestLinearizability(t *testing.T) {
 				for i := range handles {
 					handles[i] = New(client, name, Options[string]{RateLimit: &RateLimit{}, Partitions: tt.partitions})
 				}
-				ops := runLinHistory(t, handles, tt.keys, seed)
+				ops := runLinHistory(t, handles, tt.keys, seed, tt.parking)
 				for _, q := range handles {
 					q.ShutDownWithDrain()
 				}
@@ -296,7 +400,14 @@ func linKeyNames(n int, together bool) [linKeys]string {
 	panic("no such pair of letters")
 }
 
-func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string, seed uint64) []porcupine.Operation {
+// runLinHistory records one history of 4 goroutines over handles, on the
+// keys names, drawing their calls from seed; with parking, Park, Wake and
+// WakeItem too.
+func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string, seed uint64, parking bool) []porcupine.Operation {
+	kinds := 10
+	if parking {
+		kinds = 13
+	}
 	start := time.Now()
 	var mu sync.Mutex
 	var ops []porcupine.Operation
@@ -317,30 +428,30 @@ func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string
 			for i := 0; i < 12 || len(held) > 0; i++ {
 				key := int8(rng.IntN(linKeys))
 				name := names[key]
-				op := linOp(rng.IntN(10))
+				op := linOp(rng.IntN(kinds))
 				if i >= 12 {
 					op = linDone // finish what this goroutine holds
 				}
 				switch op {
 				case linAdd:
-					record(linInput{linAdd, key, 0}, func() linOutput {
+					record(linInput{op: linAdd, key: key, prio: 0}, func() linOutput {
 						require.NoError(t, q.AddContext(context.Background(), name))
 						return linOutput{}
 					})
 				case linAddBatch:
 					other := names[linKeys-1-key]
-					record(linInput{linAddBatch, key, 0}, func() linOutput {
+					record(linInput{op: linAddBatch, key: key, prio: 0}, func() linOutput {
 						require.NoError(t, q.AddBatchContext(context.Background(), []string{name, other}))
 						return linOutput{}
 					})
 				case linAddPriority:
 					priority := rng.IntN(4) - 1
-					record(linInput{linAddPriority, key, int8(priority)}, func() linOutput {
+					record(linInput{op: linAddPriority, key: key, prio: int8(priority)}, func() linOutput {
 						require.NoError(t, q.AddWithOptsContext(context.Background(), workqueue.AddOpts{Priority: &priority}, name))
 						return linOutput{}
 					})
 				case linRemove:
-					record(linInput{linRemove, key, 0}, func() linOutput {
+					record(linInput{op: linRemove, key: key, prio: 0}, func() linOutput {
 						took, err := q.RemoveContext(context.Background(), name)
 						require.NoError(t, err)
 						if took {
@@ -349,29 +460,29 @@ func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string
 						return linOutput{}
 					})
 				case linAddRateLimited:
-					record(linInput{linAddRateLimited, key, 0}, func() linOutput {
+					record(linInput{op: linAddRateLimited, key: key, prio: 0}, func() linOutput {
 						require.NoError(t, q.AddRateLimitedContext(context.Background(), name))
 						return linOutput{}
 					})
 				case linForget:
-					record(linInput{linForget, key, 0}, func() linOutput {
+					record(linInput{op: linForget, key: key, prio: 0}, func() linOutput {
 						require.NoError(t, q.ForgetContext(context.Background(), name))
 						return linOutput{}
 					})
 				case linNumRequeues:
-					record(linInput{linNumRequeues, key, 0}, func() linOutput {
+					record(linInput{op: linNumRequeues, key: key, prio: 0}, func() linOutput {
 						n, err := q.NumRequeuesContext(context.Background(), name)
 						require.NoError(t, err)
 						return linOutput{n: n}
 					})
 				case linLen:
-					record(linInput{linLen, -1, 0}, func() linOutput {
+					record(linInput{op: linLen, key: -1, prio: 0}, func() linOutput {
 						n, err := q.LenContext(context.Background())
 						require.NoError(t, err)
 						return linOutput{n: n}
 					})
 				case linGet:
-					record(linInput{linGet, -1, 0}, func() linOutput {
+					record(linInput{op: linGet, key: -1, prio: 0}, func() linOutput {
 						ctx, cancel := context.WithTimeout(context.Background(), 15*time.Millisecond)
 						defer cancel()
 						item, priority, err := q.GetWithPriorityContext(ctx)
@@ -383,6 +494,38 @@ func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string
 						held = append(held, got)
 						return linOutput{key: got, prio: int8(priority)}
 					})
+				case linPark:
+					if len(held) == 0 {
+						continue
+					}
+					key := held[rng.IntN(len(held))]
+					mask := int8(rng.IntN(1 << linEvents))
+					var events []string
+					for e := range linEvents {
+						if mask&(1<<e) != 0 {
+							events = append(events, fmt.Sprint("e", e))
+						}
+					}
+					record(linInput{op: linPark, key: key, ev: mask}, func() linOutput {
+						require.NoError(t, q.ParkContext(context.Background(), names[key], events...))
+						return linOutput{}
+					})
+				case linWake:
+					event := int8(rng.IntN(linEvents))
+					record(linInput{op: linWake, key: -1, ev: event}, func() linOutput {
+						n, err := q.WakeContext(context.Background(), fmt.Sprint("e", event))
+						require.NoError(t, err)
+						return linOutput{n: n}
+					})
+				case linWakeItem:
+					record(linInput{op: linWakeItem, key: key}, func() linOutput {
+						woken, err := q.WakeItemContext(context.Background(), name)
+						require.NoError(t, err)
+						if woken {
+							return linOutput{n: 1}
+						}
+						return linOutput{}
+					})
 				case linDone:
 					if len(held) == 0 {
 						continue
@@ -390,7 +533,7 @@ func runLinHistory(t *testing.T, handles []*Queue[string], names [linKeys]string
 					j := rng.IntN(len(held))
 					key := held[j]
 					held = slices.Delete(held, j, j+1)
-					record(linInput{linDone, key, 0}, func() linOutput {
+					record(linInput{op: linDone, key: key, prio: 0}, func() linOutput {
 						require.NoError(t, q.DoneContext(context.Background(), names[key]))
 						return linOutput{}
 					})
@@ -424,60 +567,97 @@ func TestLinearizabilityModelRejects(t *testing.T) {
 		ops  []porcupine.Operation
 	}{
 		{"handed to two workers", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
-			linCall(2, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
+			linCall(2, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
 		}},
 		{"dirty mark dropped", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
-			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 6, 7, linInput{linDone, 0, 0}, linOutput{}),
-			linCall(1, 8, 9, linInput{linLen, -1, 0}, linOutput{n: 0}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linDone, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 8, 9, linInput{op: linLen, key: -1, prio: 0}, linOutput{n: 0}),
 		}},
 		{"lost wakeup", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 1, 0}, linOutput{}),
-			linCall(1, 2, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 1, prio: 0}, linOutput{}),
+			linCall(1, 2, 30, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: -1}),
 		}},
 		{"batch seen half added", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddBatch, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linLen, -1, 0}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{op: linAddBatch, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linLen, key: -1, prio: 0}, linOutput{n: 1}),
 		}},
 		{"fifo inverted", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(0, 2, 3, linInput{linAdd, 1, 0}, linOutput{}),
-			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(0, 2, 3, linInput{op: linAdd, key: 1, prio: 0}, linOutput{}),
+			linCall(1, 4, 5, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 1}),
 		}},
 		{"re-add lowered the priority", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddPriority, 0, 2}, linOutput{}),
-			linCall(0, 2, 3, linInput{linAddPriority, 0, 1}, linOutput{}),
-			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: 0, prio: 1}),
+			linCall(0, 0, 1, linInput{op: linAddPriority, key: 0, prio: 2}, linOutput{}),
+			linCall(0, 2, 3, linInput{op: linAddPriority, key: 0, prio: 1}, linOutput{}),
+			linCall(1, 4, 5, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0, prio: 1}),
 		}},
 		{"raised ahead of its new priority", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddPriority, 0, 1}, linOutput{}),
-			linCall(0, 2, 3, linInput{linAdd, 1, 0}, linOutput{}),
-			linCall(0, 4, 5, linInput{linAddPriority, 1, 1}, linOutput{}),
-			linCall(1, 6, 7, linInput{linGet, -1, 0}, linOutput{key: 1, prio: 1}),
+			linCall(0, 0, 1, linInput{op: linAddPriority, key: 0, prio: 1}, linOutput{}),
+			linCall(0, 2, 3, linInput{op: linAdd, key: 1, prio: 0}, linOutput{}),
+			linCall(0, 4, 5, linInput{op: linAddPriority, key: 1, prio: 1}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 1, prio: 1}),
 		}},
 		{"requeued at the priority it was processed at", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddPriority, 0, 2}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0, prio: 2}),
-			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 6, 7, linInput{linDone, 0, 0}, linOutput{}),
-			linCall(1, 8, 9, linInput{linGet, -1, 0}, linOutput{key: 0, prio: 2}),
+			linCall(0, 0, 1, linInput{op: linAddPriority, key: 0, prio: 2}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0, prio: 2}),
+			linCall(0, 4, 5, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linDone, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 8, 9, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0, prio: 2}),
 		}},
 		{"removed re-add queued at Done", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
-			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(0, 6, 7, linInput{linRemove, 0, 0}, linOutput{n: 1}),
-			linCall(1, 8, 9, linInput{linDone, 0, 0}, linOutput{}),
-			linCall(1, 10, 11, linInput{linLen, -1, 0}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(0, 6, 7, linInput{op: linRemove, key: 0, prio: 0}, linOutput{n: 1}),
+			linCall(1, 8, 9, linInput{op: linDone, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 10, 11, linInput{op: linLen, key: -1, prio: 0}, linOutput{n: 1}),
+		}},
+		{"wakeup lost between Get and Park", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{op: linWake, key: -1, ev: 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linPark, key: 0, ev: 0b01}, linOutput{}),
+			linCall(1, 8, 9, linInput{op: linDone, key: 0}, linOutput{}),
+			linCall(1, 10, 11, linInput{op: linLen, key: -1}, linOutput{n: 0}),
+		}},
+		{"parked key handed out", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1}, linOutput{key: 0}),
+			linCall(1, 4, 5, linInput{op: linPark, key: 0, ev: 0b10}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linDone, key: 0}, linOutput{}),
+			linCall(0, 8, 9, linInput{op: linGet, key: -1}, linOutput{key: 0}),
+		}},
+		{"wake missed a park made before Done", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1}, linOutput{key: 0}),
+			linCall(1, 4, 5, linInput{op: linPark, key: 0, ev: 0b11}, linOutput{}),
+			linCall(0, 6, 7, linInput{op: linWake, key: -1, ev: 1}, linOutput{n: 0}),
+		}},
+		{"woken key lost its priority", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{op: linAddPriority, key: 0, prio: 2}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1}, linOutput{key: 0, prio: 2}),
+			linCall(1, 4, 5, linInput{op: linPark, key: 0, ev: 0b01}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linDone, key: 0}, linOutput{}),
+			linCall(0, 8, 9, linInput{op: linWakeItem, key: 0}, linOutput{n: 1}),
+			linCall(1, 10, 11, linInput{op: linGet, key: -1}, linOutput{key: 0, prio: 0}),
+		}},
+		{"an add left the park in place", []porcupine.Operation{
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1}, linOutput{key: 0}),
+			linCall(1, 4, 5, linInput{op: linPark, key: 0, ev: 0b01}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linDone, key: 0}, linOutput{}),
+			linCall(0, 8, 9, linInput{op: linAdd, key: 0}, linOutput{}),
+			linCall(0, 10, 11, linInput{op: linWake, key: -1, ev: 0}, linOutput{n: 1}),
 		}},
 		{"Remove of a held key took something", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
-			linCall(0, 4, 5, linInput{linRemove, 0, 0}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{op: linRemove, key: 0, prio: 0}, linOutput{n: 1}),
 		}},
 	}
 	for _, tt := range tests {
@@ -499,40 +679,40 @@ func TestLinearizabilityPartitionedModel(t *testing.T) {
 		want porcupine.CheckResult
 	}{
 		{"handed to two workers", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 1, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 1}),
-			linCall(2, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 1, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 1}),
+			linCall(2, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 1}),
 		}, porcupine.Illegal},
 		{"dirty mark dropped", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
-			linCall(0, 4, 5, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(1, 6, 7, linInput{linDone, 0, 0}, linOutput{}),
-			linCall(1, 8, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
+			linCall(0, 4, 5, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 6, 7, linInput{op: linDone, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 8, 30, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"lost wakeup in the other partition", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 1, 0}, linOutput{}),
-			linCall(1, 2, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 1, prio: 0}, linOutput{}),
+			linCall(1, 2, 30, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"batch lost half", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddBatch, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 0}),
-			linCall(1, 4, 30, linInput{linGet, -1, 0}, linOutput{key: -1}),
+			linCall(0, 0, 1, linInput{op: linAddBatch, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
+			linCall(1, 4, 30, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: -1}),
 		}, porcupine.Illegal},
 		{"failure counted in the wrong partition", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAddRateLimited, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linNumRequeues, 1, 0}, linOutput{n: 1}),
+			linCall(0, 0, 1, linInput{op: linAddRateLimited, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linNumRequeues, key: 1, prio: 0}, linOutput{n: 1}),
 		}, porcupine.Illegal},
 		{"order between partitions", []porcupine.Operation{
-			linCall(0, 0, 1, linInput{linAdd, 0, 0}, linOutput{}),
-			linCall(0, 2, 3, linInput{linAdd, 1, 0}, linOutput{}),
-			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: 1}),
+			linCall(0, 0, 1, linInput{op: linAdd, key: 0, prio: 0}, linOutput{}),
+			linCall(0, 2, 3, linInput{op: linAdd, key: 1, prio: 0}, linOutput{}),
+			linCall(1, 4, 5, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 1}),
 		}, porcupine.Ok},
 		{"batch seen half added", []porcupine.Operation{
-			linCall(0, 0, 10, linInput{linAddBatch, 0, 0}, linOutput{}),
-			linCall(1, 2, 3, linInput{linGet, -1, 0}, linOutput{key: 1}),
-			linCall(1, 4, 5, linInput{linGet, -1, 0}, linOutput{key: -1}),
-			linCall(1, 11, 12, linInput{linGet, -1, 0}, linOutput{key: 0}),
+			linCall(0, 0, 10, linInput{op: linAddBatch, key: 0, prio: 0}, linOutput{}),
+			linCall(1, 2, 3, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 1}),
+			linCall(1, 4, 5, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: -1}),
+			linCall(1, 11, 12, linInput{op: linGet, key: -1, prio: 0}, linOutput{key: 0}),
 		}, porcupine.Ok},
 	}
 	for _, tt := range tests {
@@ -567,7 +747,7 @@ func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
 			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
 			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
 		}
-		ops := runLinHistory(t, handles, [linKeys]string{"a", "b"}, seed)
+		ops := runLinHistory(t, handles, [linKeys]string{"a", "b"}, seed, false)
 		for _, q := range handles {
 			q.ShutDownWithDrain()
 		}
@@ -577,6 +757,39 @@ func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
 		}
 	}
 	t.Fatalf("none of %d histories of a queue whose re-adds lower priorities was rejected", most)
+}
+
+// TestLinearizabilityCatchesLostWakeup runs the check against a queue
+// whose Park ignores the wakes since the item's Get, and requires it to
+// reject one of the histories with parking: the check sees a wakeup lost
+// between a Get and a Park, not only hand-written histories of one.
+func TestLinearizabilityCatchesLostWakeup(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	broken := scriptReplacing(t, "park.lua", map[string]string{
+		"if fired and tonumber(fired) >= number then": "if false then",
+	})
+	saved := parkScript
+	parkScript = broken
+	defer func() { parkScript = saved }()
+	const most = 1000
+	for h := range most {
+		seed := rand.Uint64()
+		name := fmt.Sprintf("lin-broken-park-%d-%d", h, queueSeq.Add(1))
+		handles := []*Queue[string]{
+			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
+			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
+		}
+		ops := runLinHistory(t, handles, [linKeys]string{"a", "b"}, seed, true)
+		for _, q := range handles {
+			q.ShutDownWithDrain()
+		}
+		if porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second) == porcupine.Illegal {
+			t.Logf("history %d (seed %d) of the broken queue is rejected", h+1, seed)
+			return
+		}
+	}
+	t.Fatalf("none of %d histories of a queue that loses the wakes between Get and Park was rejected", most)
 }
 
 // scriptReplacing returns the script of file with each of replace's keys,

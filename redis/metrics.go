@@ -19,7 +19,16 @@ type handleMetrics struct {
 	workDuration workqueue.HistogramMetric
 	unfinished   workqueue.SettableGaugeMetric
 	longest      workqueue.SettableGaugeMetric
+	// parked and wakes are reported to a workqueue.ParkingMetricsProvider:
+	// the queue-wide parked count as Redis last reported it to this
+	// handle, and the parks this handle's wakes ended, by event.
+	parked workqueue.SettableGaugeMetric
+	wakes  workqueue.EventCounterMetric
 }
+
+type noopEventCounter struct{}
+
+func (noopEventCounter) Inc(string) {}
 
 type noopMetric struct{}
 
@@ -32,6 +41,7 @@ func newHandleMetrics(provider workqueue.MetricsProvider, name string) *handleMe
 	m := &handleMetrics{
 		depth: noopMetric{}, adds: noopMetric{}, retries: noopMetric{}, latency: noopMetric{},
 		workDuration: noopMetric{}, unfinished: noopMetric{}, longest: noopMetric{},
+		parked: noopMetric{}, wakes: noopEventCounter{},
 	}
 	if provider == nil {
 		return m
@@ -49,6 +59,10 @@ func newHandleMetrics(provider workqueue.MetricsProvider, name string) *handleMe
 	m.workDuration = orNoop(provider.NewWorkDurationMetric(name), m.workDuration)
 	m.unfinished = orNoop(provider.NewUnfinishedWorkSecondsMetric(name), m.unfinished)
 	m.longest = orNoop(provider.NewLongestRunningProcessorSecondsMetric(name), m.longest)
+	if parking, ok := provider.(workqueue.ParkingMetricsProvider); ok {
+		m.parked = orNoop(parking.NewParkedItemsMetric(name), m.parked)
+		m.wakes = orNoop(parking.NewWakesMetric(name), m.wakes)
+	}
 	return m
 }
 

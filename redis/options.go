@@ -34,6 +34,11 @@ type Options[T comparable] struct {
 	// MaxKeyBytes is the largest encoded key accepted. Default 64 KiB.
 	MaxKeyBytes int
 
+	// MaxParkTime bounds a park (see Queue.Park): a key parked by this
+	// handle's Done is queued again once this long has passed since, if
+	// nothing woke it before. 0 means workqueue.DefaultMaxParkTime.
+	MaxParkTime time.Duration
+
 	// WaitReplicas, when positive, makes every add and Done wait until
 	// that many replicas have its writes (Redis's WAIT), so that one that
 	// returned survives a failover to a replica (Sentinel, Redis Cluster).

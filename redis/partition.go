@@ -38,8 +38,10 @@ type partition struct {
 
 	// hasWaiter tells the partition's listener that a Get went to sleep.
 	hasWaiter chan struct{}
-	// depth is the partition's ready count as Redis last reported it.
-	depth atomic.Int64
+	// depth is the partition's ready count as Redis last reported it,
+	// and parked its count of parked keys.
+	depth  atomic.Int64
+	parked atomic.Int64
 	// failures counts the get scripts in a row that failed for an outage,
 	// the last at failedAt (Unix ns on the handle's clock): the partition
 	// is left out of Gets' rounds for backoff(failures-1) after it.

@@ -39,7 +39,8 @@ var (
 // made with the same Redis and name shares the queue. It satisfies
 // workqueue.TypedRateLimitingInterface[T], so a Runner or an existing
 // worker loop runs on it unchanged. It adds the priority queue's
-// AddWithOpts and GetWithPriority, and Remove.
+// AddWithOpts and GetWithPriority, Remove, and parking: Park, Wake,
+// WakeFunc and WakeItem.
 //
 // The client-go-shaped methods retry with backoff while Redis is
 // unreachable or refuses for a while (loading, read-only, out of memory,
@@ -71,6 +72,7 @@ type Queue[T comparable] struct {
 	lease     time.Duration
 	heartbeat time.Duration
 	maxKey    int
+	maxPark   time.Duration
 	// waitReplicas and waitTimeout: Options.WaitReplicas and WaitTimeout.
 	waitReplicas int
 	waitTimeout  time.Duration
@@ -127,7 +129,7 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 // New panics, with a message that starts with "workqueue:", on a nil
 // client; on a name that is empty, longer than 256 bytes or holds '{' or
 // '}'; on a nil Codec for a T other than string; on negative or too small
-// durations and limits; on Partitions outside 0 to 256; and on
+// durations and limits (MaxParkTime included); on Partitions outside 0 to 256; and on
 // WaitReplicas with a client other than a *redis.Client or
 // *redis.ClusterClient.
 func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
@@ -172,6 +174,9 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 	if maxKey == 0 {
 		maxKey = 64 << 10
 	}
+	if opts.MaxParkTime < 0 {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: MaxParkTime %v is negative", opts.MaxParkTime))
+	}
 	if opts.WaitReplicas < 0 || opts.WaitTimeout < 0 {
 		panic(fmt.Sprintf("workqueue: redisqueue.New: WaitReplicas %d and WaitTimeout %v must not be negative", opts.WaitReplicas, opts.WaitTimeout))
 	}
@@ -207,6 +212,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		lease:        lease,
 		heartbeat:    heartbeat,
 		maxKey:       maxKey,
+		maxPark:      orDefault(opts.MaxParkTime, workqueue.DefaultMaxParkTime),
 		waitReplicas: opts.WaitReplicas,
 		waitTimeout:  orDefault(opts.WaitTimeout, time.Second),
 		logger:       logger.With("queue", name),
@@ -345,7 +351,7 @@ func (q *Queue[T]) NumRequeuesContext(ctx context.Context, item T) (int, error) 
 }
 
 // Len returns the number of items queued and ready, across every process;
-// items waiting for a delay or being processed are not counted. On a
+// items waiting for a delay, parked or being processed are not counted. On a
 // partitioned queue it sums the partitions' counts, each taken at its own
 // instant. It retries while Redis is unreachable and returns 0 once the
 // client is closed.

@@ -28,6 +28,12 @@ var (
 	removeScript     = loadScript("remove.lua")
 	snapshotScript   = loadScript("snapshot.lua")
 	partitionsScript = loadScript("partitions.lua")
+	parkScript       = loadScript("park.lua")
+	parkDoneScript   = loadScript("parkdone.lua")
+	wakeScript       = loadScript("wake.lua")
+	wakeListScript   = loadScript("wakelist.lua")
+	wakeKeysScript   = loadScript("wakekeys.lua")
+	wakeItemScript   = loadScript("wakeitem.lua")
 )
 
 // script is one of the queue's Lua scripts: its body after the statements
@@ -203,7 +209,7 @@ type queueKeys struct {
 
 // keyParts names a queue's keys in the order of the prelude's bindings:
 // the prelude binds each to its name in upper case, which a test checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "flows", "fair", "ages"}
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "parks", "waiters", "parked", "fired", "flows", "fair", "ages"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {

@@ -16,7 +16,8 @@ const maxSnapshotItems = 1000
 
 // Snapshot returns a view of the whole queue, across every handle, taken
 // at one instant: the counts, the first n queued items, the n items
-// processed longest by any handle, the n delayed items due first, the adds
+// processed longest by any handle, the n delayed items due first, the n
+// items parked longest (see Park; Waiting and Delayed leave them out), the adds
 // made since the queue was created, and the failure counts of the items
 // listed; n is capped at 1000. ShuttingDown is this handle's. It
 // satisfies the inspect package's Snapshotter. If the read fails or Redis
@@ -25,8 +26,9 @@ const maxSnapshotItems = 1000
 //
 // On a partitioned queue each partition is read at its own instant (Taken
 // is the latest) and the views are merged: the counts summed, Queued the
-// partitions' first items in turn, InFlight and Delayed the n longest
-// processed and the n due first over all partitions.
+// partitions' first items in turn, InFlight, Delayed and ParkedItems the
+// n longest processed, the n due first and the n parked longest over all
+// partitions.
 func (q *Queue[T]) Snapshot(n int) workqueue.Snapshot[T] {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -73,6 +75,8 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 		all.Processing += s.Processing
 		all.Waiting += s.Waiting
 		all.Adds += s.Adds
+		all.Parked += s.Parked
+		all.ParkedItems = append(all.ParkedItems, s.ParkedItems...)
 		all.InFlight = append(all.InFlight, s.InFlight...)
 		all.Delayed = append(all.Delayed, s.Delayed...)
 		maps.Copy(failures, s.Failures)
@@ -94,6 +98,8 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 	all.InFlight = all.InFlight[:min(len(all.InFlight), n)]
 	slices.SortStableFunc(all.Delayed, func(a, b workqueue.DelayedItem[T]) int { return a.ReadyAt.Compare(b.ReadyAt) })
 	all.Delayed = all.Delayed[:min(len(all.Delayed), n)]
+	slices.SortStableFunc(all.ParkedItems, func(a, b workqueue.ParkedItem[T]) int { return a.Since.Compare(b.Since) })
+	all.ParkedItems = all.ParkedItems[:min(len(all.ParkedItems), n)]
 	// Failure counts only of the items still listed.
 	keep := func(item T) {
 		if count, ok := failures[item]; ok {
@@ -112,6 +118,9 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 	for _, d := range all.Delayed {
 		keep(d.Item)
 	}
+	for _, p := range all.ParkedItems {
+		keep(p.Item)
+	}
 	return all
 }
 
@@ -124,7 +133,7 @@ func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (
 		return snap, err
 	}
 	r := replyReader{script: "snapshot"}
-	reply := r.array(res, 10, "the reply")
+	reply := r.array(res, 13, "the reply")
 	taken := r.int(reply[0], "now")
 	depth := r.int(reply[1], "depth")
 	queued := r.array(reply[2], 0, "the queued keys")
@@ -135,12 +144,18 @@ func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (
 	delayed := r.array(reply[7], 0, "the delayed keys")
 	adds := r.int(reply[8], "adds")
 	failures := r.array(reply[9], 0, "the failure counts")
+	parkedCount := r.int(reply[10], "the parked count")
+	parked := r.array(reply[11], 0, "the parked keys")
+	events := r.array(reply[12], len(parked)/2, "the parks' events")
 	// Every element, before any is used, so that a bad reply returns an
 	// error and no half-filled snapshot.
 	for _, key := range queued {
 		r.str(key, "a queued key")
 	}
-	for _, pairs := range [][]any{leased, delayed} {
+	for _, v := range events {
+		r.str(v, "a park's events")
+	}
+	for _, pairs := range [][]any{leased, delayed, parked} {
 		for _, v := range pairs {
 			r.str(v, "a key or score")
 		}
@@ -161,6 +176,7 @@ func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (
 	snap.Processing = int(processing)
 	snap.Waiting = int(waiting)
 	snap.Adds = uint64(adds)
+	snap.Parked = int(parkedCount)
 	listed := 0
 	// failed records the failure count of the next listed key, in the
 	// script's order: queued, in flight, delayed.
@@ -205,6 +221,9 @@ func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (
 	})
 	scored(delayed, func(item T, readyAt time.Time, _ int) {
 		snap.Delayed = append(snap.Delayed, workqueue.DelayedItem[T]{Item: item, ReadyAt: readyAt})
+	})
+	scored(parked, func(item T, since time.Time, i int) {
+		snap.ParkedItems = append(snap.ParkedItems, workqueue.ParkedItem[T]{Item: item, Events: decodeEvents(events[i].(string)), Since: since})
 	})
 	return snap, nil
 }

@@ -27,13 +27,31 @@
 -- DPRIO holds the priority of those that are to be queued at one other
 -- than 0 (every key of DPRIO is in DELAYED). SEQ holds the counters of
 -- PRIO's sequence numbers: "b" those put at the back of their priority,
--- "f" at the front.
+-- "f" at the front; and "w" that of parks.
 -- GRANTS maps the nonce of each lease's token to its key, so that a get
 -- script sent again after its reply was lost returns the same grant, and
 -- the nonce of a Get cancelled before its get script ran to a mark that
 -- makes that script grant it nothing (cancel.lua).
 -- SINCE holds when each leased key was handed out, and ADDS counts the
 -- adds that queued or marked a key, for snapshots.
+--
+-- Parks. A key parked since its Done has the state
+--   "wNUM PRIO/DEADLINE|EVENTS"  (no spaces) parked by park number NUM (16
+--                      digits), to be queued at priority PRIO, until
+--                      DEADLINE (ms) at the latest
+-- where EVENTS is each event it waits for as LENGTH:EVENT, one after
+-- another. Its deadline waits in DELAYED as an add of the key at PRIO, so
+-- that promote ends the park with that add and an idle Get wakes for it;
+-- PARKED holds when each such key was parked. A park asked for while the
+-- key is processed is in PARKS until Done: key -> "wNUM0/TOKEN|EVENTS",
+-- the parked state with the lease's token in place of the deadline, and
+-- counts only while the key's state is "p" or "pPRIO" and TOKEN its
+-- lease's (an add, a wake or a lost lease ends it; the record is dropped
+-- by the next script that reads it). WAITERS holds, at score 0, a member
+-- LENGTH:EVENT NUM KEY for each event of each park of either kind, so
+-- that the members of one event sort in park order. FIRED maps each event
+-- woken to FENCE's value at its last wake: a lease whose token's number
+-- is at most that was granted before the wake.
 --
 -- Fairness. FLOWS maps each key a queue with Fairness holds (queued,
 -- delayed, processing) to "STEP FLOW": its fairness key and the step its
@@ -62,9 +80,13 @@ local ADDS = KEYS[12]
 local DPRIO = KEYS[13]
 local SEQ = KEYS[14]
 local PRIO = KEYS[15]
-local FLOWS = KEYS[16]
-local FAIR = KEYS[17]
-local AGES = KEYS[18]
+local PARKS = KEYS[16]
+local WAITERS = KEYS[17]
+local PARKED = KEYS[18]
+local FIRED = KEYS[19]
+local FLOWS = KEYS[20]
+local FAIR = KEYS[21]
+local AGES = KEYS[22]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -76,7 +98,7 @@ local function clock(ms)
 end
 
 -- The first byte of a state that is not queued at priority 0.
-local QUEUED, PROCESSING, MARKED = string.byte('q'), string.byte('p'), string.byte('d')
+local QUEUED, PROCESSING, MARKED, WAITING = string.byte('q'), string.byte('p'), string.byte('d'), string.byte('w')
 
 local function fmt(n) return string.format('%d', n) end
 
@@ -266,20 +288,50 @@ local function unqueue(key, state)
   end
 end
 
+-- unpark forgets key's park, park (a parked key's state, or a record of
+-- PARKS), and returns the priority to queue it at; the caller sets its
+-- state or drops the record. A parked key's deadline's add is taken back,
+-- unless an earlier add waits in its place. It is one function, so that
+-- the scripts of adds define one function more for parks.
+local function unpark(key, park)
+  local slash = string.find(park, '/', 18, true)
+  local bar = string.find(park, '|', slash, true)
+  local events, n, members, pos = string.sub(park, bar + 1), string.sub(park, 2, 17), {}, 1
+  while pos <= #events do
+    local colon = string.find(events, ':', pos, true)
+    local stop = colon + tonumber(string.sub(events, pos, colon - 1))
+    members[#members + 1] = string.sub(events, pos, stop) .. n .. key
+    pos = stop + 1
+  end
+  if #members > 0 then redis.call('ZREM', WAITERS, unpack(members)) end
+  redis.call('ZREM', PARKED, key)
+  local deadline = tonumber(string.sub(park, slash + 1, bar - 1))
+  if deadline and tonumber(redis.call('ZSCORE', DELAYED, key)) == deadline then
+    redis.call('ZREM', DELAYED, key)
+    redis.call('HDEL', DPRIO, key)
+  end
+  return tonumber(string.sub(park, 18, slash - 1))
+end
+
 -- add queues key at priority 0, and returns 1 if it was idle, 2 if it is
 -- being processed and is now marked to be queued again at Done, 0 if it
 -- was already queued or marked. A key queued or marked at a priority
 -- below 0 is raised to 0: a queued one goes behind the keys queued at 0.
--- add_at is the same at any priority; add is apart so that add.lua, of
--- priority 0 alone, defines none of PRIO's functions.
+-- A parked key is unparked and queued as an idle one. add_at is the same
+-- at any priority; add is apart so that add.lua, of priority 0 alone,
+-- defines none of PRIO's functions.
 local function add(key, now)
   local state = redis.call('HGET', STATE, key)
+  local kind = state and string.byte(state)
+  if kind == WAITING then
+    unpark(key, state)
+    state = nil
+  end
   if not state then
     enqueue(key, now, false)
     redis.call('INCR', ADDS)
     return 1
   end
-  local kind = string.byte(state)
   if kind == PROCESSING then
     redis.call('HSET', STATE, key, 'd')
     redis.call('INCR', ADDS)
@@ -299,14 +351,20 @@ end
 
 -- add_at is add at priority prio: a key queued or marked at a lower
 -- priority is raised to prio, a queued one behind the keys queued at prio.
-local function add_at(key, now, prio)
-  local state = redis.call('HGET', STATE, key)
+-- known is key's state if the caller read it already (false: none).
+local function add_at(key, now, prio, known)
+  local state = known
+  if state == nil then state = redis.call('HGET', STATE, key) end
+  local kind = state and string.byte(state)
+  if kind == WAITING then
+    unpark(key, state)
+    state = nil
+  end
   if not state then
     rank(key, now, prio, false)
     redis.call('INCR', ADDS)
     return 1
   end
-  local kind = string.byte(state)
   if kind == PROCESSING then
     redis.call('HSET', STATE, key, tagged('d', prio))
     redis.call('INCR', ADDS)
@@ -359,10 +417,16 @@ end
 -- without one it is added, its waiting add taken back and that add's
 -- priority kept if higher. Returns add's outcomes, or 3 if it waits.
 local function add_once(key, now, prio, wait)
+  local state = redis.call('HGET', STATE, key)
+  if state and string.byte(state) == WAITING then
+    -- As if it was not parked: its deadline's add is no add of the caller.
+    unpark(key, state)
+    redis.call('HDEL', STATE, key)
+    state = false
+  end
   if wait > 0 then
-    local state = redis.call('HGET', STATE, key)
     if state and string.byte(state) ~= PROCESSING then
-      add_at(key, now, prio)
+      add_at(key, now, prio, state)
       return 0
     end
     delay(key, now + wait, prio)
@@ -370,7 +434,49 @@ local function add_once(key, now, prio, wait)
   end
   local waited, waits = take_delayed(key)
   if waits then prio = math.max(prio, waited) end
-  return add_at(key, now, prio)
+  return add_at(key, now, prio, state or false)
+end
+
+-- pending_token returns the token of the lease that asked for the park
+-- record, a record of PARKS.
+local function pending_token(record)
+  local slash = string.find(record, '/', 18, true)
+  return string.sub(record, slash + 1, string.find(record, '|', slash, true) - 1)
+end
+
+-- end_pending drops the park that key's holder asked for, numbered n (any
+-- if n is nil), before its Done, and reports whether it still counted:
+-- whether state, key's state, is processing and the park's lease is key's.
+-- If it counted and mark is set, the key is marked to be queued again at
+-- Done, at its priority.
+local function end_pending(key, n, state, mark)
+  local record = redis.call('HGET', PARKS, key)
+  if not record or (n and string.sub(record, 2, 17) ~= n) then return false end
+  unpark(key, record)
+  redis.call('HDEL', PARKS, key)
+  local live = state and string.byte(state) == PROCESSING and
+    redis.call('HGET', TOKENS, key) == pending_token(record)
+  if live and mark then redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2)) end
+  return live
+end
+
+-- wake_park ends key's park, if it is numbered n (any if n is nil), and
+-- reports whether it did: a key parked since its Done is queued at the
+-- back of its priority, and one still processed is marked to be queued
+-- again at its Done.
+local function wake_park(key, n, now)
+  local state = redis.call('HGET', STATE, key)
+  if state and string.byte(state) == WAITING then
+    if n and string.sub(state, 2, 17) ~= n then return false end
+    rank(key, now, unpark(key, state), false)
+    return true
+  end
+  return end_pending(key, n, state, true)
+end
+
+-- parked_count is the number of keys parked since their Done.
+local function parked_count()
+  return redis.call('ZCARD', PARKED)
 end
 
 -- rate_limit counts a failure of key and returns the larger of its
