@@ -349,6 +349,10 @@ func TestLinearizability(t *testing.T) {
 		keys       [linKeys]string
 		model      porcupine.Model
 		parking    bool // Park, Wake and WakeItem too
+		// sorted keeps every key in the sorted set, as Fairness and
+		// MaxWait do: one fairness key for all, so that each priority
+		// stays first in, first out, and a MaxWait no key reaches.
+		sorted bool
 	}{
 		// Two goroutines on each handle: their calls may share scripts.
 		{name: "2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
@@ -360,6 +364,8 @@ func TestLinearizability(t *testing.T) {
 		{name: "parking, 4 handles", handles: 4, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel, parking: true},
 		{name: "parking, 3 partitions, keys in one", handles: 2, histories: 150, partitions: 3, keys: same, model: linModel, parking: true},
 		{name: "parking, 3 partitions, keys in two", handles: 2, histories: 300, partitions: 3, keys: apart, model: linPartitionedModel, parking: true},
+		{name: "sorted, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel, sorted: true},
+		{name: "sorted, parking, 3 partitions, keys in two", handles: 2, histories: 150, partitions: 3, keys: apart, model: linPartitionedModel, parking: true, sorted: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -371,8 +377,13 @@ func TestLinearizability(t *testing.T) {
 				seed := rand.Uint64()
 				name := fmt.Sprintf("lin-%d-%d", h, queueSeq.Add(1))
 				handles := make([]*Queue[string], tt.handles)
+				opts := Options[string]{RateLimit: &RateLimit{}, Partitions: tt.partitions}
+				if tt.sorted {
+					opts.Fairness = func(string) string { return "" }
+					opts.MaxWait = time.Hour
+				}
 				for i := range handles {
-					handles[i] = New(client, name, Options[string]{RateLimit: &RateLimit{}, Partitions: tt.partitions})
+					handles[i] = New(client, name, opts)
 				}
 				ops := runLinHistory(t, handles, tt.keys, seed, tt.parking)
 				for _, q := range handles {
