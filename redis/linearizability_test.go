@@ -109,6 +109,50 @@ type linState struct {
 	parks, wakes   int16
 	lastWake       [linEvents]int16
 	gotAt          [linKeys]int16
+
+	// With fair set, each key is a fairness key of its own, and keys are
+	// queued by fair_seq's rule (prelude.lua), with a step of 1: seq[k]
+	// is queued key k's sequence number; for priority p (index p+1),
+	// start[p] is the number its keys start from, epoch[p] its epoch, and
+	// turn[p][k] and turnEpoch[p][k] where key k's next turn starts, in
+	// which epoch. Keys are handed out by priority, number, then key.
+	fair      bool
+	seq       [linKeys]int32
+	start     [linPriorities]int32
+	epoch     [linPriorities]int16
+	turn      [linPriorities][linKeys]int32
+	turnEpoch [linPriorities][linKeys]int16
+}
+
+// linPriorities is the number of priorities the histories add at, -1 to 2.
+const linPriorities = 4
+
+// fairSeq returns the sequence number of key queued at prio on a fair
+// queue, as fair_seq does, and records its next turn.
+func (s linState) fairSeq(key, prio int8) (linState, int32) {
+	p := prio + 1
+	var n int32
+	var head int32 = -1
+	for _, k := range s.fifo[:s.queued] {
+		if s.prio[k] == prio && (head < 0 || s.seq[k] < head) {
+			head = s.seq[k]
+		}
+	}
+	switch {
+	case head < 0 && s.queued == 0:
+		s.start, s.epoch, s.turn, s.turnEpoch = [linPriorities]int32{}, [linPriorities]int16{}, [linPriorities][linKeys]int32{}, [linPriorities][linKeys]int16{}
+	case head < 0:
+		s.epoch[p]++
+		s.start[p] = 0
+	default:
+		s.start[p] = max(s.start[p], head)
+		n = s.start[p]
+		if s.turnEpoch[p][key] == s.epoch[p] {
+			n = max(n, s.turn[p][key])
+		}
+	}
+	s.turn[p][key], s.turnEpoch[p][key] = n+1, s.epoch[p]
+	return s, n
 }
 
 // unpark ends key's park, of either kind, and reports whether it had one.
@@ -130,9 +174,20 @@ func (s linState) wakeKey(key int8) linState {
 	return s
 }
 
-// insert queues key at prio, behind every key queued at prio or higher.
+// insert queues key at prio, behind every key queued at prio or higher,
+// or on a fair queue by its sequence number within prio.
 func (s linState) insert(key, prio int8) linState {
 	i := s.queued
+	if s.fair {
+		s, s.seq[key] = s.fairSeq(key, prio)
+		for i > 0 {
+			k := s.fifo[i-1]
+			if s.prio[k] > prio || (s.prio[k] == prio && (s.seq[k] < s.seq[key] || (s.seq[k] == s.seq[key] && k < key))) {
+				break
+			}
+			i--
+		}
+	}
 	for i > 0 && s.prio[s.fifo[i-1]] < prio {
 		i--
 	}
@@ -302,6 +357,14 @@ func linByPartition(history []porcupine.Operation) [][]porcupine.Operation {
 	return parts
 }
 
+// linFairModel is linModel of a queue whose keys are each a fairness key
+// of their own.
+var linFairModel = func() porcupine.Model {
+	m := linModel
+	m.Init = func() any { return linState{fair: true} }
+	return m
+}()
+
 // linPartitionedModel is linModel checked one partition at a time.
 var linPartitionedModel = func() porcupine.Model {
 	m := linModel
@@ -353,6 +416,9 @@ func TestLinearizability(t *testing.T) {
 		// MaxWait do: one fairness key for all, so that each priority
 		// stays first in, first out, and a MaxWait no key reaches.
 		sorted bool
+		// fair makes each key a fairness key of its own (keys must sort
+		// in index order).
+		fair bool
 	}{
 		// Two goroutines on each handle: their calls may share scripts.
 		{name: "2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
@@ -365,6 +431,8 @@ func TestLinearizability(t *testing.T) {
 		{name: "parking, 3 partitions, keys in one", handles: 2, histories: 150, partitions: 3, keys: same, model: linModel, parking: true},
 		{name: "parking, 3 partitions, keys in two", handles: 2, histories: 300, partitions: 3, keys: apart, model: linPartitionedModel, parking: true},
 		{name: "sorted, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel, sorted: true},
+		{name: "fairness, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, parking: true, fair: true},
+		{name: "fairness, 1 handle", handles: 1, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, fair: true},
 		{name: "sorted, parking, 3 partitions, keys in two", handles: 2, histories: 150, partitions: 3, keys: apart, model: linPartitionedModel, parking: true, sorted: true},
 	}
 	for _, tt := range tests {
@@ -381,6 +449,9 @@ func TestLinearizability(t *testing.T) {
 				if tt.sorted {
 					opts.Fairness = func(string) string { return "" }
 					opts.MaxWait = time.Hour
+				}
+				if tt.fair {
+					opts.Fairness = func(key string) string { return key }
 				}
 				for i := range handles {
 					handles[i] = New(client, name, opts)
