@@ -284,11 +284,13 @@ func (q *Queue[T]) runCalls(ctx context.Context, p *partition, s *script, n int,
 }
 
 // runWrite runs s, an add or done script, in partition p, replicated as
-// runReplicated does.
+// runReplicated does: its variant for the handle's queue (see
+// Queue.script).
 func (q *Queue[T]) runWrite(ctx context.Context, p *partition, s *script, args ...any) (any, error) {
 	if err := q.checkPartitions(ctx); err != nil {
 		return nil, err
 	}
+	s = q.script(s)
 	return q.runReplicated(ctx, p.keys.of(s), s, args...)
 }
 

@@ -47,11 +47,11 @@ func (q *Queue[T]) flowOf(key string) string {
 	return step + " " + flow
 }
 
-// doneScript returns the done script of the handle's queue: the one that
-// queues again by flow on a sorted queue.
-func (q *Queue[T]) doneScript() *script {
-	if !q.sorted() {
-		return doneScript
+// script returns s's variant for the handle's queue: the one with the
+// lines for a sorted queue if it is one.
+func (q *Queue[T]) script(s *script) *script {
+	if q.sorted() {
+		return s.fair
 	}
-	return fairDoneScript
+	return s
 }

@@ -272,3 +272,20 @@ func TestFairnessWokenKeys(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a2", "b1", "a3", "a1"}, got)
 }
+
+// TestFairnessSnapshot: Snapshot lists a fair queue's items in hand-out
+// order, those at priority 0, which it keeps beside the others, included.
+func TestFairnessSnapshot(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	q := newTestQueue(t, s.Client(), Options[string]{Fairness: flowOfItem})
+	one, low := 1, -1
+	q.Add("a1")
+	q.Add("a2")
+	q.Add("b1")
+	q.AddWithOpts(workqueue.AddOpts{Priority: &one}, "c1")
+	q.AddWithOpts(workqueue.AddOpts{Priority: &low}, "d1")
+	assert.Equal(t, []string{"c1", "a1", "b1", "a2", "d1"}, q.Snapshot(10).Queued)
+	for range 5 {
+		q.Done(getNow(t, q))
+	}
+}

@@ -202,6 +202,7 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 	}
 	var firstErr error
 	answered := false
+	var by settling
 	for _, i := range order {
 		p := q.parts[i]
 		until, look, probe := p.retryIn(q.clock.Now())
@@ -212,7 +213,7 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 		if nonces[i] == "" {
 			nonces[i] = p.nonce()
 		}
-		got, wait, err := q.takeContext(ctx, p, &nonces[i])
+		got, wait, err := q.takeContext(ctx, p, &nonces[i], &by)
 		if probe {
 			p.probing.Store(false)
 		}
@@ -249,28 +250,39 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 	return nil, untilDue(due, q.clock.Now()), nil
 }
 
-// scriptWait bounds how long a Get whose context ended waits for its get
-// script already sent to answer, and cancelWait how long it then waits
-// for Redis to settle whether that script runs (see takeContext); past
-// both, Redis is taken to be out of reach and the Get returns.
+// scriptWait bounds how long a Get whose context ended waits for the get
+// scripts of its round already sent to answer, and cancelWait how long it
+// then waits for Redis to settle whether one that has not answered runs
+// (see takeContext); past both, Redis is taken to be out of reach and the
+// Get returns.
 const (
 	scriptWait = 400 * time.Millisecond
 	cancelWait = 200 * time.Millisecond
 )
 
+// settling is when the round of a Get whose context ended stops waiting
+// for Redis: its get scripts' answers until the first time, the cancels'
+// until the second. The zero value is set by the first take that sees the
+// context end, so that the whole round shares one budget.
+type settling struct{ answers, cancels time.Time }
+
+// timerAt returns a timer that fires at t.
+func (q *Queue[T]) timerAt(t time.Time) *time.Timer { return time.NewTimer(time.Until(t)) }
+
 // takeContext is take with the Get's nonce, returning soon after ctx
-// ends even while Redis does not answer. When ctx ends first, it waits up
-// to scriptWait for the script's answer, which stands: a key it leased is
-// handed out, and if it found none the Get found the queue empty at that
-// instant. Without an answer by then (its script may still wait behind
-// the handle's previous get script), it sends cancel.lua for the nonce:
-// whichever of the two scripts runs first in Redis wins, so the Get
-// either returns the key its script leased or returns ctx.Err() with
-// nothing leased for it. Only if Redis does not answer that either within
-// cancelWait is a key leased afterwards given back to the front of the
-// queue, or, if the script failed, its nonce left to a later Get (see
-// partition.orphans); *noncep is cleared when the Get gives up its nonce.
-func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string) (*handout[T], time.Duration, error) {
+// ends even while Redis does not answer. When ctx ends first, it waits
+// until by.answers (scriptWait after the round saw ctx end) for the
+// script's answer, which stands: a key it leased is handed out, and if it
+// found none the Get found the partition empty at that instant. Without
+// an answer by then (its script may still wait behind the handle's
+// previous get script), it sends cancel.lua for the nonce: whichever of
+// the two scripts runs first in Redis wins, so the Get either returns the
+// key its script leased or returns ctx.Err() with nothing leased for it.
+// Only if Redis does not answer the cancel by by.cancels is a key leased
+// afterwards given back to the front of the queue, or, if the script
+// failed, its nonce left to a later Get (see partition.orphans); *noncep
+// is cleared when the Get gives up its nonce.
+func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string, by *settling) (*handout[T], time.Duration, error) {
 	nonce := *noncep
 	if ctx.Done() == nil {
 		return q.take(p, nonce)
@@ -291,7 +303,11 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		return r.item, r.wait, r.err
 	case <-ctx.Done():
 	}
-	answer := time.NewTimer(scriptWait)
+	if by.answers.IsZero() {
+		by.answers = time.Now().Add(scriptWait)
+		by.cancels = by.answers.Add(cancelWait)
+	}
+	answer := q.timerAt(by.answers)
 	select {
 	case r = <-result:
 		answer.Stop()
@@ -309,9 +325,10 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		res, cancelErr = cancelScript.Run(context.Background(), q.client, p.keys.of(cancelScript), nonce).Result()
 		_, leased = res.([]any)
 	}()
-	// marked reports, once the cancel answered, whether it left its mark.
+	// marked reports, once the cancel answered, whether it left its mark:
+	// then no lease of the nonce can exist, now or later.
 	marked := func() bool { return cancelErr == nil && !leased }
-	timeout := time.NewTimer(cancelWait)
+	timeout := q.timerAt(by.cancels)
 	defer timeout.Stop()
 	haveResult := false
 	select {
@@ -319,21 +336,21 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		if marked() {
 			*noncep = ""
 			go func() {
-				<-result
-				q.dropCancelMark(p, nonce)
+				// A script that answered consumed the mark or ran before
+				// it; one whose reply was lost may still run and consume
+				// it, so its mark stays, one small field.
+				if r := <-result; r.err == nil {
+					q.dropCancelMark(p, nonce)
+				}
 			}()
 			return nil, 0, ctx.Err()
 		}
 		if cancelErr == nil {
 			// The get script ran first and leased a key to this Get: its
-			// reply is on its way.
-			select {
-			case r = <-result:
-				haveResult = true
-				if r.err == nil {
-					return r.item, r.wait, r.err
-				}
-			case <-timeout.C:
+			// reply is on its way, or lost.
+			r, haveResult = <-result, true
+			if r.err == nil {
+				return r.item, r.wait, r.err
 			}
 		}
 	case r = <-result:
@@ -356,16 +373,20 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		if !haveResult {
 			r = <-result
 		}
-		switch {
-		case r.item != nil:
+		if r.item != nil {
 			q.giveBack(r.item.item)
-		case r.err != nil:
-			p.orphan(nonce)
-			return
 		}
 		<-cancelled
-		if marked() {
-			q.dropCancelMark(p, nonce)
+		switch {
+		case r.err == nil:
+			if marked() {
+				q.dropCancelMark(p, nonce)
+			}
+		case !marked():
+			// The script's reply was lost, and it may have leased a key:
+			// a later Get sends the nonce again to get that grant. Not
+			// after a mark, which no grant can follow.
+			p.orphan(nonce)
 		}
 	}()
 	return nil, 0, ctx.Err()
@@ -430,7 +451,8 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}
-	res, err := getScript.Run(context.Background(), q.client, p.keys.of(getScript), args...).Result()
+	get := q.script(getScript)
+	res, err := get.Run(context.Background(), q.client, p.keys.of(get), args...).Result()
 	if err != nil {
 		if len(q.parts) > 1 && isOutage(err) {
 			q.partitionFailed(p, err)
@@ -488,7 +510,8 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		// Another handle stored a key this codec cannot read: give it back
 		// rather than hold it for ever or hand out garbage.
 		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
-		_ = q.doneScript().Run(ctx, q.client, p.keys.of(q.doneScript()), q.now(), q.fairArg(), key, token).Err()
+		done := q.script(doneScript)
+		_ = done.Run(ctx, q.client, p.keys.of(done), q.now(), q.fairArg(), key, token).Err()
 		return nil, 0, nil
 	}
 	now := q.clock.Now()
@@ -504,7 +527,8 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		if q.sorted() {
 			args = append(args, q.flowOf(key))
 		}
-		if err := addOptsScript.Run(ctx, q.client, p.keys.of(addOptsScript), args...).Err(); err != nil {
+		addOpts := q.script(addOptsScript)
+		if err := addOpts.Run(ctx, q.client, p.keys.of(addOpts), args...).Err(); err != nil {
 			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}
 		return nil, 0, nil

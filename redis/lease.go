@@ -128,7 +128,7 @@ func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
 	for _, c := range calls {
 		args = append(args, c.key, c.token)
 	}
-	return q.runCalls(context.Background(), p, q.doneScript(), len(calls), args)
+	return q.runCalls(context.Background(), p, doneScript, len(calls), args)
 }
 
 // release forgets the lease h on key, if it is still the one held.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -355,7 +356,7 @@ func TestLostGetReplyRecovered(t *testing.T) {
 			// The first get script of partition 0 runs and loses its
 			// reply, as one whose connection is cut after it ran does.
 			var lost atomic.Bool
-			release := make(chan struct{})
+			release, ran := make(chan struct{}), make(chan struct{})
 			if !tt.abandoned {
 				close(release)
 			}
@@ -365,6 +366,7 @@ func TestLostGetReplyRecovered(t *testing.T) {
 				}
 				<-release
 				_ = next(ctx, cmd)
+				close(ran)
 				cmd.SetErr(io.ErrUnexpectedEOF)
 				return io.ErrUnexpectedEOF
 			}})
@@ -383,12 +385,17 @@ func TestLostGetReplyRecovered(t *testing.T) {
 			case tt.abandoned:
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				close(release)
-				// The abandoned script fails after the Get left: its nonce
-				// is left to the next Get once it does.
+				// The abandoned script fails after the Get left. If it ran
+				// before the cancel, it leased the key and its nonce is
+				// left to the next Get once it fails; if after, the
+				// cancel's mark made it lease nothing.
+				<-ran
 				require.Eventually(t, func() bool {
 					q.parts[0].orphansMu.Lock()
-					defer q.parts[0].orphansMu.Unlock()
-					return len(q.parts[0].orphans) == 1
+					orphaned := len(q.parts[0].orphans) == 1
+					q.parts[0].orphansMu.Unlock()
+					leased, err := client.HExists(context.Background(), q.parts[0].keys.all[slices.Index(keyParts, "tokens")], keys[0]).Result()
+					return orphaned || (err == nil && !leased)
 				}, 5*time.Second, time.Millisecond)
 			case tt.first < 0:
 				require.ErrorIs(t, err, io.ErrUnexpectedEOF)
@@ -414,16 +421,20 @@ func TestGetContextCancelledWhileItsScriptRuns(t *testing.T) {
 	tests := []struct {
 		name        string
 		scriptFirst bool
+		// lateScript: the get script's reply is lost before it runs, and
+		// it runs after the Get returned (a command read by Redis late).
+		lateScript bool
 	}{
 		{name: "cancel runs first", scriptFirst: false},
 		{name: "get script runs first", scriptFirst: true},
+		{name: "cancel runs first, the script's reply lost, it runs late", lateScript: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := redistest.Start(t, redistest.Options{})
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			hook := &cancelRace{scriptFirst: tt.scriptFirst, cancelGet: cancel, cancelRan: make(chan struct{})}
+			hook := &cancelRace{scriptFirst: tt.scriptFirst, lateScript: tt.lateScript, cancelGet: cancel, cancelRan: make(chan struct{}), late: make(chan redis.Cmder, 1)}
 			client := s.Client()
 			client.AddHook(hook)
 			q := newTestQueue(t, client, Options[string]{Heartbeat: time.Hour})
@@ -446,6 +457,11 @@ func TestGetContextCancelledWhileItsScriptRuns(t *testing.T) {
 				q.Done(item)
 			} else {
 				require.ErrorIs(t, err, context.Canceled)
+				if tt.lateScript {
+					// The late script finds the cancel's mark, which the
+					// Get, its reply lost, left for it: it leases nothing.
+					require.NoError(t, s.Client().Do(context.Background(), (<-hook.late).Args()...).Err())
+				}
 				assert.Equal(t, "k", <-getWithin(t, other, 10*time.Second), "the key stayed queued")
 			}
 			// Neither way leaves a cancel mark behind.
@@ -459,12 +475,15 @@ func TestGetContextCancelledWhileItsScriptRuns(t *testing.T) {
 
 // cancelRace is a hook that, once armed, ends the Get's context while its
 // get script is on its way, and lets that script run either before the
-// cancel script (holding its reply until the cancel answered) or after.
+// cancel script (holding its reply until the cancel answered) or after,
+// or, with lateScript, fails it unsent for the test to run later.
 type cancelRace struct {
 	armed       atomic.Bool
 	scriptFirst bool
+	lateScript  bool
 	cancelGet   context.CancelFunc
 	cancelRan   chan struct{}
+	late        chan redis.Cmder // the get script held back, with lateScript
 }
 
 func (h *cancelRace) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -484,6 +503,11 @@ func (h *cancelRace) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			}
 			h.cancelGet()
 			<-h.cancelRan
+			if h.lateScript {
+				h.late <- cmd
+				cmd.SetErr(io.ErrUnexpectedEOF)
+				return io.ErrUnexpectedEOF
+			}
 			return next(ctx, cmd)
 		}
 		return next(ctx, cmd)

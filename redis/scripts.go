@@ -20,7 +20,6 @@ var (
 	addOptsScript    = loadScript("addopts.lua")
 	getScript        = loadScript("get.lua")
 	doneScript       = loadScript("done.lua")
-	fairDoneScript   = loadFairScript("done.lua")
 	extendScript     = loadScript("extend.lua")
 	signalScript     = loadScript("signal.lua")
 	releaseScript    = loadScript("release.lua")
@@ -45,23 +44,24 @@ type script struct {
 	src  string
 	// keys are the indexes in keyParts of the keys it is sent, in order.
 	keys []int
+	// fair is its variant for a sorted queue, or itself if they are the
+	// same (see loadScript).
+	fair *script
 }
 
-// loadScript loads the script of lua/name, without its lines that end in
-// fairOnly.
+// loadScript loads the script of lua/name, and its variant for a sorted
+// queue (see Queue.sorted): the lines of the prelude and the body that end
+// in fairOnly are in the variant alone, so that the scripts of other
+// queues reach fewer functions and keys.
 func loadScript(name string) *script {
-	return load(name, false)
+	s := load(name, false)
+	if s.fair = load(name, true); s.fair.src == s.src {
+		s.fair = s
+	}
+	return s
 }
 
-// loadFairScript loads the script of lua/name for a queue with Fairness:
-// its lines that end in fairOnly included.
-func loadFairScript(name string) *script {
-	return load(name, true)
-}
-
-// fairOnly ends the lines of a script body that only the script of a
-// queue with Fairness runs, so that the other reaches fewer functions of
-// the prelude.
+// fairOnly ends the lines of the scripts that only a sorted queue runs.
 const fairOnly = " -- fair only"
 
 func load(name string, fair bool) *script {
@@ -73,11 +73,14 @@ func load(name string, fair bool) *script {
 	if err != nil {
 		panic(err)
 	}
-	lines := strings.Split(string(body), "\n")
-	if !fair {
-		lines = slices.DeleteFunc(lines, func(line string) bool { return strings.HasSuffix(line, fairOnly) })
+	keep := func(src []byte) string {
+		lines := strings.Split(string(src), "\n")
+		if !fair {
+			lines = slices.DeleteFunc(lines, func(line string) bool { return strings.HasSuffix(line, fairOnly) })
+		}
+		return strings.Join(lines, "\n")
 	}
-	text, keys := assemble(parsePrelude(string(prelude)), strings.Join(lines, "\n"))
+	text, keys := assemble(parsePrelude(keep(prelude)), keep(body))
 	return &script{Script: redis.NewScript(text), name: strings.TrimSuffix(name, ".lua"), src: text, keys: keys}
 }
 

@@ -130,3 +130,21 @@ func TestFIFOScriptsReachNoPriorities(t *testing.T) {
 	}
 	assert.Contains(t, addOptsScript.src, "local function add_at(")
 }
+
+// TestPlainScriptsReachNoFairness pins what keeps the scripts of a queue
+// without Fairness or MaxWait as cheap as before those came: they define
+// none of the functions of flows and ages, nor are sent their keys, which
+// the variants of a sorted queue are.
+func TestPlainScriptsReachNoFairness(t *testing.T) {
+	for _, s := range []*script{addScript, addOptsScript, getScript, doneScript, removeScript, parkDoneScript, wakeScript} {
+		for _, fn := range []string{"fair_seq", "fair_turn", "take_aged", "note_flows", "forget_flows"} {
+			assert.NotContains(t, s.src, "local function "+fn+"(", "%s.lua", s.name)
+		}
+		for _, k := range s.keys {
+			assert.NotContains(t, []string{"flows", "fair", "ages"}, keyParts[k], "%s.lua is sent %s", s.name, keyParts[k])
+		}
+	}
+	for _, s := range []*script{addOptsScript, getScript, doneScript} {
+		assert.Contains(t, s.fair.src, "local function fair_seq(", "%s.lua for a sorted queue", s.name)
+	}
+}

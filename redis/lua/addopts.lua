@@ -11,16 +11,8 @@ local now = clock(ARGV[1])
 local base, max, interval, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local reply = {0}
 local stride = 4
-if ARGV[6] == '1' then
-  -- Every key's flow first, so that it is known wherever the key goes.
-  stride = 5
-  local flows = {}
-  for i = 7, #ARGV, stride do
-    flows[#flows + 1], flows[#flows + 2] = ARGV[i], ARGV[i + 4]
-    flow_of[ARGV[i]] = ARGV[i + 4]
-  end
-  redis.call('HSET', FLOWS, unpack(flows))
-end
+if ARGV[6] == '1' then stride = 5 end
+note_flows(7, stride) -- fair only
 for i = 7, #ARGV, stride do
   local key, wait, prio, rule = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
   if rule >= 2 then

@@ -34,23 +34,7 @@ local ranked = redis.call('ZCARD', PRIO)
 -- READY's, then PRIO's below 0 (low).
 local popped, prios = {}, {}
 if need > 0 then
-  if maxwait > 0 and ranked > 0 then
-    local aged = redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, need)
-    if #aged > 0 then
-      local members, states = {}, redis.call('HMGET', STATE, unpack(aged))
-      for i, key in ipairs(aged) do
-        -- Only a key queued in PRIO is in AGES; the check keeps a stray
-        -- entry from handing out a key that is not queued.
-        if states[i] and string.byte(states[i]) == QUEUED then
-          local place, prio = queued_state(states[i])
-          members[#members + 1], popped[#popped + 1], prios[#prios + 1] = place .. key, key, prio
-        end
-      end
-      if #members > 0 then redis.call('ZREM', PRIO, unpack(members)) end
-      redis.call('ZREM', AGES, unpack(aged))
-      ranked = ranked - #members
-    end
-  end
+  if ranked > 0 then ranked = ranked - take_aged(now, maxwait, need, popped, prios) end -- fair only
   local taken = #popped
   if ranked > 0 and taken < need then
     local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need - taken, 'WITHSCORES')
@@ -69,7 +53,7 @@ if need > 0 then
     for i = 1, #low, 2 do popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1]) end
     ranked = ranked - #low / 2
   end
-  if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end
+  if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end -- fair only
 end
 local since, fence = {}, 0
 if #popped > 0 then

@@ -26,7 +26,7 @@ else
     outcome = 1
   else
     redis.call('HDEL', STATE, key)
-    forget_flows({key})
+    forget_flows({key}) -- fair only
   end
 end
 return {parked_count(), outcome}

@@ -63,6 +63,9 @@
 -- key too ("" without Fairness), its STEP led by "a": AGES then holds each
 -- such key queued in PRIO, scored by when it was queued.
 --
+-- Lines that end in "-- fair only" are in the scripts of a sorted queue
+-- (with Fairness or MaxWait) alone (see loadScript).
+--
 -- One key a line, each bound to its name in keyParts (scripts.go): a
 -- script is sent the keys it binds, in this order, numbered anew.
 local READY = KEYS[1]
@@ -252,6 +255,40 @@ local function fair_seq(key, prio)
   return string.format('%016d', n), aged
 end
 
+-- note_flows writes the flows an add script was sent, each add's fifth
+-- value from ARGV[from] on, to FLOWS and flow_of, before any add runs, so
+-- that each is known wherever its key goes. A stride below 5 sends none.
+local function note_flows(from, stride)
+  if stride < 5 then return end
+  local flows = {}
+  for i = from, #ARGV, stride do
+    flows[#flows + 1], flows[#flows + 2] = ARGV[i], ARGV[i + 4]
+    flow_of[ARGV[i]] = ARGV[i + 4]
+  end
+  if #flows > 0 then redis.call('HSET', FLOWS, unpack(flows)) end
+end
+
+-- take_aged takes out of PRIO, for the get script, up to need keys queued
+-- for longer than maxwait (ms) by now, the longest first, and appends
+-- them and their priorities to popped and prios; it returns how many.
+-- Only a key queued in PRIO is in AGES; the check of its state keeps a
+-- stray entry from handing out a key that is not queued.
+local function take_aged(now, maxwait, need, popped, prios)
+  if maxwait <= 0 then return 0 end
+  local aged = redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, need)
+  if #aged == 0 then return 0 end
+  local members, states = {}, redis.call('HMGET', STATE, unpack(aged))
+  for i, key in ipairs(aged) do
+    if states[i] and string.byte(states[i]) == QUEUED then
+      local place, prio = queued_state(states[i])
+      members[#members + 1], popped[#popped + 1], prios[#prios + 1] = place .. key, key, prio
+    end
+  end
+  if #members > 0 then redis.call('ZREM', PRIO, unpack(members)) end
+  redis.call('ZREM', AGES, unpack(aged))
+  return #members
+end
+
 -- forget_flows drops the flows of keys, idle now, but those of keys that
 -- wait in DELAYED still, whose flow promote needs.
 local function forget_flows(keys)
@@ -266,13 +303,13 @@ end
 -- no flow (see fair_seq).
 local function rank(key, since, prio, front)
   local n, aged
-  if not front then n, aged = fair_seq(key, prio) end
+  if not front then n, aged = fair_seq(key, prio) end -- fair only
   if not n then
     if prio == 0 then return enqueue(key, since, front) end
     n = seq(front)
   end
   redis.call('ZADD', PRIO, -prio, n .. key)
-  if aged then redis.call('ZADD', AGES, since, key) end
+  if aged then redis.call('ZADD', AGES, since, key) end -- fair only
   redis.call('HSET', STATE, key, 'q' .. n .. fmt(prio) .. '/' .. fmt(since))
   signal()
 end
@@ -282,7 +319,7 @@ local function unqueue(key, state)
   local place = queued_state(state)
   if place then
     redis.call('ZREM', PRIO, place .. key)
-    redis.call('ZREM', AGES, key)
+    redis.call('ZREM', AGES, key) -- fair only
   else
     redis.call('LREM', READY, 1, key)
   end

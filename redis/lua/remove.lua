@@ -23,5 +23,5 @@ if state then
   end
 end
 if end_pending(key, nil, state, false) then took = true end
-if redis.call('HEXISTS', STATE, key) == 0 then forget_flows({key}) end
+if redis.call('HEXISTS', STATE, key) == 0 then forget_flows({key}) end -- fair only
 return {depth(), took and 1 or 0}

@@ -6,7 +6,8 @@
 -- the n keys parked longest with when they were parked, and the events
 -- of each, encoded as in their state}.
 local now, n = clock(ARGV[1]), tonumber(ARGV[2])
--- The queued keys in hand-out order: PRIO above 0, READY, PRIO below.
+-- The queued keys in hand-out order: PRIO above 0, READY, PRIO at 0 (on
+-- a sorted queue) and below.
 local queued = {}
 local function ranked(min, max)
   if #queued >= n then return end
@@ -18,7 +19,7 @@ ranked('-inf', '(0')
 if #queued < n then
   for _, key in ipairs(redis.call('LRANGE', READY, 0, n - #queued - 1)) do queued[#queued + 1] = key end
 end
-ranked('(0', '+inf')
+ranked('0', '+inf')
 local leased = redis.call('ZRANGE', SINCE, 0, n - 1, 'WITHSCORES')
 local marked = {}
 for i = 1, #leased, 2 do
