@@ -46,6 +46,9 @@ func TestFairness(t *testing.T) {
 		// Priority 1 empties while priority 0 holds q1: x's many turns
 		// there are forgotten, so x4 does not wait behind all of y's.
 		{name: "an emptied priority starts afresh", script: "+q1 +x1@1 +x2@1 +x3@1 +z1@1 +z2@1 g g g g g +y1@1 +y2@1 +y3@1 +x4@1", gets: []string{"x4", "y1", "y2", "y3", "q1"}},
+		// A flow's keys taken back do not hold back its next one.
+		{name: "removed keys give their turns back", script: "+a1 +a2 +a3 +b1 +b2 +b3 x:a1 x:a2 x:a3 +a4", gets: []string{"a4", "b1", "b2", "b3"}},
+		{name: "raised keys give their turns back", script: "+a1 +a2 +b1 +b2 +a1@1 +a2@1 +a3", gets: []string{"a1", "a2", "a3", "b1", "b2"}},
 		{name: "weights", weights: map[string]int{"a": 2}, script: "+a1 +a2 +a3 +a4 +b1 +b2", gets: []string{"a1", "b1", "a2", "a3", "b2", "a4"}},
 		// Were a's turns kept, a3 would go after b1; afresh, the two tie
 		// and the lower key goes first.

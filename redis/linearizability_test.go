@@ -113,25 +113,28 @@ type linState struct {
 	// With fair set, each key is a fairness key of its own, and keys are
 	// queued by fair_seq's rule (prelude.lua), with a step of 1: seq[k]
 	// is queued key k's sequence number; for priority p (index p+1),
-	// start[p] is the number its keys start from, epoch[p] its epoch, and
-	// turn[p][k] and turnEpoch[p][k] where key k's next turn starts, in
-	// which epoch. Keys are handed out by priority, number, then key.
+	// start[p] is the number its keys start from and epoch[p] its epoch;
+	// next[p][k], queuedAt[p][k] and after[p][k] are key k's state there
+	// (the number of its next key if it has some queued, how many, and
+	// the number after its last one handed out), of epoch flowEpoch[p][k].
+	// Keys are handed out by priority, number, then key.
 	fair      bool
 	seq       [linKeys]int32
 	start     [linPriorities]int32
 	epoch     [linPriorities]int16
-	turn      [linPriorities][linKeys]int32
-	turnEpoch [linPriorities][linKeys]int16
+	next      [linPriorities][linKeys]int32
+	queuedAt  [linPriorities][linKeys]int8
+	after     [linPriorities][linKeys]int32
+	flowEpoch [linPriorities][linKeys]int16
 }
 
 // linPriorities is the number of priorities the histories add at, -1 to 2.
 const linPriorities = 4
 
 // fairSeq returns the sequence number of key queued at prio on a fair
-// queue, as fair_seq does, and records its next turn.
+// queue, as fair_seq does, and records its state.
 func (s linState) fairSeq(key, prio int8) (linState, int32) {
 	p := prio + 1
-	var n int32
 	var head int32 = -1
 	for _, k := range s.fifo[:s.queued] {
 		if s.prio[k] == prio && (head < 0 || s.seq[k] < head) {
@@ -140,19 +143,33 @@ func (s linState) fairSeq(key, prio int8) (linState, int32) {
 	}
 	switch {
 	case head < 0 && s.queued == 0:
-		s.start, s.epoch, s.turn, s.turnEpoch = [linPriorities]int32{}, [linPriorities]int16{}, [linPriorities][linKeys]int32{}, [linPriorities][linKeys]int16{}
+		s.start, s.epoch = [linPriorities]int32{}, [linPriorities]int16{}
+		s.next, s.queuedAt, s.after, s.flowEpoch = [linPriorities][linKeys]int32{}, [linPriorities][linKeys]int8{}, [linPriorities][linKeys]int32{}, [linPriorities][linKeys]int16{}
 	case head < 0:
 		s.epoch[p]++
 		s.start[p] = 0
 	default:
 		s.start[p] = max(s.start[p], head)
-		n = s.start[p]
-		if s.turnEpoch[p][key] == s.epoch[p] {
-			n = max(n, s.turn[p][key])
-		}
 	}
-	s.turn[p][key], s.turnEpoch[p][key] = n+1, s.epoch[p]
+	if s.flowEpoch[p][key] != s.epoch[p] {
+		s.next[p][key], s.queuedAt[p][key], s.after[p][key], s.flowEpoch[p][key] = 0, 0, 0, s.epoch[p]
+	}
+	from := s.after[p][key]
+	if s.queuedAt[p][key] > 0 {
+		from = s.next[p][key]
+	}
+	n := max(s.start[p], from)
+	s.next[p][key] = n + 1
+	s.queuedAt[p][key]++
 	return s, n
+}
+
+// fairHandedOut records that queued key is handed out, as fair_left does.
+func (s linState) fairHandedOut(key int8) linState {
+	p := s.prio[key] + 1
+	s.after[p][key] = max(s.after[p][key], s.seq[key]+1)
+	s.start[p] = max(s.start[p], s.seq[key])
+	return s
 }
 
 // unpark ends key's park, of either kind, and reports whether it had one.
@@ -204,6 +221,9 @@ func (s linState) unqueue(key int8) (linState, bool) {
 	i := slices.Index(s.fifo[:s.queued], key)
 	if i < 0 {
 		return s, false
+	}
+	if s.fair {
+		s.queuedAt[s.prio[key]+1][key]--
 	}
 	copy(s.fifo[i:], s.fifo[i+1:s.queued])
 	s.queued--
@@ -269,6 +289,9 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		}
 		if s.queued == 0 || s.fifo[0] != out.key || s.prio[out.key] != out.prio {
 			return false, s
+		}
+		if s.fair {
+			s = s.fairHandedOut(out.key)
 		}
 		s, _ = s.unqueue(out.key)
 		s.processing[out.key] = true

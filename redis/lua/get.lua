@@ -36,12 +36,18 @@ local popped, prios = {}, {}
 if need > 0 then
   if ranked > 0 then ranked = ranked - take_aged(now, maxwait, need, popped, prios) end -- fair only
   local taken = #popped
+  -- left are the keys taken from PRIO, {key, priority, number}, for the
+  -- turns of their flows on a sorted queue.
+  local left = {}
   if ranked > 0 and taken < need then
     local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need - taken, 'WITHSCORES')
     for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
     if #popped > taken then redis.call('ZREM', PRIO, unpack(popped, taken + 1)) end
   end
-  for i = taken + 1, #popped do popped[i] = string.sub(popped[i], 17) end
+  for i = taken + 1, #popped do
+    left[#left + 1] = {string.sub(popped[i], 17), prios[i], string.sub(popped[i], 1, 16)}
+    popped[i] = left[#left][1]
+  end
   ranked = ranked - (#popped - taken)
   if #popped < need then
     for _, key in ipairs(redis.call('LPOP', READY, need - #popped) or {}) do
@@ -50,9 +56,13 @@ if need > 0 then
   end
   if ranked > 0 and #popped < need then
     local low = redis.call('ZPOPMIN', PRIO, need - #popped)
-    for i = 1, #low, 2 do popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1]) end
+    for i = 1, #low, 2 do
+      popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1])
+      left[#left + 1] = {popped[#popped], prios[#prios], string.sub(low[i], 1, 16)}
+    end
     ranked = ranked - #low / 2
   end
+  fair_left(left, true) -- fair only
   if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end -- fair only
 end
 local since, fence = {}, 0

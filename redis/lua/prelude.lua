@@ -195,64 +195,110 @@ end
 -- put at the back of priority prio, and whether it is aged (see AGES), or
 -- nil if FLOWS has no flow for it: start-time fair queueing, where each
 -- flow's keys get numbers a step apart, the step FAIR_UNIT over the
--- flow's weight, and a flow with nothing queued starts from the number
--- at the head of the priority, or from where its last key left off if
--- that is later. So the flows take turns, one key each per FAIR_UNIT (w
--- keys for a weight of w), and a flow's first key waits behind at most
--- two keys of each other flow (one per turn), however many they have
--- queued. Keys put at the front (numbers below ORIGIN) do not count as
--- the head. A priority found empty starts a new epoch ("ePRIO"), whose
--- numbers start afresh: "fPRIO FLOW" is "EPOCH:NUMBER", and one of an
--- earlier epoch counts for nothing, so that a flow that had many turns
--- before is not held back behind newer flows. FAIR is emptied when PRIO
+-- flow's weight. A flow with keys queued at prio goes on from its last
+-- one; a flow with none starts from the number the priority's keys start
+-- from, v (the later of the head and the last key handed out), or just
+-- after its own last key handed out if that is later. So the flows take
+-- turns, one key each per FAIR_UNIT (w keys for a weight of w), and a
+-- flow's first key waits behind at most two keys of each other flow (one
+-- per turn), however many they have queued, or removed. Keys put at the
+-- front (numbers below ORIGIN) count for nothing. A priority found empty
+-- starts a new epoch ("ePRIO"), whose numbers start afresh: a flow's
+-- state of an earlier epoch counts for nothing. FAIR is emptied when PRIO
 -- is, which bounds it by the flows queued since.
+--
+-- A flow's state at a priority, "fPRIO FLOW", is "EPOCH:NEXT:QUEUED:AFTER":
+-- the number its next key gets if it has keys queued, how many it has
+-- queued, and the number just after its last key handed out.
 local FAIR_UNIT = 2520
 -- flow_of holds the flows a script was sent (addopts.lua), so that it
 -- does not read them back; fair_v and fair_e the number each priority's
 -- keys start from and its epoch in this script, as no key is handed out
 -- between two ranks of one script.
 local flow_of, fair_v, fair_e = {}, {}, {}
--- fair_turn is where a flow's next key starts in epoch e, from its stored
--- "EPOCH:NUMBER": 0 if that is of another epoch, or none.
-local function fair_turn(stored, e)
-  if not stored then return 0 end
-  local colon = string.find(stored, ':', 1, true)
-  if tonumber(string.sub(stored, 1, colon - 1)) ~= e then return 0 end
-  return tonumber(string.sub(stored, colon + 1))
+
+-- fair_state returns a flow's stored state, as numbers: next, queued and
+-- after, zero for a state of another epoch than e (any epoch if e is nil)
+-- or none; and its epoch.
+local function fair_state(stored, e)
+  if not stored then return 0, 0, 0, e or 0 end
+  local a = string.find(stored, ':', 1, true)
+  local b = string.find(stored, ':', a + 1, true)
+  local c = string.find(stored, ':', b + 1, true)
+  local epoch = tonumber(string.sub(stored, 1, a - 1))
+  if e and epoch ~= e then return 0, 0, 0, e end
+  return tonumber(string.sub(stored, a + 1, b - 1)), tonumber(string.sub(stored, b + 1, c - 1)), tonumber(string.sub(stored, c + 1)), epoch
 end
+
+local function fair_store(field, e, nextn, queued, after)
+  redis.call('HSET', FAIR, field, fmt(e) .. ':' .. fmt(nextn) .. ':' .. fmt(queued) .. ':' .. fmt(after))
+end
+
+-- flow_step returns a flow's step, fairness key and whether it is aged,
+-- from its FLOWS value.
+local function flow_step(flow)
+  local space, aged = string.find(flow, ' ', 1, true), string.byte(flow) == 97 -- "a"
+  return tonumber(string.sub(flow, aged and 2 or 1, space - 1)), string.sub(flow, space + 1), aged
+end
+
 local function fair_seq(key, prio)
   local flow = flow_of[key] or redis.call('HGET', FLOWS, key)
   if not flow then return nil end
-  local space, aged = string.find(flow, ' ', 1, true), string.byte(flow) == 97 -- "a"
-  local step = tonumber(string.sub(flow, aged and 2 or 1, space - 1))
-  local field = 'f' .. fmt(prio) .. string.sub(flow, space)
+  local step, name, aged = flow_step(flow)
+  local field = 'f' .. fmt(prio) .. ' ' .. name
   local v, e = fair_v[prio], fair_e[prio]
-  local n
+  local stored
   if v then
-    n = math.max(v, fair_turn(redis.call('HGET', FAIR, field), e))
-    redis.call('HSET', FAIR, field, fmt(e) .. ':' .. fmt(n + step))
-    return string.format('%016d', n), aged
-  end
-  local vfield = 'v' .. fmt(prio)
-  local head = redis.call('ZRANGE', PRIO, -prio, -prio, 'BYSCORE', 'LIMIT', 0, 1)[1]
-  if not head then
-    if redis.call('ZCARD', PRIO) == 0 then
-      redis.call('DEL', FAIR)
-      e = 0
-    else
-      e = redis.call('HINCRBY', FAIR, 'e' .. fmt(prio), 1)
-    end
-    v, n = ORIGIN, ORIGIN
+    stored = redis.call('HGET', FAIR, field)
   else
-    local known = redis.call('HMGET', FAIR, vfield, field, 'e' .. fmt(prio))
-    v, e = tonumber(known[1]) or ORIGIN, tonumber(known[3]) or 0
-    local at = tonumber(string.sub(head, 1, 16))
-    if at >= ORIGIN then v = math.max(v, at) end
-    n = math.max(v, fair_turn(known[2], e))
+    local head = redis.call('ZRANGE', PRIO, -prio, -prio, 'BYSCORE', 'LIMIT', 0, 1)[1]
+    if not head then
+      if redis.call('ZCARD', PRIO) == 0 then
+        redis.call('DEL', FAIR)
+        e = 0
+      else
+        e = redis.call('HINCRBY', FAIR, 'e' .. fmt(prio), 1)
+      end
+      v = ORIGIN
+    else
+      local known = redis.call('HMGET', FAIR, 'v' .. fmt(prio), field, 'e' .. fmt(prio))
+      v, e, stored = tonumber(known[1]) or ORIGIN, tonumber(known[3]) or 0, known[2]
+      local at = tonumber(string.sub(head, 1, 16))
+      if at >= ORIGIN then v = math.max(v, at) end
+    end
+    fair_v[prio], fair_e[prio] = v, e
+    redis.call('HSET', FAIR, 'v' .. fmt(prio), fmt(v))
   end
-  fair_v[prio], fair_e[prio] = v, e
-  redis.call('HSET', FAIR, vfield, fmt(v), field, fmt(e) .. ':' .. fmt(n + step))
+  local nextn, queued, after = fair_state(stored, e)
+  local n = math.max(v, queued > 0 and nextn or after)
+  fair_store(field, e, n + step, queued + 1, after)
   return string.format('%016d', n), aged
+end
+
+-- fair_left updates the states of the flows of keys that left PRIO, each
+-- {key, priority, number}: handed out if handed is set, else taken back
+-- (removed, or raised to another priority). A key put at the front, or
+-- without a flow, counts for nothing.
+local function fair_left(left, handed)
+  local keys = {}
+  for i, entry in ipairs(left) do keys[i] = entry[1] end
+  if #keys == 0 then return end
+  local flows = redis.call('HMGET', FLOWS, unpack(keys))
+  for i, entry in ipairs(left) do
+    local n = tonumber(entry[3])
+    if flows[i] and n >= ORIGIN then
+      local step, name = flow_step(flows[i])
+      local prio = entry[2]
+      local field = 'f' .. fmt(prio) .. ' ' .. name
+      local nextn, queued, after, e = fair_state(redis.call('HGET', FAIR, field), nil)
+      if handed then
+        after = math.max(after, n + step)
+        local v = tonumber(redis.call('HGET', FAIR, 'v' .. fmt(prio))) or ORIGIN
+        if n > v then redis.call('HSET', FAIR, 'v' .. fmt(prio), fmt(n)) end
+      end
+      fair_store(field, e, nextn, math.max(queued - 1, 0), after)
+    end
+  end
 end
 
 -- note_flows writes the flows an add script was sent, each add's fifth
@@ -277,15 +323,17 @@ local function take_aged(now, maxwait, need, popped, prios)
   if maxwait <= 0 then return 0 end
   local aged = redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, need)
   if #aged == 0 then return 0 end
-  local members, states = {}, redis.call('HMGET', STATE, unpack(aged))
+  local members, states, left = {}, redis.call('HMGET', STATE, unpack(aged)), {}
   for i, key in ipairs(aged) do
     if states[i] and string.byte(states[i]) == QUEUED then
       local place, prio = queued_state(states[i])
       members[#members + 1], popped[#popped + 1], prios[#prios + 1] = place .. key, key, prio
+      left[#left + 1] = {key, prio, place}
     end
   end
   if #members > 0 then redis.call('ZREM', PRIO, unpack(members)) end
   redis.call('ZREM', AGES, unpack(aged))
+  fair_left(left, true)
   return #members
 end
 
@@ -316,10 +364,11 @@ end
 
 -- unqueue takes key, queued with state, out of READY or PRIO.
 local function unqueue(key, state)
-  local place = queued_state(state)
+  local place, prio = queued_state(state)
   if place then
     redis.call('ZREM', PRIO, place .. key)
     redis.call('ZREM', AGES, key) -- fair only
+    fair_left({{key, prio, place}}, false) -- fair only
   else
     redis.call('LREM', READY, 1, key)
   end
