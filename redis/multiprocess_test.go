@@ -395,7 +395,13 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 	// against how fast the first ones process, so the bound is loose: at
 	// least a quarter of the adds collapsed.
 	require.Less(t, perKey, addsPerKey*3/4, "reconciles per key against adds per key")
-	require.Positive(t, rep.AddsOnHeld, "adds made while another process held the key")
+	if !priorities {
+		// The joining processes add the keys in the order the first ones
+		// process them, and cross them. With priorities they are
+		// processed in another order, and the joining processes' adds
+		// meet a key held by another process only by chance.
+		require.Positive(t, rep.AddsOnHeld, "adds made while another process held the key")
+	}
 	lost := 0
 	for _, p := range live {
 		lost += p.stderrCount("Done after the lease was lost")
