@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-workqueue/workqueue"
 	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
 // The collectors below have the names, help texts and labels of those
@@ -106,17 +107,38 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 	return c
 }
 
+// NewMetricsProvider returns a provider that records a queue's metrics
+// into reg under the names, help texts and labels of the workqueue metrics
+// controller-runtime registers in its metrics.Registry, so that with
+// metrics.Registry as reg (nil means metrics.Registry) they are the series
+// a manager's /metrics shows. Like controller-runtime's provider, it
+// labels every series with the queue's name twice, as name and as
+// controller; NewDepthMetric gives workqueue_depth with priority "", as
+// for a queue without priorities, and NewDepthWithPriorityMetric gives it
+// by priority, with at most 25 priority labels per queue (further
+// priorities share the label "exceeded_cardinality_limit").
+//
+// Should reg hold a collector of the same name that differs (another help
+// text or labels), the metrics are recorded into collectors of their own,
+// which reg does not show; NewMetricsProvider never panics. The provider
+// is safe for concurrent use.
+func NewMetricsProvider(reg prometheus.Registerer) workqueue.PriorityMetricsProvider {
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	return metricsFor(reg)
+}
+
 // provider is a [workqueue.PriorityMetricsProvider] over one registry's
-// collectors. Like controller-runtime's, it labels every series with the
-// queue's name twice, as name and as controller, and keeps depth only by
-// priority (the plain depth metric is nil, so no priority="" series
-// appears).
+// collectors.
 type provider struct{ c *collectors }
 
 var _ workqueue.PriorityMetricsProvider = (*provider)(nil)
 
-// NewDepthMetric returns nil: depth is recorded by priority only.
-func (p *provider) NewDepthMetric(string) workqueue.GaugeMetric { return nil }
+// NewDepthMetric returns workqueue_depth for the queue with priority "".
+func (p *provider) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return p.c.depth.WithLabelValues(name, name, "")
+}
 
 // NewAddsMetric returns workqueue_adds_total for the queue.
 func (p *provider) NewAddsMetric(name string) workqueue.CounterMetric {
@@ -190,3 +212,11 @@ func (d *depthByPriority) Inc(priority int) {
 func (d *depthByPriority) Dec(priority int) {
 	d.vec.WithLabelValues(d.name, d.name, d.label(priority)).Dec()
 }
+
+// byPriorityOnly is a provider whose queues keep depth by priority only:
+// its plain depth metric is nil, so no priority="" series appears beside
+// the series by priority, as with controller-runtime's priority queue.
+type byPriorityOnly struct{ *provider }
+
+// NewDepthMetric returns nil.
+func (byPriorityOnly) NewDepthMetric(string) workqueue.GaugeMetric { return nil }

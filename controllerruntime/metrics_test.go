@@ -130,3 +130,30 @@ func TestMetricsDepthByPriority(t *testing.T) {
 		assert.Zero(t, v, "depth at priority %q back to 0", label)
 	}
 }
+
+// TestNewMetricsProvider checks the provider other queues get: its plain
+// depth is the series with priority "" and can be set, and its series
+// land in the registry given, or in controller-runtime's for nil.
+func TestNewMetricsProvider(t *testing.T) {
+	own := prometheus.NewRegistry()
+	for _, tc := range []struct {
+		name string
+		reg  prometheus.Registerer
+		g    prometheus.Gatherer
+	}{
+		{"own registry", own, own},
+		{"nil means controller-runtime's", nil, crmetrics.Registry},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			queue := "crq-provider-" + tc.name
+			p := crqueue.NewMetricsProvider(tc.reg)
+			depth, ok := p.NewDepthMetric(queue).(interface{ Set(float64) })
+			require.True(t, ok, "the plain depth can be set")
+			depth.Set(7)
+			p.NewAddsMetric(queue).Inc()
+			p.NewDepthWithPriorityMetric(queue).Inc(-100)
+			assert.Equal(t, map[string]float64{"": 7, "-100": 1}, series(t, tc.g, "workqueue_depth", queue))
+			assert.Equal(t, map[string]float64{"": 1}, series(t, tc.g, "workqueue_adds_total", queue))
+		})
+	}
+}

@@ -131,7 +131,7 @@ func newQueue[T comparable](name string, rateLimiter ctrlworkqueue.TypedRateLimi
 		if reg == nil {
 			reg = crmetrics.Registry
 		}
-		config.MetricsProvider = metricsFor(reg)
+		config.MetricsProvider = byPriorityOnly{metricsFor(reg)}
 	}
 	// client-go's TypedRateLimiter and ours have the same methods, so the
 	// controller's limiter is ours as it is.

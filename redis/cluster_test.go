@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/redis/internal/worklog"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
@@ -25,7 +27,9 @@ import (
 // is processed unless it was acknowledged in the last second before the
 // kill, the main README's bound for a promoted replica (replication is
 // asynchronous) without WaitReplicas, and none with WaitReplicas 1. The
-// number actually lost is logged.
+// number actually lost is logged. The keys are added at three priorities
+// (worklog.Priority: a quarter each at 10, 0 and -100 with AddWithOpts,
+// the rest with Add), and each must be handed out at its own.
 //
 // On a queue of 3 partitions, one on each primary, the primary of the
 // last partition is killed; the keys of the other partitions added and
@@ -62,6 +66,7 @@ func runFailover(t *testing.T, waitReplicas, partitions int) {
 	var mu sync.Mutex
 	acked := map[string]time.Time{}
 	processed := map[string]int{}
+	var wrongPriority []string
 	var processedAt []time.Time // of the keys of the partitions not killed
 	var wg sync.WaitGroup
 	// One adder per partition, so that the adds of the partitions whose
@@ -73,7 +78,12 @@ func runFailover(t *testing.T, waitReplicas, partitions int) {
 				if partitionOf(key, partitions) != part {
 					continue
 				}
-				q.Add(key) // retries through the failover
+				// Both retry through the failover.
+				if priority, plain := worklog.Priority(key); plain {
+					q.Add(key)
+				} else {
+					q.AddWithOpts(workqueue.AddOpts{Priority: &priority}, key)
+				}
 				mu.Lock()
 				acked[key] = time.Now()
 				mu.Unlock()
@@ -84,12 +94,15 @@ func runFailover(t *testing.T, waitReplicas, partitions int) {
 	for range workers {
 		wg.Go(func() {
 			for {
-				key, shutdown := q.Get()
+				key, priority, shutdown := q.GetWithPriority()
 				if shutdown {
 					return
 				}
 				mu.Lock()
 				processed[key]++
+				if want, _ := worklog.Priority(key); priority != want {
+					wrongPriority = append(wrongPriority, fmt.Sprintf("%s at %d, added at %d", key, priority, want))
+				}
 				if partitionOf(key, partitions) != partitions-1 {
 					processedAt = append(processedAt, time.Now())
 				}
@@ -173,6 +186,7 @@ func runFailover(t *testing.T, waitReplicas, partitions int) {
 		}
 	}
 	assert.Empty(t, lostLate, "acknowledged keys lost outside the last second before the kill")
+	assert.Empty(t, wrongPriority, "keys handed out at another priority than their adds'")
 	if waitReplicas > 0 {
 		assert.Empty(t, lost, "acknowledged keys lost, with WaitReplicas %d", waitReplicas)
 	}

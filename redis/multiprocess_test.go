@@ -118,7 +118,7 @@ type watcher struct {
 	partial string
 	ended   map[string]bool // keys with an E line
 	added   map[int]bool    // pids with a D line
-	hung    map[int]bool    // pids with an H line
+	hung    map[int]string  // pids with an H line -> the key held
 	acks    int
 }
 
@@ -126,7 +126,7 @@ func newWatcher(t *testing.T, path string) *watcher {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = f.Close() })
-	return &watcher{f: f, r: bufio.NewReader(f), ended: map[string]bool{}, added: map[int]bool{}, hung: map[int]bool{}}
+	return &watcher{f: f, r: bufio.NewReader(f), ended: map[string]bool{}, added: map[int]bool{}, hung: map[int]string{}}
 }
 
 // poll reads the complete lines appended since the last poll.
@@ -150,7 +150,7 @@ func (w *watcher) poll() {
 		case "D":
 			w.added[pid] = true
 		case "H":
-			w.hung[pid] = true
+			w.hung[pid] = f[1]
 		case "a":
 			w.acks++
 		}
@@ -263,6 +263,12 @@ func allAdded(w *watcher, procs []*proc) bool {
 // checks from the shared log that every key was processed, that no key
 // was held by two workers at once, and that no acknowledged add was lost.
 //
+// With priorities, the processes add a quarter of the keys each at 10, 0
+// and -100 with AddWithOpts and the rest with Add (worklog.Priority), take
+// them with GetWithPriority, and check that every hand-out, the killed
+// process's key's again included, comes at the key's priority, and that
+// the first ones are of the highest priority.
+//
 // The lease is 5s, five times the 300ms-1s one would pick to see the killed
 // process's keys come back quickly: at 1s, on two cores shared with other
 // test binaries, live worker processes can be starved past 2/3 of the
@@ -275,22 +281,24 @@ func TestMultiProcess(t *testing.T) {
 	tests := []struct {
 		name       string
 		partitions int
+		priorities bool
 		start      func(t *testing.T) (client redis.UniversalClient, args []string)
 	}{
-		{name: "one redis-server", start: func(t *testing.T) (redis.UniversalClient, []string) {
+		{name: "one redis-server, priorities", priorities: true, start: func(t *testing.T) (redis.UniversalClient, []string) {
 			s := redistest.Start(t, redistest.Options{})
 			return s.Client(), []string{"-redis", s.Addr}
 		}},
 		// The queue lives on one of the shards; the processes find it
-		// through the cluster as a controller would.
+		// through the cluster as a controller would. Only Add and Get:
+		// the scripts of a queue that never uses priorities.
 		{name: "Redis Cluster", start: startClusterArgs},
 		// The queue's 3 partitions live on the 3 shards.
-		{name: "Redis Cluster, 3 partitions", partitions: 3, start: startClusterArgs},
+		{name: "Redis Cluster, 3 partitions, priorities", partitions: 3, priorities: true, start: startClusterArgs},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client, redisArgs := tt.start(t)
-			runMultiProcess(t, client, redisArgs, tt.partitions)
+			runMultiProcess(t, client, redisArgs, tt.partitions, tt.priorities)
 		})
 	}
 }
@@ -303,8 +311,8 @@ func startClusterArgs(t *testing.T) (redis.UniversalClient, []string) {
 }
 
 // runMultiProcess runs TestMultiProcess on a queue of the given number
-// of partitions (0: unpartitioned).
-func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []string, partitions int) {
+// of partitions (0: unpartitioned), with or without priorities.
+func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []string, partitions int, priorities bool) {
 	const (
 		keys    = 10000
 		procs   = 4
@@ -323,6 +331,9 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 		"-adders", "2", "-work", "10ms", "-readd", "0.05", "-add-first",
 		"-partitions", strconv.Itoa(partitions),
 	)
+	if priorities {
+		args = append(args, "-priorities")
+	}
 
 	// Two processes add every key, then process; two more join once they
 	// have, adding every key again while the first two process, as
@@ -336,7 +347,8 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 	for range procs - 2 {
 		live = append(live, startProc(t, bin, dir, args...))
 	}
-	w.waitFor(t, "the victim to hang holding a key", 60*time.Second, func() bool { return w.hung[victim.pid] })
+	w.waitFor(t, "the victim to hang holding a key", 60*time.Second, func() bool { return w.hung[victim.pid] != "" })
+	hungKey := w.hung[victim.pid]
 	killed := len(w.ended)
 	killProc(t, victim, logPath)
 	// The replacement only processes: the keys are added by the others.
@@ -353,6 +365,23 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 	rep := checkLog(t, logPath, keys)
 	require.Equal(t, []int{victim.pid}, rep.Killed)
 	require.GreaterOrEqual(t, rep.Reclaimed, 1, "the hung key at least was in flight at the kill")
+	// The hung key was handed out again after the kill, and (checkLog
+	// found no P line) at its priority.
+	require.True(t, handedOutAfterKill(t, logPath, hungKey), "%s handed out again after the kill", hungKey)
+	hung := hungKey
+	if priorities {
+		// The first processes start processing once their adds returned,
+		// so every key is queued at the first hand-out, a quarter of them
+		// at 10: the first 1,000 hand-outs are all at 10 (with partitions,
+		// each of which holds about 830 of them, too: a Get takes from
+		// the partitions in turn).
+		for i, key := range firstHandouts(t, logPath, 1000) {
+			priority, _ := worklog.Priority(key)
+			require.Equal(t, 10, priority, "hand-out %d, of %s", i+1, key)
+		}
+		priority, _ := worklog.Priority(hungKey)
+		hung = fmt.Sprintf("%s at priority %d", hungKey, priority)
+	}
 	// Each hand-out consumes an add or a reclaimed lease; the killed
 	// process's unacknowledged adds may have run, and up to one key per
 	// worker of it may have been reclaimed between its Get and B line or
@@ -366,15 +395,59 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 	// against how fast the first ones process, so the bound is loose: at
 	// least a quarter of the adds collapsed.
 	require.Less(t, perKey, addsPerKey*3/4, "reconciles per key against adds per key")
-	require.Positive(t, rep.AddsOnHeld, "adds made while another process held the key")
+	if !priorities {
+		// The joining processes add the keys in the order the first ones
+		// process them, and cross them. With priorities they are
+		// processed in another order, and the joining processes' adds
+		// meet a key held by another process only by chance.
+		require.Positive(t, rep.AddsOnHeld, "adds made while another process held the key")
+	}
 	lost := 0
 	for _, p := range live {
 		lost += p.stderrCount("Done after the lease was lost")
 	}
-	t.Logf("%d partitions, %d keys, %d processes of %d workers (2 joining later, +1 after killing one with %d keys done), %.0fms: "+
-		"%d adds (%.2f per key, %d while another process held the key), %d reconciles (%.2f per key, at most %d), %d holdings reclaimed from the killed process, %d leases lost by live processes, %d log lines",
-		max(partitions, 1), keys, procs, workers, killed, float64(elapsed.Milliseconds()), rep.Adds, addsPerKey, rep.AddsOnHeld,
-		rep.Completed, perKey, rep.MaxPerKey(), rep.Reclaimed, lost, rep.Lines)
+	t.Logf("%d partitions, priorities %v, %d keys, %d processes of %d workers (2 joining later, +1 after killing one with %d keys done), %.0fms: "+
+		"%d adds (%.2f per key, %d while another process held the key), %d reconciles (%.2f per key, at most %d), %d holdings reclaimed from the killed process (the hung one %s), %d leases lost by live processes, %d log lines",
+		max(partitions, 1), priorities, keys, procs, workers, killed, float64(elapsed.Milliseconds()), rep.Adds, addsPerKey, rep.AddsOnHeld,
+		rep.Completed, perKey, rep.MaxPerKey(), rep.Reclaimed, hung, lost, rep.Lines)
+}
+
+// firstHandouts returns the keys of the first n B lines of the log at
+// path.
+func firstHandouts(t *testing.T, path string, n int) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var keys []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && len(keys) < n {
+		if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "B" {
+			keys = append(keys, f[1])
+		}
+	}
+	require.NoError(t, sc.Err())
+	return keys
+}
+
+// handedOutAfterKill reports whether the log at path has a B line of key
+// after its first K line.
+func handedOutAfterKill(t *testing.T, path, key string) bool {
+	t.Helper()
+	history, err := worklog.History(path, key)
+	require.NoError(t, err)
+	killed := false
+	for _, line := range history {
+		// "N: OP KEY PID SEQ"
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 5 && f[1] == "K":
+			killed = true
+		case len(f) == 5 && f[1] == "B" && killed:
+			return true
+		}
+	}
+	return false
 }
 
 // fenceValue returns the queue's fence counter, 0 before any hand-out.

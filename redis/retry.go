@@ -70,7 +70,8 @@ func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
 // timeout, a connection refused, reset or closed by the server, a full
 // connection pool, or a server that is loading, read-only, failing over,
 // out of memory, unable to persist or out of connections, a slot moved to
-// another node, or an add that too few replicas acknowledged in time.
+// another node, a blocking command (WAIT) ended by the node's turning
+// replica, or an add that too few replicas acknowledged in time.
 // Errors of a script, of the arguments or of the codec, a closed client and
 // an ended context are not.
 func isOutage(err error) bool {
@@ -86,7 +87,7 @@ func isOutage(err error) bool {
 	// MOVED and ASK reach a handle only from the pipelines it sends to
 	// one node itself (WaitReplicas): the cluster client's layout was
 	// stale, and a retry reloads it (see sleepBackoff).
-	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "OOM", "MISCONF", "ERR max number of clients", "MOVED", "ASK"} {
+	for _, prefix := range []string{"LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "BUSY", "NOREPLICAS", "OOM", "MISCONF", "ERR max number of clients", "MOVED", "ASK", "UNBLOCKED"} {
 		if redis.HasErrorPrefix(err, prefix) {
 			return true
 		}

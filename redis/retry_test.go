@@ -1,10 +1,13 @@
 package redisqueue
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -61,3 +64,35 @@ func TestSleepBackoffUsesTheHandlesClock(t *testing.T) {
 		assert.False(t, <-returned, "sleepBackoff after stop closed")
 	})
 }
+
+// TestIsOutage checks which errors the retrying methods wait out. The
+// UNBLOCKED case is a bug TestClusterFailover found with WaitReplicas 1:
+// a node that turns replica ends a WAIT blocked on it with UNBLOCKED, and
+// AddWithOpts gave up on its add ("items dropped") and returned, so the
+// key was lost, instead of retrying on the new primary.
+func TestIsOutage(t *testing.T) {
+	var _ redis.Error = replyError("")
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{replyError("UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"), true},
+		{replyError("READONLY You can't write against a read only replica."), true},
+		{replyError("CLUSTERDOWN The cluster is down"), true},
+		{fmt.Errorf("%w: 0 of 1 replicas in 1s", ErrNotReplicated), true},
+		{replyError("ERR Error running script"), false},
+		{redis.ErrClosed, false},
+		{context.Canceled, false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, isOutage(tt.err), "isOutage(%v)", tt.err)
+	}
+}
+
+// replyError is an error reply of Redis, as go-redis returns one.
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+
+// RedisError marks replyError as a Redis reply (redis.Error).
+func (replyError) RedisError() {}

@@ -9,9 +9,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrlworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/go-workqueue/workqueue"
+	crqueue "github.com/go-workqueue/workqueue/controllerruntime"
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 )
 
@@ -37,7 +39,10 @@ func NewQueue[T comparable](client redis.UniversalClient, opts redisqueue.Option
 // New returns a handle on the Redis queue called name, which every
 // handle made with the same Redis and name shares (redisqueue.New). A nil
 // opts.Codec means [RequestCodec] for reconcile.Request and
-// redisqueue.JSONCodec for any other T. It panics as redisqueue.New does:
+// redisqueue.JSONCodec for any other T. A nil opts.MetricsProvider means
+// controller-runtime's workqueue metrics in its metrics.Registry
+// (crqueue.NewMetricsProvider), labelled with opts.Name or else name, as
+// the package doc describes. It panics as redisqueue.New does:
 // on a nil client, a name that is empty, longer than 256 bytes or holds
 // '{' or '}', or invalid options.
 func New[T comparable](client redis.UniversalClient, name string, opts redisqueue.Options[T]) *Queue[T] {
@@ -47,6 +52,9 @@ func New[T comparable](client redis.UniversalClient, name string, opts redisqueu
 			codec = RequestCodec{}
 		}
 		opts.Codec = codec.(redisqueue.Codec[T])
+	}
+	if opts.MetricsProvider == nil {
+		opts.MetricsProvider = crqueue.NewMetricsProvider(crmetrics.Registry)
 	}
 	return &Queue[T]{Queue: redisqueue.New(client, name, opts)}
 }

@@ -9,6 +9,11 @@
 // holdings with ShutDownWithDrain and exits 0. With -hang-after N, its
 // first worker goroutine stops for good holding its Nth key, after an H
 // line, so that the test can kill the process with a key surely in flight.
+//
+// With -priorities, it adds each key at the priority worklog.Priority
+// gives it (with Add or AddWithOpts), its workers take keys with
+// GetWithPriority, and a key handed out at another priority gets a P line
+// after its B line.
 package main
 
 import (
@@ -25,6 +30,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-workqueue/workqueue"
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 	"github.com/go-workqueue/workqueue/redis/internal/worklog"
 )
@@ -45,6 +51,7 @@ func main() {
 	hangAfter := flag.Int("hang-after", 0, "the first worker stops for good holding its Nth key")
 	addFirst := flag.Bool("add-first", false, "start processing once this process's adds returned")
 	partitions := flag.Int("partitions", 0, "Options.Partitions")
+	priorities := flag.Bool("priorities", false, "add at worklog.Priority's priorities and check them at each hand-out")
 	flag.Parse()
 	if *addr == "" || *logPath == "" {
 		fmt.Fprintln(os.Stderr, "worker: -redis and -log are required")
@@ -75,7 +82,11 @@ func main() {
 	add := func(key string) {
 		seq := log.Next()
 		log.Line('A', key, seq)
-		q.Add(key)
+		if priority, plain := worklog.Priority(key); *priorities && !plain {
+			q.AddWithOpts(workqueue.AddOpts{Priority: &priority}, key)
+		} else {
+			q.Add(key)
+		}
 		log.Line('a', key, seq)
 	}
 
@@ -102,12 +113,25 @@ func main() {
 				adding.Wait()
 			}
 			for n := 1; ; n++ {
-				key, shutdown := q.Get()
+				var (
+					key      string
+					priority int
+					shutdown bool
+				)
+				if *priorities {
+					key, priority, shutdown = q.GetWithPriority()
+				} else {
+					key, shutdown = q.Get()
+				}
 				if shutdown {
 					return
 				}
 				seq := log.Next()
 				log.Line('B', key, seq)
+				if want, _ := worklog.Priority(key); *priorities && priority != want {
+					logger.Error("worker: handed out at the wrong priority", "key", key, "got", priority, "want", want)
+					log.Line('P', key, seq)
+				}
 				if w == 0 && n == *hangAfter {
 					log.Line('H', key, seq)
 					select {} // until SIGKILL

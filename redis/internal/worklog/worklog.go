@@ -13,6 +13,8 @@
 //	a  that add returned (same PID and SEQ as its A line)
 //	B  Get returned KEY: the holding PID/SEQ begins
 //	E  the holding PID/SEQ ends; Done is called after this line
+//	P  the holding PID/SEQ of KEY was handed out at a priority other than
+//	   the one every add of KEY asks for (see Priority)
 //	H  a worker of PID stopped for good holding KEY (to be killed)
 //	D  PID finished all its adds (KEY is "-")
 //	K  PID was killed and has exited (written by the test, KEY is "-")
@@ -83,6 +85,7 @@ type Report struct {
 	Overlaps   []string       // a B while another holding of the key was open
 	Lost       []string       // acknowledged adds with no completed holding begun after them
 	Unfinished []string       // holdings of live pids still open at the end
+	WrongPrio  []string       // holdings handed out at another priority than their key's (P lines)
 	Malformed  []string       // lines that do not parse, or E without its B
 	BadKeys    []string       // keys of the overlaps and losses, in the order found
 }
@@ -94,6 +97,7 @@ func (r *Report) Failures() []string {
 	all = append(all, r.Overlaps...)
 	all = append(all, r.Lost...)
 	all = append(all, r.Unfinished...)
+	all = append(all, r.WrongPrio...)
 	return all
 }
 
@@ -207,6 +211,9 @@ func Check(r io.Reader) (*Report, error) {
 				rep.Reclaimed++
 			}
 			delete(byPid, pid)
+		case 'P':
+			rep.BadKeys = append(rep.BadKeys, key)
+			rep.WrongPrio = append(rep.WrongPrio, fmt.Sprintf("line %d: pid %d seq %d got %s at another priority than its adds'", n, pid, seq, key))
 		case 'H', 'D':
 		default:
 			rep.Malformed = append(rep.Malformed, fmt.Sprintf("line %d: %q", n, sc.Text()))
@@ -228,6 +235,25 @@ func Check(r io.Reader) (*Report, error) {
 	slices.Sort(rep.Lost)
 	slices.Sort(rep.Unfinished)
 	return rep, nil
+}
+
+// Priority returns the priority the multi-process tests add key at, when
+// they add with priorities, from the number at its end (the keys are
+// k00000, k00001, ...): a quarter of the keys each at 10, at 0 with
+// AddWithOpts, at -100, and at 0 with Add (plain is then true). Every add
+// of a key, by any process, asks for the same priority, so that each
+// hand-out of the key, a key whose holder died included, must come at it.
+func Priority(key string) (priority int, plain bool) {
+	n, _ := strconv.Atoi(strings.TrimLeft(key, "k"))
+	switch n % 4 {
+	case 1:
+		return 10, false
+	case 2:
+		return 0, false
+	case 3:
+		return -100, false
+	}
+	return 0, true
 }
 
 // History returns the numbered lines of the log at path that concern key

@@ -95,7 +95,7 @@ func childMain(config string) int {
 
 // addKeys adds the process's keys from cfg.Workers goroutines, each taking
 // the next key not yet added, as the event handlers of a controller add
-// keys concurrently.
+// keys concurrently; key n at level n%3.
 func addKeys(q queue, cfg childConfig) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -107,7 +107,8 @@ func addKeys(q queue, cfg childConfig) error {
 				if i >= cfg.Count {
 					return
 				}
-				if err := q.add(context.Background(), key(cfg.First+i)); err != nil {
+				n := cfg.First + i
+				if err := q.add(context.Background(), key(n), n%3); err != nil {
 					errs <- err
 					return
 				}

@@ -11,6 +11,14 @@
 //   - round trips per second sent by an idle worker waiting for a key;
 //   - the latency from an Add to a waiting worker receiving the key.
 //
+// With -priorities it measures instead keys per second, round trips and
+// server commands per key of four implementations side by side: our queue
+// with Add and Get (FIFO), our queue with AddWithOpts at priorities 10, 0
+// and -100 and GetWithPriority, and asynq with a queue per level
+// ("critical", "default", "low") served by weights 6, 3 and 1, and with
+// StrictPriority. Key n goes to level n%3. The ratios are to our FIFO
+// queue's run of the same repetition and shape.
+//
 // asynq does the nearest equivalent of each step: an enqueue whose task ID
 // is the key (so that a key already queued is not queued twice), and a
 // server of N concurrency per process that runs a handler doing nothing
@@ -20,6 +28,7 @@
 // Run it from this module's directory (redis/bench), about 8 minutes:
 //
 //	go run ./cmd/redisbench -reps 5
+//	go run ./cmd/redisbench -priorities -reps 5 -keys 10000 -workers 1,16
 //
 // The module is separate from bench/, which compares in-memory queues and
 // needs no Redis: asynq and the Redis client stay out of that module's
@@ -59,7 +68,11 @@ func main() {
 	flag.DurationVar(&cfg.idle, "idle", cfg.idle, "how long to count the commands of an idle worker; 0 skips it")
 	flag.IntVar(&cfg.samples, "samples", cfg.samples, "Add-to-Get latency samples of go-workqueue per repetition; 0 skips latency")
 	flag.IntVar(&cfg.asynqSamples, "asynq-samples", cfg.asynqSamples, "latency samples of asynq per repetition (each takes about a second: asynq polls)")
+	prio := flag.Bool("priorities", false, "compare FIFO, priorities and asynq's weighted and strict queues (keys/s, round trips and server commands per key only)")
 	flag.Parse()
+	if *prio {
+		cfg.impls = prioImpls
+	}
 	var err error
 	if cfg.workers, err = parseInts(*workers); err != nil {
 		log.Fatal(err)
@@ -83,15 +96,19 @@ type config struct {
 	// Get's script then overlap once) is not counted as idle traffic.
 	settle                time.Duration
 	samples, asynqSamples int
-	command               string
-	out, progress         io.Writer
+	// impls are the implementations measured: impls for the default
+	// tables, prioImpls for those of -priorities, which skip the idle and
+	// latency measurements.
+	impls         []string
+	command       string
+	out, progress io.Writer
 }
 
 func defaultConfig() config {
 	return config{
 		reps: 3, keys: 20000, workers: []int{1, 4, 16}, procs: []int{1, 4},
 		idle: 10 * time.Second, settle: 3 * time.Second, samples: 200, asynqSamples: 20,
-		out: os.Stdout, progress: os.Stderr,
+		impls: impls, out: os.Stdout, progress: os.Stderr,
 	}
 }
 
@@ -119,6 +136,8 @@ type throughput struct {
 	// (about one each per ms).
 	serverCommands int64
 	processed      int64
+	// load is the 1-minute load average at the end of the run.
+	load float64
 }
 
 type results struct {
@@ -150,17 +169,17 @@ func run(cfg config) error {
 		for i, sh := range shapes {
 			// Rotate which implementation goes first, so that drift of a
 			// noisy machine does not always favour the same one.
-			for j := range impls {
-				impl := impls[(rep+i+j)%len(impls)]
+			for j := range cfg.impls {
+				impl := cfg.impls[(rep+i+j)%len(cfg.impls)]
 				seq++
 				t, err := runThroughput(watch, srv.Addr, impl, fmt.Sprintf("bench%d", seq), sh, cfg.keys)
 				if err != nil {
 					return fmt.Errorf("%s, %d×%d: %w", impl, sh.procs, sh.workers, err)
 				}
 				res.runs[sh][impl] = append(res.runs[sh][impl], t)
-				fmt.Fprintf(cfg.progress, "rep %d: %-12s %d×%-2d  %8.0f keys/s  add %.2f rt/key  get+done %.2f rt/key\n",
+				fmt.Fprintf(cfg.progress, "rep %d: %-23s %d×%-2d  %8.0f keys/s  add %.2f rt/key  get+done %.2f rt/key  load %.2f\n",
 					rep+1, impl, sh.procs, sh.workers, float64(cfg.keys)/(t.add+t.drain).Seconds(),
-					perKey(t.addCounts.RoundTrips, cfg.keys), perKey(t.getCounts.RoundTrips, cfg.keys))
+					perKey(t.addCounts.RoundTrips, cfg.keys), perKey(t.getCounts.RoundTrips, cfg.keys), t.load)
 			}
 		}
 		raw, err := measureRaw(srv.Addr)
@@ -169,6 +188,9 @@ func run(cfg config) error {
 		}
 		res.raw = append(res.raw, raw)
 		fmt.Fprintf(cfg.progress, "rep %d: redis-benchmark, 16 clients: SET %.0f/s, pipelined 16 deep %.0f/s, 3-command script %.0f/s\n", rep+1, raw.set, raw.setPipelined, raw.script)
+		if len(cfg.impls) != len(impls) {
+			continue // -priorities: no idle or latency measurements
+		}
 		for j := range impls {
 			impl := impls[(rep+j)%len(impls)]
 			if cfg.idle > 0 {
@@ -195,8 +217,30 @@ func run(cfg config) error {
 			}
 		}
 	}
-	printTables(cfg, srv.version(), shapes, res)
+	if len(cfg.impls) != len(impls) {
+		printPriorityTables(cfg, srv.version(), shapes, res)
+	} else {
+		printTables(cfg, srv.version(), shapes, res)
+	}
 	return nil
+}
+
+// loadAverage returns the 1-minute load average, or NaN where
+// /proc/loadavg cannot be read.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return math.NaN()
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return math.NaN()
+	}
+	l, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return l
 }
 
 func perKey(n int64, keys int) float64 { return float64(n) / float64(keys) }
@@ -334,6 +378,7 @@ func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys 
 	if t.processed != int64(keys) {
 		return t, fmt.Errorf("%d keys processed, want %d", t.processed, keys)
 	}
+	t.load = loadAverage()
 	return t, nil
 }
 
@@ -385,7 +430,7 @@ func measureLatency(addr, impl string, n int) ([]time.Duration, error) {
 	for i := range n + warmup {
 		time.Sleep(20 * time.Millisecond)
 		start := time.Now()
-		if err := producer.add(context.Background(), key(i)); err != nil {
+		if err := producer.add(context.Background(), key(i), 0); err != nil {
 			return nil, err
 		}
 		select {

@@ -3,10 +3,11 @@ package main
 import (
 	"bytes"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -20,23 +21,31 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// TestRun runs every measurement once on a few keys, so that the command
-// cannot rot unnoticed; it takes a few seconds, most of them asynq's
-// polling of an empty queue.
+// TestRun runs every measurement of each mode once on a few keys, so that
+// the command cannot rot unnoticed; it takes a few seconds, most of them
+// asynq's polling of an empty queue.
 func TestRun(t *testing.T) {
-	var out bytes.Buffer
-	cfg := config{
-		reps: 1, keys: 200, workers: []int{2}, procs: []int{2},
-		idle: 200 * time.Millisecond, settle: 100 * time.Millisecond, samples: 3, asynqSamples: 1,
-		command: "go run ./cmd/redisbench", out: &out, progress: os.Stderr,
+	tests := []struct {
+		name  string
+		impls []string
+		want  []string
+	}{
+		{name: "default", impls: impls, want: []string{"| 2 × 2 |", "| go-workqueue |", "| asynq |"}},
+		{name: "priorities", impls: prioImpls, want: []string{"| 2 × 2 |", "priorities ÷ asynq strict", "round trips per Add"}},
 	}
-	if err := run(cfg); err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + out.String())
-	for _, want := range []string{"| 2 × 2 |", "| go-workqueue |", "| asynq |"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("no %q in the output", want)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			cfg := config{
+				reps: 1, keys: 200, workers: []int{2}, procs: []int{2},
+				idle: 200 * time.Millisecond, settle: 100 * time.Millisecond, samples: 3, asynqSamples: 1,
+				impls: tt.impls, command: "go run ./cmd/redisbench", out: &out, progress: os.Stderr,
+			}
+			require.NoError(t, run(cfg))
+			t.Log("\n" + out.String())
+			for _, want := range tt.want {
+				assert.Contains(t, out.String(), want)
+			}
+		})
 	}
 }
