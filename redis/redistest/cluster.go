@@ -38,8 +38,9 @@ type ClusterOptions struct {
 // StartCluster starts the cluster's servers on free loopback ports, joins
 // them with redis-cli --cluster create, waits until every node reports the
 // cluster ok and every replica is in sync, and kills them all when t ends.
-// It fails t if redis-server or redis-cli is missing or the cluster does
-// not form within 30s: it does not skip.
+// It fails t if redis-server or redis-cli is missing, if redis-cli has
+// not joined the servers within 60s, or if the cluster is not ok within
+// 30s after: it does not skip.
 func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 	t.Helper()
 	if opts.Primaries < 3 {
@@ -68,8 +69,12 @@ func StartCluster(t testing.TB, opts ClusterOptions) *Cluster {
 		args = append(args, s.Addr)
 	}
 	args = append(args, "--cluster-replicas", strconv.Itoa(opts.Replicas), "--cluster-yes")
-	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
-		t.Fatalf("redistest: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+	// redis-cli waits for the nodes to agree, with no bound of its own; a
+	// run that hung under load would hold a test until its timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: redis-cli %s: %v (after at most 60s)\n%s", strings.Join(args, " "), err, out)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for !c.ready() {
