@@ -239,12 +239,11 @@ func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c a
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
 	fair := q.sorted()
 	plain := !fair && !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
-	s, args := addScript, make([]any, 0, 2+len(p.limit)+5*len(calls))
+	s, args := addScript, make([]any, 0, 1+len(p.limit)+5*len(calls))
 	args = append(args, q.now())
 	if !plain {
 		s = addOptsScript
 		args = append(args, p.limit...)
-		args = append(args, q.fairArg())
 	}
 	for _, c := range calls {
 		switch {
@@ -270,17 +269,27 @@ func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) (
 // partition's depth and then one integer for each of n calls. It returns
 // those integers.
 func (q *Queue[T]) runCalls(ctx context.Context, p *partition, s *script, n int, args []any) ([]int64, error) {
-	res, err := q.runWrite(ctx, p, s, args...)
+	depth, outcomes, err := q.runInts(ctx, p, s, n, args)
 	if err != nil {
 		return nil, err
+	}
+	q.setDepth(p, depth)
+	return outcomes, nil
+}
+
+// runInts runs s in partition p with args, whose reply is an integer and
+// then one for each of n calls, and returns them.
+func (q *Queue[T]) runInts(ctx context.Context, p *partition, s *script, n int, args []any) (int64, []int64, error) {
+	res, err := q.runWrite(ctx, p, s, args...)
+	if err != nil {
+		return 0, nil, err
 	}
 	r := replyReader{script: s.name}
 	reply := r.ints(res, 1+n, "the reply")
 	if r.err != nil {
-		return nil, r.err
+		return 0, nil, r.err
 	}
-	q.setDepth(p, reply[0])
-	return reply[1:], nil
+	return reply[0], reply[1:], nil
 }
 
 // runWrite runs s, an add or done script, in partition p, replicated as

@@ -15,15 +15,6 @@ func (q *Queue[T]) sorted() bool {
 	return q.fairness != nil || q.maxWait > 0
 }
 
-// fairArg is the argument the add and done scripts take for a sorted
-// queue: "1" when it is one, else "0".
-func (q *Queue[T]) fairArg() string {
-	if !q.sorted() {
-		return "0"
-	}
-	return "1"
-}
-
 // flowOf returns key's "STEP FLOW" for FLOWS (see prelude.lua): its
 // fairness key, from Options.Fairness of the item it encodes ("" for
 // all without it), and the step of that key's weight, led by "a" with

@@ -267,7 +267,7 @@ const (
 type settling struct{ answers, cancels time.Time }
 
 // timerAt returns a timer that fires at t.
-func (q *Queue[T]) timerAt(t time.Time) *time.Timer { return time.NewTimer(time.Until(t)) }
+func timerAt(t time.Time) *time.Timer { return time.NewTimer(time.Until(t)) }
 
 // takeContext is take with the Get's nonce, returning soon after ctx
 // ends even while Redis does not answer. When ctx ends first, it waits
@@ -307,7 +307,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		by.answers = time.Now().Add(scriptWait)
 		by.cancels = by.answers.Add(cancelWait)
 	}
-	answer := q.timerAt(by.answers)
+	answer := timerAt(by.answers)
 	select {
 	case r = <-result:
 		answer.Stop()
@@ -328,7 +328,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 	// marked reports, once the cancel answered, whether it left its mark:
 	// then no lease of the nonce can exist, now or later.
 	marked := func() bool { return cancelErr == nil && !leased }
-	timeout := q.timerAt(by.cancels)
+	timeout := timerAt(by.cancels)
 	defer timeout.Stop()
 	haveResult := false
 	select {
@@ -511,7 +511,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		// rather than hold it for ever or hand out garbage.
 		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
 		done := q.script(doneScript)
-		_ = done.Run(ctx, q.client, p.keys.of(done), q.now(), q.fairArg(), key, token).Err()
+		_ = done.Run(ctx, q.client, p.keys.of(done), q.now(), key, token).Err()
 		return nil, 0, nil
 	}
 	now := q.clock.Now()
@@ -523,7 +523,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		// under the new lease, marked to be queued again at its Done.
 		h.token, h.lost, h.renewed = token, false, now
 		q.mu.Unlock()
-		args := append(append([]any{q.now()}, p.limit...), q.fairArg(), key, 0, g.priority, ruleAdd)
+		args := append(append([]any{q.now()}, p.limit...), key, 0, g.priority, ruleAdd)
 		if q.sorted() {
 			args = append(args, q.flowOf(key))
 		}

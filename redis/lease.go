@@ -123,8 +123,8 @@ type doneCall struct{ key, token string }
 // runDones runs one done script in partition p with calls and returns
 // each one's outcome.
 func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
-	args := make([]any, 0, 2+2*len(calls))
-	args = append(args, q.now(), q.fairArg())
+	args := make([]any, 0, 1+2*len(calls))
+	args = append(args, q.now())
 	for _, c := range calls {
 		args = append(args, c.key, c.token)
 	}

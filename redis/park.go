@@ -103,22 +103,17 @@ func (q *Queue[T]) parkDone(ctx context.Context, key, token string) (int64, erro
 // partition's parked count and then one integer for each of n calls. It
 // returns those integers.
 func (q *Queue[T]) runParkCalls(ctx context.Context, p *partition, s *script, n int, args ...any) ([]int64, error) {
-	res, err := q.runWrite(ctx, p, s, args...)
+	parked, outcomes, err := q.runInts(ctx, p, s, n, args)
 	if err != nil {
 		return nil, err
 	}
-	r := replyReader{script: s.name}
-	reply := r.ints(res, 1+n, "the reply")
-	if r.err != nil {
-		return nil, r.err
-	}
-	p.parked.Store(reply[0])
+	p.parked.Store(parked)
 	var sum int64
 	for _, p := range q.parts {
 		sum += p.parked.Load()
 	}
 	q.metrics.parked.Set(float64(sum))
-	return reply[1:], nil
+	return outcomes, nil
 }
 
 // Wake ends the parks that wait for event, made by any handle, queues

@@ -1,7 +1,7 @@
--- ARGV: now, 1 for a queue with Fairness else 0, then one key, token pair
--- per Done, run in order. Lines ending "fair only" are in the script of a
--- queue with Fairness alone (see loadScript), so that the other defines
--- none of the functions of PRIO. Ends each lease that its token still holds; a
+-- ARGV: now, then one key, token pair per Done, run in order. Lines
+-- ending "fair only" are in the script of a sorted queue alone (see
+-- loadScript), so that the other defines none of the functions of PRIO.
+-- Ends each lease that its token still holds; a
 -- key marked while it was processed is queued again at the back of the
 -- priority of its mark (by fair_seq's rule with Fairness), and one left
 -- idle loses its flow. Returns {depth, outcome of each Done}: 1
@@ -12,15 +12,16 @@
 -- The reads and the writes of all the Dones are gathered into one command
 -- per hash and sorted set; ended keeps a key's second Done in one script
 -- from reading what its first changed.
-local now, fair = clock(ARGV[1]), ARGV[2] == '1'
+local now, fair = clock(ARGV[1]), false
+fair = true -- fair only
 local keys = {}
-for i = 3, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
+for i = 2, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
 local tokens = redis.call('HMGET', TOKENS, unpack(keys))
 local states = redis.call('HMGET', STATE, unpack(keys))
 local reply = {0}
 local ended, forget, grants, requeue, ranked, queued, idle, fairly = {}, {}, {}, {}, {}, {}, {}, {}
 for i, key in ipairs(keys) do
-  local token = ARGV[2 * i + 2]
+  local token = ARGV[2 * i + 1]
   if ended[key] or tokens[i] ~= token then
     reply[#reply + 1] = -1
   else
@@ -60,6 +61,6 @@ if #queued > 0 then
 end
 for _, again in ipairs(fairly) do rank(again[1], now, again[2], false) end -- fair only
 if #idle > 0 then redis.call('HDEL', STATE, unpack(idle)) end
-if fair and #idle > 0 then forget_flows(idle) end -- fair only
+if #idle > 0 then forget_flows(idle) end -- fair only
 reply[1] = depth()
 return reply

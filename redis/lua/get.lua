@@ -45,8 +45,8 @@ if need > 0 then
     if #popped > taken then redis.call('ZREM', PRIO, unpack(popped, taken + 1)) end
   end
   for i = taken + 1, #popped do
-    left[#left + 1] = {string.sub(popped[i], 17), prios[i], string.sub(popped[i], 1, 16)}
-    popped[i] = left[#left][1]
+    left[#left + 1] = {string.sub(popped[i], 17), prios[i], string.sub(popped[i], 1, 16)} -- fair only
+    popped[i] = string.sub(popped[i], 17)
   end
   ranked = ranked - (#popped - taken)
   if #popped < need then
@@ -58,7 +58,7 @@ if need > 0 then
     local low = redis.call('ZPOPMIN', PRIO, need - #popped)
     for i = 1, #low, 2 do
       popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1])
-      left[#left + 1] = {popped[#popped], prios[#prios], string.sub(low[i], 1, 16)}
+      left[#left + 1] = {popped[#popped], prios[#prios], string.sub(low[i], 1, 16)} -- fair only
     end
     ranked = ranked - #low / 2
   end
