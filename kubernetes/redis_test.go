@@ -130,6 +130,42 @@ func (h *heldReconciler) Reconcile(ctx context.Context, req reconcile.Request) (
 	return res, err
 }
 
+// startHeldManagers starts two managers, one worker each, on the crredis
+// queue called queueName of srv, watching namespaces and reconciling
+// through rec, as two replicas of a controller; it returns once each
+// worker is held on its first reconcile, with their gates and the first
+// manager's queue.
+func startHeldManagers(t *testing.T, srv *redistest.Server, rec *recorder, queueName string,
+	opts redisqueue.Options[reconcile.Request], namespaces ...string) ([2]*gate, *crredis.Queue[reconcile.Request]) {
+	t.Helper()
+	var gates [2]*gate
+	var handles [2]atomic.Pointer[crredis.Queue[reconcile.Request]]
+	for i := range gates {
+		gates[i] = newGate()
+		redisClient := srv.Client()
+		handle := &handles[i]
+		t.Cleanup(func() {
+			if q := handle.Load(); q != nil {
+				q.ShutDown()
+			}
+		})
+		startManager(t, managerSetup{
+			namespaces: namespaces,
+			workers:    1,
+			reconciler: &heldReconciler{recorder: rec, gate: gates[i]},
+			newQueue: func(string, ctrlworkqueue.TypedRateLimiter[reconcile.Request]) ctrlworkqueue.TypedRateLimitingInterface[reconcile.Request] {
+				q := crredis.New(redisClient, queueName, opts)
+				handle.Store(q)
+				return q
+			},
+		}, rec)
+	}
+	for _, g := range gates {
+		g.waitEntered(t)
+	}
+	return gates, handles[0].Load()
+}
+
 // TestTwoManagersInitialListBehindLiveChanges runs two managers, one
 // worker each, on one crredis queue, as two replicas of a controller:
 // both list the same existing ConfigMaps, which controller-runtime adds at
@@ -147,32 +183,7 @@ func TestTwoManagersInitialListBehindLiveChanges(t *testing.T) {
 
 	rec := sharedRecorder(t, config)
 	queueName := unique("crredis")
-	var gates [2]*gate
-	var handles [2]atomic.Pointer[crredis.Queue[reconcile.Request]]
-	for i := range gates {
-		gates[i] = newGate()
-		redisClient := srv.Client()
-		handle := &handles[i]
-		t.Cleanup(func() {
-			if q := handle.Load(); q != nil {
-				q.ShutDown()
-			}
-		})
-		startManager(t, managerSetup{
-			namespaces: []string{preNS, liveNS},
-			workers:    1,
-			reconciler: &heldReconciler{recorder: rec, gate: gates[i]},
-			newQueue: func(string, ctrlworkqueue.TypedRateLimiter[reconcile.Request]) ctrlworkqueue.TypedRateLimitingInterface[reconcile.Request] {
-				q := crredis.New(redisClient, queueName, redisqueue.Options[reconcile.Request]{})
-				handle.Store(q)
-				return q
-			},
-		}, rec)
-	}
-	for _, g := range gates {
-		g.waitEntered(t)
-	}
-	q := handles[0].Load()
+	gates, q := startHeldManagers(t, srv, rec, queueName, redisqueue.Options[reconcile.Request]{}, preNS, liveNS)
 	// Both managers' caches have synced, so both initial lists are in.
 	require.Eventually(t, func() bool { return q.Len() == existing-2 }, time.Minute, 10*time.Millisecond,
 		"the initial lists did not reach the queue")
@@ -235,32 +246,7 @@ func TestTwoManagersTakeTurnsByNamespace(t *testing.T) {
 	rec := sharedRecorder(t, config)
 	queueName := unique("crredis-fair")
 	opts := redisqueue.Options[reconcile.Request]{Fairness: func(r reconcile.Request) string { return r.Namespace }}
-	var gates [2]*gate
-	var handles [2]atomic.Pointer[crredis.Queue[reconcile.Request]]
-	for i := range gates {
-		gates[i] = newGate()
-		redisClient := srv.Client()
-		handle := &handles[i]
-		t.Cleanup(func() {
-			if q := handle.Load(); q != nil {
-				q.ShutDown()
-			}
-		})
-		startManager(t, managerSetup{
-			namespaces: []string{heldNS, busyNS, quietNS},
-			workers:    1,
-			reconciler: &heldReconciler{recorder: rec, gate: gates[i]},
-			newQueue: func(string, ctrlworkqueue.TypedRateLimiter[reconcile.Request]) ctrlworkqueue.TypedRateLimitingInterface[reconcile.Request] {
-				q := crredis.New(redisClient, queueName, opts)
-				handle.Store(q)
-				return q
-			},
-		}, rec)
-	}
-	for _, g := range gates {
-		g.waitEntered(t)
-	}
-	q := handles[0].Load()
+	gates, q := startHeldManagers(t, srv, rec, queueName, opts, heldNS, busyNS, quietNS)
 	busy := createConfigMaps(t, cs, busyNS, "cm", "source", busyCount)
 	require.Eventually(t, func() bool { return q.Len() == busyCount }, time.Minute, 10*time.Millisecond,
 		"the busy namespace's ConfigMaps did not reach the queue, once each")
