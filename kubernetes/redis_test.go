@@ -2,7 +2,9 @@ package kubernetes
 
 import (
 	"context"
+	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/go-workqueue/workqueue"
 	crredis "github.com/go-workqueue/workqueue/controllerruntime/redis"
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 	"github.com/go-workqueue/workqueue/redis/redistest"
@@ -287,4 +290,81 @@ func TestTwoManagersTakeTurnsByNamespace(t *testing.T) {
 	assert.Zero(t, overlaps, "a key was reconciled by two workers at once")
 	t.Logf("two managers on one fair crredis queue: the last of %d quiet changes was reconciled %d-th of %d",
 		quietCount, lastQuiet+1, len(order))
+}
+
+// concurrencyRecorder hands each reconcile to the shared recorder and
+// counts, per namespace, how many run at once across every manager.
+type concurrencyRecorder struct {
+	*recorder
+	mu      sync.Mutex
+	running map[string]int
+	most    map[string]int
+}
+
+func (c *concurrencyRecorder) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	c.mu.Lock()
+	c.running[req.Namespace]++
+	c.most[req.Namespace] = max(c.most[req.Namespace], c.running[req.Namespace])
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.running[req.Namespace]--
+		c.mu.Unlock()
+	}()
+	return c.recorder.Reconcile(ctx, req)
+}
+
+// TestTwoManagersShareAGroupLimit runs two managers, three workers each,
+// on one crredis queue with GroupLimits of 2 by namespace, as two replicas
+// of a controller would: across both managers, at most two reconciles of
+// a namespace run at once, and every ConfigMap is reconciled.
+func TestTwoManagersShareAGroupLimit(t *testing.T) {
+	const perNamespace, limit = 60, 2
+	config := requireServer(t)
+	srv := redistest.Start(t, redistest.Options{})
+	cs := clientset(t, config)
+	namespaces := []string{namespace(t, cs, "group-a"), namespace(t, cs, "group-b")}
+	names := map[string][]string{}
+	for _, ns := range namespaces {
+		names[ns] = createConfigMaps(t, cs, ns, "cm", "source", perNamespace)
+	}
+
+	rec := &concurrencyRecorder{recorder: sharedRecorder(t, config), running: map[string]int{}, most: map[string]int{}}
+	queueName := unique("crredis-groups")
+	opts := redisqueue.Options[reconcile.Request]{GroupLimits: &workqueue.GroupLimits[reconcile.Request]{
+		Group:   func(r reconcile.Request) string { return r.Namespace },
+		Default: limit,
+	}}
+	for range 2 {
+		redisClient := srv.Client()
+		var handle atomic.Pointer[crredis.Queue[reconcile.Request]]
+		t.Cleanup(func() {
+			if q := handle.Load(); q != nil {
+				q.ShutDown()
+			}
+		})
+		startManager(t, managerSetup{
+			namespaces: namespaces,
+			workers:    3,
+			reconciler: rec,
+			newQueue: func(string, ctrlworkqueue.TypedRateLimiter[reconcile.Request]) ctrlworkqueue.TypedRateLimitingInterface[reconcile.Request] {
+				q := crredis.New(redisClient, queueName, opts)
+				handle.Store(q)
+				return q
+			},
+		}, rec.recorder)
+	}
+	require.Eventually(t, func() bool {
+		return rec.converged(namespaces[0], names[namespaces[0]], "v1") && rec.converged(namespaces[1], names[namespaces[1]], "v1")
+	}, 2*time.Minute, 10*time.Millisecond, "not every ConfigMap was reconciled")
+	rec.mu.Lock()
+	most := maps.Clone(rec.most)
+	rec.mu.Unlock()
+	for _, ns := range namespaces {
+		assert.LessOrEqual(t, most[ns], limit, "reconciles of namespace %s at once, across both managers", ns)
+	}
+	_, overlaps := rec.counts()
+	assert.Zero(t, overlaps, "a key was reconciled by two workers at once")
+	t.Logf("two managers, six workers, on one crredis queue with a group limit of %d by namespace: at most %v reconciles of a namespace at once",
+		limit, most)
 }

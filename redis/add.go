@@ -135,7 +135,7 @@ func (q *Queue[T]) batches(keys []string) iter.Seq2[*partition, []string] {
 	return func(yield func(*partition, []string) bool) {
 		byPart := make([][]string, len(q.parts))
 		for _, key := range keys {
-			i := partitionOf(key, len(q.parts))
+			i := q.part(key).index
 			byPart[i] = append(byPart[i], key)
 		}
 		for i, keys := range byPart {
@@ -239,7 +239,7 @@ func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c a
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
 	fair := q.sorted()
 	plain := !fair && !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
-	s, args := addScript, make([]any, 0, 1+len(p.limit)+5*len(calls))
+	s, args := addScript, make([]any, 0, 1+len(p.limit)+6*len(calls))
 	args = append(args, q.now())
 	if !plain {
 		s = addOptsScript
@@ -250,7 +250,7 @@ func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) (
 		case plain:
 			args = append(args, c.key, c.delay)
 		case fair:
-			args = append(args, c.key, c.delay, c.priority, c.rule, q.flowOf(c.key))
+			args = append(append(args, c.key, c.delay, c.priority, c.rule), q.sortedArgs(c.key)...)
 		default:
 			args = append(args, c.key, c.delay, c.priority, c.rule)
 		}

@@ -12,19 +12,27 @@ const fairUnit = 2520
 // sorted reports whether the queue keeps every key in PRIO with a flow
 // (see prelude.lua): with Options.Fairness or MaxWait.
 func (q *Queue[T]) sorted() bool {
-	return q.fairness != nil || q.maxWait > 0
+	return q.fairness != nil || q.maxWait > 0 || q.groups != nil
 }
 
-// flowOf returns key's "STEP FLOW" for FLOWS (see prelude.lua): its
-// fairness key, from Options.Fairness of the item it encodes ("" for
-// all without it), and the step of that key's weight, led by "a" with
-// MaxWait. A key the codec cannot decode is a flow of its own, of
+// sortedArgs returns the fifth and sixth values of key's add in the
+// variant of addopts.lua for a sorted queue: its flow (see flowOf) and
+// its group (see groupLimits.of).
+func (q *Queue[T]) sortedArgs(key string) []any {
+	item, err := q.codec.Decode(key)
+	return []any{q.flowOf(key, item, err == nil), q.groups.of(item, err == nil)}
+}
+
+// flowOf returns the "STEP FLOW" for FLOWS (see prelude.lua) of key,
+// which encodes item if decoded: its fairness key, from Options.Fairness
+// ("" for all without it), and the step of that key's weight, led by "a"
+// with MaxWait. A key the codec cannot decode is a flow of its own, of
 // weight 1.
-func (q *Queue[T]) flowOf(key string) string {
+func (q *Queue[T]) flowOf(key string, item T, decoded bool) string {
 	flow, weight := "", 1
 	if q.fairness != nil {
 		flow = "\x00" + key
-		if item, err := q.codec.Decode(key); err == nil {
+		if decoded {
 			flow = q.fairness(item)
 			if q.fairWeight != nil {
 				weight = q.fairWeight(flow)

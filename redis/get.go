@@ -413,7 +413,8 @@ func (q *Queue[T]) giveBack(item T) {
 	if h == nil {
 		return
 	}
-	if err := releaseScript.Run(context.Background(), q.client, q.part(key).keys.of(releaseScript), q.now(), key, h.token).Err(); err != nil {
+	release := q.script(releaseScript)
+	if err := release.Run(context.Background(), q.client, q.part(key).keys.of(release), q.now(), key, h.token).Err(); err != nil {
 		q.logger.Warn("workqueue: could not give back a key a cancelled Get took; it is handed out again when its lease expires", "key", key, "err", err)
 	}
 	q.release(key, h)
@@ -525,7 +526,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		q.mu.Unlock()
 		args := append(append([]any{q.now()}, p.limit...), key, 0, g.priority, ruleAdd)
 		if q.sorted() {
-			args = append(args, q.flowOf(key))
+			args = append(args, q.sortedArgs(key)...)
 		}
 		addOpts := q.script(addOptsScript)
 		if err := addOpts.Run(ctx, q.client, p.keys.of(addOpts), args...).Err(); err != nil {

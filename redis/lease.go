@@ -228,7 +228,7 @@ func (q *Queue[T]) heldByPartitionLocked() [][]heldLease {
 	byPart := make([][]heldLease, len(q.parts))
 	for key, h := range q.held {
 		if !h.lost {
-			i := partitionOf(key, len(q.parts))
+			i := q.part(key).index
 			byPart[i] = append(byPart[i], heldLease{key, h})
 		}
 	}

@@ -118,7 +118,10 @@ type linState struct {
 	// (the number of its next key if it has some queued, how many, and
 	// the number after its last one handed out), of epoch flowEpoch[p][k].
 	// Keys are handed out by priority, number, then key.
-	fair      bool
+	fair bool
+	// With limited set, the keys are of one group of limit 1: none is
+	// handed out while the other is processed.
+	limited   bool
 	seq       [linKeys]int32
 	start     [linPriorities]int32
 	epoch     [linPriorities]int16
@@ -284,10 +287,11 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 	case linLen:
 		return out.n == int(s.queued), s
 	case linGet:
+		full := s.limited && slices.Contains(s.processing[:], true)
 		if out.key < 0 {
-			return s.queued == 0, s
+			return s.queued == 0 || full, s
 		}
-		if s.queued == 0 || s.fifo[0] != out.key || s.prio[out.key] != out.prio {
+		if full || s.queued == 0 || s.fifo[0] != out.key || s.prio[out.key] != out.prio {
 			return false, s
 		}
 		if s.fair {
@@ -388,6 +392,14 @@ var linFairModel = func() porcupine.Model {
 	return m
 }()
 
+// linGroupModel is linModel of a queue whose keys are of one group of
+// limit 1.
+var linGroupModel = func() porcupine.Model {
+	m := linModel
+	m.Init = func() any { return linState{limited: true} }
+	return m
+}()
+
 // linPartitionedModel is linModel checked one partition at a time.
 var linPartitionedModel = func() porcupine.Model {
 	m := linModel
@@ -442,6 +454,8 @@ func TestLinearizability(t *testing.T) {
 		// fair makes each key a fairness key of its own (keys must sort
 		// in index order).
 		fair bool
+		// limited puts both keys in one group of limit 1.
+		limited bool
 	}{
 		// Two goroutines on each handle: their calls may share scripts.
 		{name: "2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
@@ -457,6 +471,10 @@ func TestLinearizability(t *testing.T) {
 		{name: "fairness, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, parking: true, fair: true},
 		{name: "fairness, 1 handle", handles: 1, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, fair: true},
 		{name: "sorted, parking, 3 partitions, keys in two", handles: 2, histories: 150, partitions: 3, keys: apart, model: linPartitionedModel, parking: true, sorted: true},
+		{name: "group limit, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linGroupModel, limited: true},
+		{name: "group limit, parking, 2 handles", handles: 2, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linGroupModel, parking: true, limited: true},
+		// The group's keys are in one partition, where the group's name maps.
+		{name: "group limit, 3 partitions, keys apart by name", handles: 2, histories: 150, partitions: 3, keys: apart, model: linGroupModel, limited: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -475,6 +493,9 @@ func TestLinearizability(t *testing.T) {
 				}
 				if tt.fair {
 					opts.Fairness = func(key string) string { return key }
+				}
+				if tt.limited {
+					opts.GroupLimits = &workqueue.GroupLimits[string]{Group: func(string) string { return "g" }, Default: 1}
 				}
 				for i := range handles {
 					handles[i] = New(client, name, opts)
@@ -844,24 +865,7 @@ func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
 	saved := addOptsScript
 	addOptsScript = broken
 	defer func() { addOptsScript = saved }()
-	const most = 300
-	for h := range most {
-		seed := rand.Uint64()
-		name := fmt.Sprintf("lin-broken-%d-%d", h, queueSeq.Add(1))
-		handles := []*Queue[string]{
-			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
-			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
-		}
-		ops := runLinHistory(t, handles, [linKeys]string{"a", "b"}, seed, false)
-		for _, q := range handles {
-			q.ShutDownWithDrain()
-		}
-		if porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second) == porcupine.Illegal {
-			t.Logf("history %d (seed %d) of the broken queue is rejected", h+1, seed)
-			return
-		}
-	}
-	t.Fatalf("none of %d histories of a queue whose re-adds lower priorities was rejected", most)
+	requireRejected(t, client, Options[string]{RateLimit: &RateLimit{}}, linModel, false, 300, "a queue whose re-adds lower priorities")
 }
 
 // TestLinearizabilityCatchesLostWakeup runs the check against a queue
@@ -877,36 +881,66 @@ func TestLinearizabilityCatchesLostWakeup(t *testing.T) {
 	saved := parkScript
 	parkScript = broken
 	defer func() { parkScript = saved }()
-	const most = 1000
+	requireRejected(t, client, Options[string]{RateLimit: &RateLimit{}}, linModel, true, 1000, "a queue that loses the wakes between Get and Park")
+}
+
+// requireRejected records up to most histories of two handles made with
+// opts, with parking if set, until model rejects one, and fails the test
+// if it rejects none: what describes the broken queue.
+func requireRejected(t *testing.T, client redis.UniversalClient, opts Options[string], model porcupine.Model, parking bool, most int, what string) {
+	t.Helper()
 	for h := range most {
 		seed := rand.Uint64()
-		name := fmt.Sprintf("lin-broken-park-%d-%d", h, queueSeq.Add(1))
-		handles := []*Queue[string]{
-			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
-			New(client, name, Options[string]{RateLimit: &RateLimit{}}),
-		}
-		ops := runLinHistory(t, handles, [linKeys]string{"a", "b"}, seed, true)
+		name := fmt.Sprintf("lin-broken-%d-%d", h, queueSeq.Add(1))
+		handles := []*Queue[string]{New(client, name, opts), New(client, name, opts)}
+		ops := runLinHistory(t, handles, [linKeys]string{"a", "b"}, seed, parking)
 		for _, q := range handles {
 			q.ShutDownWithDrain()
 		}
-		if porcupine.CheckOperationsTimeout(linModel, ops, 10*time.Second) == porcupine.Illegal {
+		if porcupine.CheckOperationsTimeout(model, ops, 10*time.Second) == porcupine.Illegal {
 			t.Logf("history %d (seed %d) of the broken queue is rejected", h+1, seed)
 			return
 		}
 	}
-	t.Fatalf("none of %d histories of a queue that loses the wakes between Get and Park was rejected", most)
+	t.Fatalf("none of %d histories of %s was rejected", most, what)
 }
 
 // scriptReplacing returns the script of file with each of replace's keys,
-// each of which must occur once in the script as loadScript makes it,
-// replaced by its value.
+// each of which must occur once in the script as loadScript makes it (in
+// its variant for a sorted queue, if the key is in that alone), replaced
+// by its value. Its variant for a sorted queue is itself.
 func scriptReplacing(t *testing.T, file string, replace map[string]string) *script {
 	t.Helper()
 	s := loadScript(file)
+	for old := range replace {
+		if !strings.Contains(s.src, old) {
+			s = s.fair
+			break
+		}
+	}
 	src := s.src
 	for old, repl := range replace {
 		require.Equal(t, 1, strings.Count(src, old), "occurrences of %q", old)
 		src = strings.Replace(src, old, repl, 1)
 	}
-	return &script{Script: redis.NewScript(src), name: s.name, src: src, keys: s.keys}
+	broken := &script{Script: redis.NewScript(src), name: s.name, src: src, keys: s.keys}
+	broken.fair = broken
+	return broken
+}
+
+// TestLinearizabilityCatchesStuckGroup runs the check against a queue
+// with a group limit whose Done frees the slot but puts back none of the
+// keys that wait for it, and requires it to reject one of the histories:
+// the check sees a key left waiting while its group has a free slot.
+func TestLinearizabilityCatchesStuckGroup(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	broken := scriptReplacing(t, "done.lua", map[string]string{
+		"redis.call('HDEL', INFLIGHT, group) end\n  fill_slots(group, stored)\n": "redis.call('HDEL', INFLIGHT, group) end\n",
+	})
+	saved := doneScript
+	doneScript = broken
+	defer func() { doneScript = saved }()
+	opts := Options[string]{RateLimit: &RateLimit{}, GroupLimits: &workqueue.GroupLimits[string]{Group: func(string) string { return "g" }, Default: 1}}
+	requireRejected(t, client, opts, linGroupModel, false, 300, "a queue whose Done leaves a group's keys waiting")
 }

@@ -98,6 +98,27 @@ type Options[T comparable] struct {
 	// handle of a queue must use the same MaxWait; at least 1ms.
 	MaxWait time.Duration
 
+	// GroupLimits, if set, limits how many keys of each group are leased
+	// at once across every process, as the in-memory queue's GroupLimits
+	// does: a Get passes over the keys of a group at its limit, which stay
+	// queued in their order, and the Done (or lease expiry) that frees a
+	// slot makes the group's first waiting key the one to hand out if it
+	// comes first in the queue's order. Len counts the waiting keys as
+	// queued, and Snapshot counts them (WaitingForSlot) and leaves them
+	// out of Queued; it lists no Groups. A slot held by a process that
+	// dies frees when its lease expires.
+	//
+	// Group is called on each add and on items decoded from their keys,
+	// and must return the same group for an item every time, be safe for
+	// concurrent use and not panic. A group's limit is the one Default
+	// and Limits give it as the handle that last added one of its keys
+	// has them, unless SetGroupLimit set one, which then holds for every
+	// handle: every handle of a queue should use the same GroupLimits.
+	// On a partitioned queue, the keys of a group are all in the one
+	// partition its name maps to, so that its limit holds across the
+	// queue; keys of no group ("") are spread by key.
+	GroupLimits *workqueue.GroupLimits[T]
+
 	// Clock, when set, gives the time the scripts use instead of Redis's
 	// own, and drives lease extension and the waits for delayed keys.
 	// Every handle of a queue must use the same clock: it is meant for

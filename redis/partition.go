@@ -237,8 +237,17 @@ var crc16Table = func() (table [256]uint16) {
 	return table
 }()
 
-// part returns the partition of key.
+// part returns the partition of key: with GroupLimits, that of its
+// group's name, if it has a group, so that a group's leases are counted
+// in one place.
 func (q *Queue[T]) part(key string) *partition {
+	if q.groups != nil && len(q.parts) > 1 {
+		if item, err := q.codec.Decode(key); err == nil {
+			if group := q.groups.group(item); group != "" {
+				return q.parts[partitionOf(group, len(q.parts))]
+			}
+		}
+	}
 	return q.parts[partitionOf(key, len(q.parts))]
 }
 

@@ -85,6 +85,8 @@ type Queue[T comparable] struct {
 	fairWeight func(string) int
 	// maxWait is Options.MaxWait.
 	maxWait time.Duration
+	// groups is Options.GroupLimits, its Limits copied, nil without it.
+	groups *groupLimits[T]
 
 	// cursor modulo the number of partitions is the partition a Get
 	// looks at first (see roundOrder).
@@ -129,7 +131,8 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 // New panics, with a message that starts with "workqueue:", on a nil
 // client; on a name that is empty, longer than 256 bytes or holds '{' or
 // '}'; on a nil Codec for a T other than string; on negative or too small
-// durations and limits (MaxParkTime included); on Partitions outside 0 to 256; and on
+// durations and limits (MaxParkTime included); on Partitions outside 0 to 256; on
+// GroupLimits with a nil Group; and on
 // WaitReplicas with a client other than a *redis.Client or
 // *redis.ClusterClient.
 func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
@@ -192,6 +195,9 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		panic(fmt.Sprintf("workqueue: redisqueue.New: Partitions %d is outside 0 to %d", partitions, maxPartitions))
 	}
 	partitions = max(partitions, 1)
+	if opts.GroupLimits != nil && opts.GroupLimits.Group == nil {
+		panic("workqueue: redisqueue.New: GroupLimits.Group is nil")
+	}
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -222,6 +228,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		fairness:     opts.Fairness,
 		fairWeight:   opts.FairnessWeight,
 		maxWait:      opts.MaxWait,
+		groups:       newGroupLimits(opts.GroupLimits),
 		held:         make(map[string]*holding),
 		stopCh:       make(chan struct{}),
 		idleCh:       make(chan struct{}),
@@ -372,6 +379,9 @@ func (q *Queue[T]) LenContext(ctx context.Context) (int, error) {
 	if _, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, part := range q.parts {
 			lens = append(lens, p.LLen(ctx, part.keys.ready), p.ZCard(ctx, part.keys.prio))
+			if q.groups != nil {
+				lens = append(lens, p.ZCard(ctx, part.keys.blocked))
+			}
 		}
 		return nil
 	}); err != nil {

@@ -33,6 +33,7 @@ var (
 	wakeListScript   = loadScript("wakelist.lua")
 	wakeKeysScript   = loadScript("wakekeys.lua")
 	wakeItemScript   = loadScript("wakeitem.lua")
+	setLimitScript   = loadScript("setlimit.lua")
 )
 
 // script is one of the queue's Lua scripts: its body after the statements
@@ -201,18 +202,19 @@ func assemble(prelude []statement, body string) (string, []int) {
 // the scripts' prelude names them. They share one hash tag: {name} for an
 // unpartitioned queue and a partitioned queue's partition 0.
 type queueKeys struct {
-	all    []string
-	ready  string
-	prio   string
-	fails  string
-	signal string
-	grants string
-	prefix string
+	all     []string
+	ready   string
+	prio    string
+	blocked string
+	fails   string
+	signal  string
+	grants  string
+	prefix  string
 }
 
 // keyParts names a queue's keys in the order of the prelude's bindings:
 // the prelude binds each to its name in upper case, which a test checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "parks", "waiters", "parked", "fired", "flows", "fair", "ages"}
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "parks", "waiters", "parked", "fired", "flows", "fair", "ages", "groups", "inflight", "blocked", "limits"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {
@@ -220,7 +222,7 @@ func newQueueKeys(prefix string) queueKeys {
 	for i, part := range keyParts {
 		all[i] = prefix + part
 	}
-	return queueKeys{all: all, ready: all[0], prio: all[14], signal: all[6], fails: all[7], grants: all[9], prefix: prefix}
+	return queueKeys{all: all, ready: all[0], prio: all[14], blocked: all[24], signal: all[6], fails: all[7], grants: all[9], prefix: prefix}
 }
 
 // of returns the keys s is sent, its KEYS.

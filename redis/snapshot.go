@@ -76,6 +76,7 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 		all.Waiting += s.Waiting
 		all.Adds += s.Adds
 		all.Parked += s.Parked
+		all.WaitingForSlot += s.WaitingForSlot
 		all.ParkedItems = append(all.ParkedItems, s.ParkedItems...)
 		all.InFlight = append(all.InFlight, s.InFlight...)
 		all.Delayed = append(all.Delayed, s.Delayed...)
@@ -128,12 +129,13 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 // script), without ShuttingDown.
 func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (workqueue.Snapshot[T], error) {
 	var snap workqueue.Snapshot[T]
-	res, err := snapshotScript.Run(ctx, q.client, p.keys.of(snapshotScript), q.now(), n).Result()
+	s := q.script(snapshotScript)
+	res, err := s.Run(ctx, q.client, p.keys.of(s), q.now(), n).Result()
 	if err != nil {
 		return snap, err
 	}
 	r := replyReader{script: "snapshot"}
-	reply := r.array(res, 13, "the reply")
+	reply := r.array(res, 14, "the reply")
 	taken := r.int(reply[0], "now")
 	depth := r.int(reply[1], "depth")
 	queued := r.array(reply[2], 0, "the queued keys")
@@ -147,6 +149,7 @@ func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (
 	parkedCount := r.int(reply[10], "the parked count")
 	parked := r.array(reply[11], 0, "the parked keys")
 	events := r.array(reply[12], len(parked)/2, "the parks' events")
+	blocked := r.int(reply[13], "the blocked count")
 	// Every element, before any is used, so that a bad reply returns an
 	// error and no half-filled snapshot.
 	for _, key := range queued {
@@ -177,6 +180,7 @@ func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (
 	snap.Waiting = int(waiting)
 	snap.Adds = uint64(adds)
 	snap.Parked = int(parkedCount)
+	snap.WaitingForSlot = int(blocked)
 	listed := 0
 	// failed records the failure count of the next listed key, in the
 	// script's order: queued, in flight, delayed.

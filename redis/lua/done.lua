@@ -1,7 +1,7 @@
 -- ARGV: now, then one key, token pair per Done, run in order. Lines
 -- ending "fair only" are in the script of a sorted queue alone (see
 -- loadScript), so that the other defines none of the functions of PRIO.
--- Ends each lease that its token still holds; a
+-- Ends each lease that its token still holds, freeing its group's slot; a
 -- key marked while it was processed is queued again at the back of the
 -- priority of its mark (by fair_seq's rule with Fairness), and one left
 -- idle loses its flow. Returns {depth, outcome of each Done}: 1
@@ -27,6 +27,7 @@ for i, key in ipairs(keys) do
   else
     ended[key] = true
     forget[#forget + 1] = key
+    free_slot(key) -- fair only
     grants[#grants + 1] = string.sub(token, string.find(token, ':', 1, true) + 1)
     if states[i] and string.byte(states[i]) == MARKED then
       local prio = state_priority(states[i])

@@ -1,13 +1,15 @@
 -- ARGV: now, lease (ms), MaxWait (ms, 0 for none), then one nonce per
 -- waiting Get. Hands each Get the next ready key (with MaxWait, the keys
 -- queued for longer than it first, the longest first; then the highest
--- priority first, first in first out within one), under a lease of its own with a fencing token: the next number of
--- FENCE and that Get's random nonce. The nonce keeps a token unique even if Redis restarts from a file that lost the last INCRs
--- (AOF everysec, or a replica promoted): a holder from before the restart
--- cannot end a lease granted after it.
--- Returns {depth, reclaimed, wait, grant of each Get}: a grant is {key,
--- token, queued for (ms), priority}, or 0 when nothing was ready for that
--- Get. wait is the time until the next delayed key is due, at least 1
+-- priority first, first in first out within one; with GroupLimits, of
+-- a group with a free slot), under a lease of its own with a fencing
+-- token: the next number of FENCE and that Get's random nonce. The nonce
+-- keeps a token unique even if Redis restarts from a file that lost the
+-- last INCRs (AOF everysec, or a replica promoted): a holder from before
+-- the restart cannot end a lease granted after it.
+-- Returns {depth (blocked keys included), reclaimed, wait, grant of each
+-- Get}: a grant is {key, token, queued for (ms), priority}, or 0 when
+-- nothing was ready for that Get. wait is the time until the next delayed key is due, at least 1
 -- (more may be due than one promote moves), or -1 if none waits; it is 0
 -- when every Get got a key. Lease expiry is no reason to wake: the
 -- heartbeat finds expired leases, where every idle Get waking at each
@@ -31,39 +33,58 @@ end
 local ranked = redis.call('ZCARD', PRIO)
 -- popped are the keys taken, in hand-out order, prios their priorities:
 -- with MaxWait those waiting longer (aged), then PRIO's above 0 (high),
--- READY's, then PRIO's below 0 (low).
+-- READY's, then PRIO's below 0 (low). With GroupLimits, a key whose group
+-- has no free slot is passed over (see admit), and more are popped in its
+-- place, up to GROUP_SCAN in all.
 local popped, prios = {}, {}
 if need > 0 then
-  if ranked > 0 then ranked = ranked - take_aged(now, maxwait, need, popped, prios) end -- fair only
-  local taken = #popped
-  -- left are the keys taken from PRIO, {key, priority, number}, for the
-  -- turns of their flows on a sorted queue.
-  local left = {}
-  if ranked > 0 and taken < need then
-    local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need - taken, 'WITHSCORES')
-    for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
-    if #popped > taken then redis.call('ZREM', PRIO, unpack(popped, taken + 1)) end
-  end
-  for i = taken + 1, #popped do
-    left[#left + 1] = {string.sub(popped[i], 17), prios[i], string.sub(popped[i], 1, 16)} -- fair only
-    popped[i] = string.sub(popped[i], 17)
-  end
-  ranked = ranked - (#popped - taken)
-  if #popped < need then
-    for _, key in ipairs(redis.call('LPOP', READY, need - #popped) or {}) do
-      popped[#popped + 1], prios[#prios + 1] = key, 0
+  -- left are the keys handed out from PRIO, {key, priority, number}, for
+  -- the turns of their flows on a sorted queue.
+  local left, scan = {}, 0
+  repeat
+    local want = need - #popped
+    local keys, kprios, places = {}, {}, {}
+    if ranked > 0 then ranked = ranked - take_aged(now, maxwait, want, keys, kprios, places) end -- fair only
+    local taken = #keys
+    if ranked > 0 and taken < want then
+      local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, want - taken, 'WITHSCORES')
+      for i = 1, #high, 2 do keys[#keys + 1], kprios[#kprios + 1] = high[i], -tonumber(high[i + 1]) end
+      if #keys > taken then redis.call('ZREM', PRIO, unpack(keys, taken + 1)) end
     end
-  end
-  if ranked > 0 and #popped < need then
-    local low = redis.call('ZPOPMIN', PRIO, need - #popped)
-    for i = 1, #low, 2 do
-      popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1])
-      left[#left + 1] = {popped[#popped], prios[#prios], string.sub(low[i], 1, 16)} -- fair only
+    for i = taken + 1, #keys do
+      places[i] = string.sub(keys[i], 1, 16)
+      keys[i] = string.sub(keys[i], 17)
     end
-    ranked = ranked - #low / 2
-  end
+    ranked = ranked - (#keys - taken)
+    if #keys < want then
+      for _, key in ipairs(redis.call('LPOP', READY, want - #keys) or {}) do
+        places[#keys + 1], keys[#keys + 1], kprios[#kprios + 1] = false, key, 0
+      end
+    end
+    if ranked > 0 and #keys < want then
+      local low = redis.call('ZPOPMIN', PRIO, want - #keys)
+      for i = 1, #low, 2 do
+        places[#keys + 1], keys[#keys + 1], kprios[#kprios + 1] = string.sub(low[i], 1, 16), string.sub(low[i], 17), -tonumber(low[i + 1])
+      end
+      ranked = ranked - #low / 2
+    end
+    if maxwait > 0 and #keys > taken then redis.call('ZREM', AGES, unpack(keys, taken + 1)) end -- fair only
+    local groups, passed = {}, 0
+    if #keys > 0 then groups = redis.call('HMGET', GROUPS, unpack(keys)) end -- fair only
+    for i, key in ipairs(keys) do
+      local admitted = true
+      admitted = admit(key, kprios[i], places[i], groups[i]) -- fair only
+      if admitted then
+        popped[#popped + 1], prios[#prios + 1] = key, kprios[i]
+        if places[i] then left[#left + 1] = {key, kprios[i], places[i]} end -- fair only
+      else
+        passed = passed + 1
+      end
+    end
+    scan = scan + #keys
+  until #popped >= need or passed == 0 or scan >= GROUP_SCAN
+  take_slots() -- fair only
   fair_left(left, true) -- fair only
-  if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end -- fair only
 end
 local since, fence = {}, 0
 if #popped > 0 then
@@ -114,4 +135,5 @@ end
 local left = redis.call('LLEN', READY) + ranked
 if left > 0 then signal() end
 reply[1] = left
+reply[1] = left + redis.call('ZCARD', BLOCKED) -- fair only
 return reply

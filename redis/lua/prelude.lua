@@ -59,12 +59,29 @@
 -- wherever it goes to the back of its priority, at 0 too, in PRIO. FAIR
 -- holds, for each priority PRIO, "vPRIO": the sequence number at its head
 -- when a key was last queued there, and "fPRIO FLOW": the number FLOW's
--- next key there starts from. A queue with MaxWait keeps a flow for each
--- key too ("" without Fairness), its STEP led by "a": AGES then holds each
--- such key queued in PRIO, scored by when it was queued.
+-- next key there starts from. A queue with MaxWait or GroupLimits keeps a
+-- flow for each key too ("" without Fairness); with MaxWait its STEP is
+-- led by "a": AGES then holds each such key queued in PRIO, scored by when
+-- it was queued.
+--
+-- Group limits. GROUPS maps each key a queue with GroupLimits holds
+-- (queued, delayed, processing, parked) whose item has a group to "LIMIT
+-- GROUP": the group, and its limit as the add that last queued the key
+-- had it. LIMITS maps a group to the limit SetGroupLimit gave it, which
+-- overrides those ("0": none). INFLIGHT counts each group's leased keys.
+-- A key popped for a Get while its group has no free slot goes to
+-- BLOCKED instead, at score 0, as "LENGTH:GROUP " then RANK, NUMBER and
+-- KEY (see blocked_member), so that each group's members sort together, in
+-- hand-out order; its state stays queued, "qNUMBER PRIO/SINCE" (a key
+-- popped from READY, put at the front, takes a number at the front). With
+-- GroupLimits every key has a flow, so that each key has a number that
+-- keeps its place in its priority while it is blocked. A lease that ends
+-- frees its group's slot, and the group's first blocked keys go back, as
+-- many as it has free slots, to where they were. So a Get passes over a
+-- full group's keys once each, however long the group stays full.
 --
 -- Lines that end in "-- fair only" are in the scripts of a sorted queue
--- (with Fairness or MaxWait) alone (see loadScript).
+-- (with Fairness, MaxWait or GroupLimits) alone (see loadScript).
 --
 -- One key a line, each bound to its name in keyParts (scripts.go): a
 -- script is sent the keys it binds, in this order, numbered anew.
@@ -90,6 +107,10 @@ local FIRED = KEYS[19]
 local FLOWS = KEYS[20]
 local FAIR = KEYS[21]
 local AGES = KEYS[22]
+local GROUPS = KEYS[23]
+local INFLIGHT = KEYS[24]
+local BLOCKED = KEYS[25]
+local LIMITS = KEYS[26]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -143,20 +164,11 @@ local function seq(front)
   return string.format('%016d', ORIGIN + next_seq - 1)
 end
 
--- depth is the number of keys queued.
+-- depth is the number of keys queued, blocked ones included.
 local function depth()
-  return redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
-end
-
--- end_lease forgets key's lease: its token, expiry and grant.
-local function end_lease(key)
-  local token = redis.call('HGET', TOKENS, key)
-  if token then
-    redis.call('HDEL', GRANTS, string.sub(token, string.find(token, ':', 1, true) + 1))
-    redis.call('HDEL', TOKENS, key)
-  end
-  redis.call('ZREM', LEASES, key)
-  redis.call('ZREM', SINCE, key)
+  local n = redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
+  n = n + redis.call('ZCARD', BLOCKED) -- fair only
+  return n
 end
 
 -- leased_to reports whether key's lease is the one granted to nonce: its
@@ -189,6 +201,135 @@ local function enqueue(key, since, front)
   end
   redis.call('HSET', STATE, key, since)
   signal()
+end
+
+-- GROUP_SCAN bounds the keys of groups without a free slot that one get
+-- script passes over, in rounds of the keys it still needs; the rest is
+-- left to the next (the script signals while keys are ready).
+local GROUP_SCAN = 64
+
+-- split_group returns the group and limit of a GROUPS value.
+local function split_group(value)
+  local space = string.find(value, ' ', 1, true)
+  return string.sub(value, space + 1), tonumber(string.sub(value, 1, space - 1))
+end
+
+-- group_limit returns group's limit: SetGroupLimit's, else stored, the
+-- one a key's add gave it.
+local function group_limit(group, stored)
+  return tonumber(redis.call('HGET', LIMITS, group)) or stored
+end
+
+-- blocked_prefix starts the members of group in BLOCKED; its length
+-- keeps a group's name from being another's prefix.
+local function blocked_prefix(group)
+  return fmt(#group) .. ':' .. group .. ' '
+end
+
+-- blocked_member returns the member of BLOCKED of a key of group at
+-- priority prio, whose member in PRIO (number and key) is member. RANK,
+-- 17 characters, sorts the highest priority first, with every priority
+-- of -2^53 to 2^53 exact: "a" and 2^53 minus the priority for one at or
+-- above 0, "b" and minus the priority below.
+local function blocked_member(group, prio, member)
+  local rank = prio >= 0 and 'a' .. string.format('%016d', 9007199254740992 - prio) or 'b' .. string.format('%016d', -prio)
+  return blocked_prefix(group) .. rank .. member
+end
+
+-- blocked_priority returns the priority of a RANK.
+local function blocked_priority(rank)
+  local n = tonumber(string.sub(rank, 2))
+  if string.byte(rank) == 97 then return 9007199254740992 - n end -- "a"
+  return -n
+end
+
+-- unblock puts back in PRIO, where they were, up to room of group's
+-- blocked keys (all if room is nil), the first ones; an aged one (see
+-- AGES) goes back to AGES too.
+local function unblock(group, room)
+  if room and room <= 0 then return end
+  local prefix = blocked_prefix(group)
+  local members = redis.call('ZRANGE', BLOCKED, '[' .. prefix, '(' .. prefix .. '~', 'BYLEX', 'LIMIT', 0, room or -1)
+  if #members == 0 then return end
+  for _, blocked in ipairs(members) do
+    local prio = blocked_priority(string.sub(blocked, #prefix + 1, #prefix + 17))
+    local member = string.sub(blocked, #prefix + 18)
+    local key = string.sub(member, 17)
+    redis.call('ZADD', PRIO, -prio, member)
+    if string.byte(redis.call('HGET', FLOWS, key) or '') == 97 then -- "a": aged
+      local _, _, since = queued_state(redis.call('HGET', STATE, key))
+      redis.call('ZADD', AGES, since, key)
+    end
+  end
+  redis.call('ZREM', BLOCKED, unpack(members))
+  signal()
+end
+
+-- fill_slots puts back as many of group's blocked keys as it has free
+-- slots: stored is the limit a key's add gave it.
+local function fill_slots(group, stored)
+  local limit = group_limit(group, stored)
+  if limit <= 0 then return unblock(group, nil) end
+  unblock(group, limit - (tonumber(redis.call('HGET', INFLIGHT, group)) or 0))
+end
+
+-- free_slot frees the slot of key's group, whose lease ends, and fills
+-- the group's free slots.
+local function free_slot(key)
+  local value = redis.call('HGET', GROUPS, key)
+  if not value then return end
+  local group, stored = split_group(value)
+  if redis.call('HINCRBY', INFLIGHT, group, -1) <= 0 then redis.call('HDEL', INFLIGHT, group) end
+  fill_slots(group, stored)
+end
+
+-- slots caches, for one get script, the limit, leased count and keys
+-- granted of each group it met (see admit).
+local slots = {}
+
+-- admit reports whether key, popped for a Get at priority prio with
+-- number place in PRIO (false if it came from READY) and GROUPS value
+-- value, may be handed out: if it has no group, or its group a free slot,
+-- which it then takes (take_slots counts it); else the key goes to
+-- BLOCKED.
+local function admit(key, prio, place, value)
+  if not value then return true end
+  local group, stored = split_group(value)
+  local slot = slots[group]
+  if not slot then
+    slot = {limit = group_limit(group, stored), used = tonumber(redis.call('HGET', INFLIGHT, group)) or 0, taken = 0}
+    slots[group] = slot
+  end
+  if slot.limit > 0 and slot.used + slot.taken >= slot.limit then
+    if not place then -- put at the front of READY, as a reclaimed key is
+      place = seq(true)
+      redis.call('HSET', STATE, key, 'q' .. place .. '0/' .. redis.call('HGET', STATE, key))
+    end
+    redis.call('ZADD', BLOCKED, 0, blocked_member(group, prio, place .. key))
+    return false
+  end
+  slot.taken = slot.taken + 1
+  return true
+end
+
+-- take_slots counts in INFLIGHT the slots admit took.
+local function take_slots()
+  for group, slot in pairs(slots) do
+    if slot.taken > 0 then redis.call('HINCRBY', INFLIGHT, group, slot.taken) end
+  end
+end
+
+-- end_lease forgets key's lease: its token, expiry and grant, and
+-- frees its group's slot.
+local function end_lease(key)
+  local token = redis.call('HGET', TOKENS, key)
+  if token then
+    redis.call('HDEL', GRANTS, string.sub(token, string.find(token, ':', 1, true) + 1))
+    redis.call('HDEL', TOKENS, key)
+  end
+  free_slot(key) -- fair only
+  redis.call('ZREM', LEASES, key)
+  redis.call('ZREM', SINCE, key)
 end
 
 -- fair_seq returns the sequence number of key, of a queue with Fairness,
@@ -252,7 +393,11 @@ local function fair_seq(key, prio)
     stored = redis.call('HGET', FAIR, field)
   else
     local head = redis.call('ZRANGE', PRIO, -prio, -prio, 'BYSCORE', 'LIMIT', 0, 1)[1]
-    if not head then
+    -- Keys waiting for a slot (see BLOCKED) keep their numbers: no epoch
+    -- starts while they wait.
+    local blocked = false
+    blocked = not head and redis.call('ZCARD', BLOCKED) > 0 -- fair only
+    if not head and not blocked then
       if redis.call('ZCARD', PRIO) == 0 then
         redis.call('DEL', FAIR)
         e = 0
@@ -263,7 +408,7 @@ local function fair_seq(key, prio)
     else
       local known = redis.call('HMGET', FAIR, 'v' .. fmt(prio), field, 'e' .. fmt(prio))
       v, e, stored = tonumber(known[1]) or ORIGIN, tonumber(known[3]) or 0, known[2]
-      local at = tonumber(string.sub(head, 1, 16))
+      local at = head and tonumber(string.sub(head, 1, 16)) or 0
       if at >= ORIGIN then v = math.max(v, at) end
     end
     fair_v[prio], fair_e[prio] = v, e
@@ -301,50 +446,55 @@ local function fair_left(left, handed)
   end
 end
 
--- note_flows writes the flows an add script was sent, each add's fifth
--- value from ARGV[from] on, to FLOWS and flow_of, before any add runs, so
--- that each is known wherever its key goes. A stride below 5 sends none.
+-- note_flows writes the flows and groups an add script was sent, each
+-- add's fifth and sixth values from ARGV[from] on (a group "" is none),
+-- to FLOWS (and flow_of) and GROUPS, before any add runs, so that each is
+-- known wherever its key goes.
 local function note_flows(from, stride)
-  if stride < 5 then return end
-  local flows = {}
+  local flows, groups = {}, {}
   for i = from, #ARGV, stride do
-    flows[#flows + 1], flows[#flows + 2] = ARGV[i], ARGV[i + 4]
-    flow_of[ARGV[i]] = ARGV[i + 4]
+    local key, group = ARGV[i], ARGV[i + 5]
+    flows[#flows + 1], flows[#flows + 2] = key, ARGV[i + 4]
+    flow_of[key] = ARGV[i + 4]
+    if group ~= '' then groups[#groups + 1], groups[#groups + 2] = key, group end
   end
   if #flows > 0 then redis.call('HSET', FLOWS, unpack(flows)) end
+  if #groups > 0 then redis.call('HSET', GROUPS, unpack(groups)) end
 end
 
 -- take_aged takes out of PRIO, for the get script, up to need keys queued
 -- for longer than maxwait (ms) by now, the longest first, and appends
--- them and their priorities to popped and prios; it returns how many.
--- Only a key queued in PRIO is in AGES; the check of its state keeps a
--- stray entry from handing out a key that is not queued.
-local function take_aged(now, maxwait, need, popped, prios)
+-- them, their priorities and their numbers in PRIO to popped, prios and
+-- places; it returns how many. Only a key queued in PRIO is in AGES; the
+-- check of its state keeps a stray entry from handing out a key that is
+-- not queued.
+local function take_aged(now, maxwait, need, popped, prios, places)
   if maxwait <= 0 then return 0 end
   local aged = redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, need)
   if #aged == 0 then return 0 end
-  local members, states, left = {}, redis.call('HMGET', STATE, unpack(aged)), {}
+  local members, states = {}, redis.call('HMGET', STATE, unpack(aged))
   for i, key in ipairs(aged) do
     if states[i] and string.byte(states[i]) == QUEUED then
       local place, prio = queued_state(states[i])
-      members[#members + 1], popped[#popped + 1], prios[#prios + 1] = place .. key, key, prio
-      left[#left + 1] = {key, prio, place}
+      members[#members + 1], popped[#popped + 1], prios[#prios + 1], places[#places + 1] = place .. key, key, prio, place
     end
   end
   if #members > 0 then redis.call('ZREM', PRIO, unpack(members)) end
   redis.call('ZREM', AGES, unpack(aged))
-  fair_left(left, true)
   return #members
 end
 
--- forget_flows drops the flows of keys, idle now, but those of keys that
--- wait in DELAYED still, whose flow promote needs.
+-- forget_flows drops the flows and groups of keys, idle now, but those of
+-- keys that wait in DELAYED still, whose flow and group promote needs.
 local function forget_flows(keys)
   local delayed, gone = redis.call('ZMSCORE', DELAYED, unpack(keys)), {}
   for i, key in ipairs(keys) do
     if not delayed[i] then gone[#gone + 1] = key end
   end
-  if #gone > 0 then redis.call('HDEL', FLOWS, unpack(gone)) end
+  if #gone > 0 then
+    redis.call('HDEL', FLOWS, unpack(gone))
+    redis.call('HDEL', GROUPS, unpack(gone))
+  end
 end
 
 -- rank is enqueue at priority prio, in PRIO unless prio is 0 and key has
@@ -362,11 +512,26 @@ local function rank(key, since, prio, front)
   signal()
 end
 
--- unqueue takes key, queued with state, out of READY or PRIO.
+-- unqueue_grouped takes key, queued at priority prio with number place,
+-- out of BLOCKED, unless it was in PRIO (ranked): then it may have been
+-- put back for a free slot, which it leaves to the group's blocked keys.
+local function unqueue_grouped(key, prio, place, ranked)
+  local value = redis.call('HGET', GROUPS, key)
+  if not value then return end
+  local group, stored = split_group(value)
+  if ranked then
+    fill_slots(group, stored)
+  else
+    redis.call('ZREM', BLOCKED, blocked_member(group, prio, place .. key))
+  end
+end
+
+-- unqueue takes key, queued with state, out of READY, PRIO or BLOCKED.
 local function unqueue(key, state)
   local place, prio = queued_state(state)
   if place then
-    redis.call('ZREM', PRIO, place .. key)
+    local ranked = redis.call('ZREM', PRIO, place .. key)
+    unqueue_grouped(key, prio, place, ranked == 1) -- fair only
     redis.call('ZREM', AGES, key) -- fair only
     fair_left({{key, prio, place}}, false) -- fair only
   else

@@ -4,7 +4,8 @@
 -- count, the n first delayed keys with their ready times, adds, the
 -- failure counts of every key listed, in the order listed, parked count,
 -- the n keys parked longest with when they were parked, and the events
--- of each, encoded as in their state}.
+-- of each, encoded as in their state, the blocked count (see
+-- GroupLimits)}.
 local now, n = clock(ARGV[1]), tonumber(ARGV[2])
 -- The queued keys in hand-out order: PRIO above 0, READY, PRIO at 0 (on
 -- a sorted queue) and below.
@@ -58,4 +59,4 @@ if #listed > 0 then failures = redis.call('HMGET', FAILS, unpack(listed)) end
 local parks = parked_count()
 return {now, depth(), queued, redis.call('ZCARD', LEASES), leased, marked,
   redis.call('ZCARD', DELAYED) - parks, delayed, tonumber(redis.call('GET', ADDS) or 0), failures,
-  parks, parked, events}
+  parks, parked, events, redis.call('ZCARD', BLOCKED)}
