@@ -26,9 +26,12 @@ func (q *Queue[T]) sortedArgs(key string) []any {
 // flowOf returns the "STEP FLOW" for FLOWS (see prelude.lua) of key,
 // which encodes item if decoded: its fairness key, from Options.Fairness
 // ("" for all without it), and the step of that key's weight, led by "a"
-// with MaxWait. A key the codec cannot decode is a flow of its own, of
-// weight 1.
+// with MaxWait; or UNFAIR, "s", with neither (GroupLimits alone). A key
+// the codec cannot decode is a flow of its own, of weight 1.
 func (q *Queue[T]) flowOf(key string, item T, decoded bool) string {
+	if q.fairness == nil && q.maxWait == 0 {
+		return "s" // UNFAIR
+	}
 	flow, weight := "", 1
 	if q.fairness != nil {
 		flow = "\x00" + key

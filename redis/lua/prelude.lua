@@ -266,11 +266,13 @@ local function unblock(group, room)
 end
 
 -- fill_slots puts back as many of group's blocked keys as it has free
--- slots: stored is the limit a key's add gave it.
-local function fill_slots(group, stored)
+-- slots: stored is the limit a key's add gave it, leased the group's
+-- leased count if the caller knows it.
+local function fill_slots(group, stored, leased)
+  if redis.call('ZCARD', BLOCKED) == 0 then return end
   local limit = group_limit(group, stored)
   if limit <= 0 then return unblock(group, nil) end
-  unblock(group, limit - (tonumber(redis.call('HGET', INFLIGHT, group)) or 0))
+  unblock(group, limit - (leased or tonumber(redis.call('HGET', INFLIGHT, group)) or 0))
 end
 
 -- free_slot frees the slot of key's group, whose lease ends, and fills
@@ -279,8 +281,12 @@ local function free_slot(key)
   local value = redis.call('HGET', GROUPS, key)
   if not value then return end
   local group, stored = split_group(value)
-  if redis.call('HINCRBY', INFLIGHT, group, -1) <= 0 then redis.call('HDEL', INFLIGHT, group) end
-  fill_slots(group, stored)
+  local leased = redis.call('HINCRBY', INFLIGHT, group, -1)
+  if leased <= 0 then
+    redis.call('HDEL', INFLIGHT, group)
+    leased = 0
+  end
+  fill_slots(group, stored, leased)
 end
 
 -- slots caches, for one get script, the limit, leased count and keys
@@ -352,6 +358,9 @@ end
 -- the number its next key gets if it has keys queued, how many it has
 -- queued, and the number just after its last key handed out.
 local FAIR_UNIT = 2520
+-- UNFAIR is the flow of every key of a queue with GroupLimits alone: its
+-- keys are queued in PRIO, first in first out, with no turns to keep.
+local UNFAIR = 's'
 -- flow_of holds the flows a script was sent (addopts.lua), so that it
 -- does not read them back; fair_v and fair_e the number each priority's
 -- keys start from and its epoch in this script, as no key is handed out
@@ -385,6 +394,7 @@ end
 local function fair_seq(key, prio)
   local flow = flow_of[key] or redis.call('HGET', FLOWS, key)
   if not flow then return nil end
+  if flow == UNFAIR then return seq(false) end
   local step, name, aged = flow_step(flow)
   local field = 'f' .. fmt(prio) .. ' ' .. name
   local v, e = fair_v[prio], fair_e[prio]
@@ -431,7 +441,7 @@ local function fair_left(left, handed)
   local flows = redis.call('HMGET', FLOWS, unpack(keys))
   for i, entry in ipairs(left) do
     local n = tonumber(entry[3])
-    if flows[i] and n >= ORIGIN then
+    if flows[i] and flows[i] ~= UNFAIR and n >= ORIGIN then
       local step, name = flow_step(flows[i])
       local prio = entry[2]
       local field = 'f' .. fmt(prio) .. ' ' .. name
