@@ -12,11 +12,15 @@
 -- when every Get got a key. Lease expiry is no reason to wake: the
 -- heartbeat finds expired leases, where every idle Get waking at each
 -- expiry time would run this script about every two thirds of a lease.
+-- Returns -1 instead, having changed nothing, when a delayed key that is
+-- due is parked: promote.lua adds it, and the caller runs this script
+-- again (see promote).
 --
 -- The keys popped are distinct (a key is queued once), so the writes of
 -- all the grants are gathered into one command per hash and sorted set.
 local now, lease, maxwait = clock(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local reclaimed = promote(now)
+if not reclaimed then return -1 end
 local nonces = {}
 for i = 4, #ARGV do nonces[#nonces + 1] = ARGV[i] end
 -- A Get whose nonce has a grant already ran this script and lost the
@@ -38,7 +42,7 @@ if need > 0 then
   local taken = #popped
   -- left are the keys taken from PRIO, {key, priority, number}, for the
   -- turns of their flows on a sorted queue.
-  local left = {}
+  local left = {} -- fair only
   if ranked > 0 and taken < need then
     local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need - taken, 'WITHSCORES')
     for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
@@ -75,9 +79,12 @@ local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
 local j = 0
 for i, nonce in ipairs(nonces) do
   if granted[i] then
-    if leased_to(granted[i], nonce) then
+    -- Its grant stands if the key's lease is still the nonce's: leased_to,
+    -- written out, as defining it would cost every call of this script.
+    local token = redis.call('HGET', TOKENS, granted[i])
+    if token and string.sub(token, -#nonce - 1) == ':' .. nonce then
       local state = redis.call('HGET', STATE, granted[i])
-      reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0, state and state_priority(state) or 0}
+      reply[#reply + 1] = {granted[i], token, 0, state and state_priority(state) or 0}
     else
       -- The Get was cancelled first (cancel.lua): it takes nothing.
       redis.call('HDEL', GRANTS, nonce)
