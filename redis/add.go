@@ -235,10 +235,49 @@ func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c a
 // runAdds runs one add script in partition p with calls and returns each
 // one's outcome: add.lua when every call is an Add or AddAfter at
 // priority 0 on a queue without Fairness or MaxWait, else addopts.lua,
-// which takes every rule and the flows but costs the server more.
+// which takes every rule and the flows but costs the server more. The
+// adds that add.lua leaves as they are, of parked keys (every add of its
+// script if it has more than one, so that an AddBatch takes effect at
+// one instant), are run again with addopts.lua, which is sent the keys
+// of parks: a queue that never parks sends them with none of its adds.
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
+	plain := !q.sorted() && !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
+	outcomes, err := q.runAddScript(ctx, p, calls, plain)
+	if err != nil || !plain {
+		return outcomes, err
+	}
+	var parked []int // the indexes of the calls to run again
+	for i, outcome := range outcomes {
+		if outcome == addParked {
+			parked = append(parked, i)
+		}
+	}
+	if len(parked) == 0 {
+		return outcomes, nil
+	}
+	again := make([]addCall, len(parked))
+	for j, i := range parked {
+		again[j] = calls[i]
+	}
+	added, err := q.runAddScript(ctx, p, again, false)
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range parked {
+		outcomes[i] = added[j]
+	}
+	return outcomes, nil
+}
+
+// addParked is add.lua's outcome for a parked key, which it leaves to
+// addopts.lua.
+const addParked = 4
+
+// runAddScript runs add.lua in partition p with calls if plain, which
+// they must allow (see runAdds), else addopts.lua, and returns each
+// call's outcome.
+func (q *Queue[T]) runAddScript(ctx context.Context, p *partition, calls []addCall, plain bool) ([]int64, error) {
 	fair := q.sorted()
-	plain := !fair && !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
 	s, args := addScript, make([]any, 0, 1+len(p.limit)+6*len(calls))
 	args = append(args, q.now())
 	if !plain {

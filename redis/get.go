@@ -454,6 +454,18 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	}
 	get := q.script(getScript)
 	res, err := get.Run(context.Background(), q.client, p.keys.of(get), args...).Result()
+	for err == nil && res == int64(-1) {
+		// A due key is parked: get.lua, which is sent none of the keys of
+		// parks, changed nothing, and promote.lua adds it.
+		promote := q.script(promoteScript)
+		var reclaimed int64
+		reclaimed, err = promote.Run(context.Background(), q.client, p.keys.of(promote), q.now()).Int64()
+		if err == nil {
+			q.logReclaimed(reclaimed)
+			args[0] = q.now()
+			res, err = get.Run(context.Background(), q.client, p.keys.of(get), args...).Result()
+		}
+	}
 	if err != nil {
 		if len(q.parts) > 1 && isOutage(err) {
 			q.partitionFailed(p, err)

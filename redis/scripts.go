@@ -19,6 +19,7 @@ var (
 	addScript        = loadScript("add.lua")
 	addOptsScript    = loadScript("addopts.lua")
 	getScript        = loadScript("get.lua")
+	promoteScript    = loadScript("promote.lua")
 	doneScript       = loadScript("done.lua")
 	extendScript     = loadScript("extend.lua")
 	signalScript     = loadScript("signal.lua")

@@ -136,7 +136,7 @@ func TestFIFOScriptsReachNoPriorities(t *testing.T) {
 // none of the functions of flows and ages, nor are sent their keys, which
 // the variants of a sorted queue are.
 func TestPlainScriptsReachNoFairness(t *testing.T) {
-	for _, s := range []*script{addScript, addOptsScript, getScript, doneScript, removeScript, parkDoneScript, wakeScript} {
+	for _, s := range []*script{addScript, addOptsScript, getScript, promoteScript, doneScript, removeScript, parkDoneScript, wakeScript} {
 		for _, fn := range []string{"fair_seq", "fair_turn", "take_aged", "note_flows", "forget_flows"} {
 			assert.NotContains(t, s.src, "local function "+fn+"(", "%s.lua", s.name)
 		}
@@ -144,7 +144,7 @@ func TestPlainScriptsReachNoFairness(t *testing.T) {
 			assert.NotContains(t, []string{"flows", "fair", "ages"}, keyParts[k], "%s.lua is sent %s", s.name, keyParts[k])
 		}
 	}
-	for _, s := range []*script{addOptsScript, getScript, doneScript} {
+	for _, s := range []*script{addOptsScript, getScript, promoteScript, doneScript} {
 		assert.Contains(t, s.fair.src, "local function fair_seq(", "%s.lua for a sorted queue", s.name)
 	}
 }

@@ -19,7 +19,8 @@ for i = 2, #ARGV, 2 do keys[#keys + 1] = ARGV[i] end
 local tokens = redis.call('HMGET', TOKENS, unpack(keys))
 local states = redis.call('HMGET', STATE, unpack(keys))
 local reply = {0}
-local ended, forget, grants, requeue, ranked, queued, idle, fairly = {}, {}, {}, {}, {}, {}, {}, {}
+local ended, forget, grants, requeue, ranked, queued, idle = {}, {}, {}, {}, {}, {}, {}
+local fairly = {} -- fair only
 for i, key in ipairs(keys) do
   local token = ARGV[2 * i + 1]
   if ended[key] or tokens[i] ~= token then
@@ -32,7 +33,7 @@ for i, key in ipairs(keys) do
     if states[i] and string.byte(states[i]) == MARKED then
       local prio = state_priority(states[i])
       if fair then
-        fairly[#fairly + 1] = {key, prio}
+        fairly[#fairly + 1] = {key, prio} -- fair only
       elseif prio == 0 then
         requeue[#requeue + 1] = key
         queued[#queued + 1], queued[#queued + 2] = key, now

@@ -14,11 +14,15 @@
 -- when every Get got a key. Lease expiry is no reason to wake: the
 -- heartbeat finds expired leases, where every idle Get waking at each
 -- expiry time would run this script about every two thirds of a lease.
+-- Returns -1 instead, having changed nothing, when a delayed key that is
+-- due is parked: promote.lua adds it, and the caller runs this script
+-- again (see promote).
 --
 -- The keys popped are distinct (a key is queued once), so the writes of
 -- all the grants are gathered into one command per hash and sorted set.
 local now, lease, maxwait = clock(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local reclaimed = promote(now)
+if not reclaimed then return -1 end
 local nonces = {}
 for i = 4, #ARGV do nonces[#nonces + 1] = ARGV[i] end
 -- A Get whose nonce has a grant already ran this script and lost the
@@ -40,7 +44,8 @@ local popped, prios = {}, {}
 if need > 0 then
   -- left are the keys handed out from PRIO, {key, priority, number}, for
   -- the turns of their flows on a sorted queue.
-  local left, scan = {}, 0
+  local left = {} -- fair only
+  local scan = 0
   repeat
     local want = need - #popped
     local keys, kprios, places = {}, {}, {}
@@ -96,9 +101,12 @@ local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
 local j = 0
 for i, nonce in ipairs(nonces) do
   if granted[i] then
-    if leased_to(granted[i], nonce) then
+    -- Its grant stands if the key's lease is still the nonce's: leased_to,
+    -- written out, as defining it would cost every call of this script.
+    local token = redis.call('HGET', TOKENS, granted[i])
+    if token and string.sub(token, -#nonce - 1) == ':' .. nonce then
       local state = redis.call('HGET', STATE, granted[i])
-      reply[#reply + 1] = {granted[i], redis.call('HGET', TOKENS, granted[i]), 0, state and state_priority(state) or 0}
+      reply[#reply + 1] = {granted[i], token, 0, state and state_priority(state) or 0}
     else
       -- The Get was cancelled first (cancel.lua): it takes nothing.
       redis.call('HDEL', GRANTS, nonce)

@@ -578,16 +578,14 @@ end
 -- being processed and is now marked to be queued again at Done, 0 if it
 -- was already queued or marked. A key queued or marked at a priority
 -- below 0 is raised to 0: a queued one goes behind the keys queued at 0.
--- A parked key is unparked and queued as an idle one. add_at is the same
--- at any priority; add is apart so that add.lua, of priority 0 alone,
--- defines none of PRIO's functions.
+-- A parked key is left as it is, and add returns 4: add_at adds it (it
+-- ends the park), in a script that is sent the keys of parks. add_at is
+-- the same at any priority; add is apart so that add.lua, of priority 0
+-- alone, defines none of PRIO's functions, nor unpark.
 local function add(key, now)
   local state = redis.call('HGET', STATE, key)
   local kind = state and string.byte(state)
-  if kind == WAITING then
-    unpark(key, state)
-    state = nil
-  end
+  if kind == WAITING then return 4 end
   if not state then
     enqueue(key, now, false)
     redis.call('INCR', ADDS)
@@ -610,17 +608,11 @@ local function add(key, now)
   return 0
 end
 
--- add_at is add at priority prio: a key queued or marked at a lower
+-- queue_at is add at priority prio, of a key that is not parked, whose
+-- state is state (false: none): a key queued or marked at a lower
 -- priority is raised to prio, a queued one behind the keys queued at prio.
--- known is key's state if the caller read it already (false: none).
-local function add_at(key, now, prio, known)
-  local state = known
-  if state == nil then state = redis.call('HGET', STATE, key) end
+local function queue_at(key, now, prio, state)
   local kind = state and string.byte(state)
-  if kind == WAITING then
-    unpark(key, state)
-    state = nil
-  end
   if not state then
     rank(key, now, prio, false)
     redis.call('INCR', ADDS)
@@ -641,6 +633,19 @@ local function add_at(key, now, prio, known)
     rank(key, since, prio, false)
   end
   return 0
+end
+
+-- add_at is add at priority prio, a parked key unparked and queued as an
+-- idle one. known is key's state if the caller read it already (false:
+-- none).
+local function add_at(key, now, prio, known)
+  local state = known
+  if state == nil then state = redis.call('HGET', STATE, key) end
+  if state and string.byte(state) == WAITING then
+    unpark(key, state)
+    state = false
+  end
+  return queue_at(key, now, prio, state)
 end
 
 -- delay puts key to wait until at, to be added at priority prio then. A
@@ -767,16 +772,28 @@ end
 -- lost Redis for longer than the lease). Whichever process runs it first
 -- does it, once, because a script runs alone. A bounded batch keeps one
 -- script short; what is left is promoted by the next call. Returns how
--- many leases were reclaimed.
+-- many leases were reclaimed. A due key that is parked (its deadline, or
+-- an add after a delay) ends its park through unparks, unpark as
+-- promote.lua passes it: without it promote returns nil at once, having
+-- changed nothing, so that get.lua is sent none of the keys of parks.
 local BATCH = 256
-local function promote(now)
+local function promote(now, unparks)
   local due = redis.call('ZRANGE', DELAYED, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
   if #due > 0 then
+    local states = redis.call('HMGET', STATE, unpack(due))
+    for _, state in ipairs(states) do
+      if not unparks and state and string.byte(state) == WAITING then return nil end
+    end
     local prios = redis.call('HMGET', DPRIO, unpack(due))
     redis.call('ZREM', DELAYED, unpack(due))
     redis.call('HDEL', DPRIO, unpack(due))
     for i, key in ipairs(due) do
-      add_at(key, now, tonumber(prios[i] or 0))
+      local state = states[i]
+      if state and string.byte(state) == WAITING then
+        unparks(key, state)
+        state = false
+      end
+      queue_at(key, now, tonumber(prios[i] or 0), state)
     end
   end
   local expired = redis.call('ZRANGE', LEASES, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
