@@ -448,7 +448,10 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	}
 	q.turn(p)
 	args := make([]any, 0, 3+len(nonces))
-	args = append(args, q.now(), q.lease.Milliseconds(), q.maxWait.Milliseconds())
+	args = append(args, q.now(), q.lease.Milliseconds())
+	if q.sorted() {
+		args = append(args, q.maxWait.Milliseconds())
+	}
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}

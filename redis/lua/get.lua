@@ -1,5 +1,5 @@
--- ARGV: now, lease (ms), MaxWait (ms, 0 for none), then one nonce per
--- waiting Get. Hands each Get the next ready key (with MaxWait, the keys
+-- ARGV: now, lease (ms), in the variant for a sorted queue (lines ending
+-- "fair only") MaxWait (ms, 0 for none), then one nonce per waiting Get. Hands each Get the next ready key (with MaxWait, the keys
 -- queued for longer than it first, the longest first; then the highest
 -- priority first, first in first out within one; with GroupLimits, of
 -- a group with a free slot), under a lease of its own with a fencing
@@ -20,11 +20,13 @@
 --
 -- The keys popped are distinct (a key is queued once), so the writes of
 -- all the grants are gathered into one command per hash and sorted set.
-local now, lease, maxwait = clock(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local now, lease, first = clock(ARGV[1]), tonumber(ARGV[2]), 3
+local maxwait = tonumber(ARGV[3]) -- fair only
+first = 4 -- fair only
 local reclaimed = promote(now)
 if not reclaimed then return -1 end
 local nonces = {}
-for i = 4, #ARGV do nonces[#nonces + 1] = ARGV[i] end
+for i = first, #ARGV do nonces[#nonces + 1] = ARGV[i] end
 -- A Get whose nonce has a grant already ran this script and lost the
 -- reply: it gets the same grant again, instead of a second lease nobody
 -- would hold. One whose nonce was cancelled gets nothing.
@@ -43,51 +45,40 @@ local ranked = redis.call('ZCARD', PRIO)
 local popped, prios = {}, {}
 if need > 0 then
   -- left are the keys handed out from PRIO, {key, priority, number}, for
-  -- the turns of their flows on a sorted queue.
-  local left = {} -- fair only
-  local scan = 0
-  repeat
-    local want = need - #popped
-    local keys, kprios, places = {}, {}, {}
-    if ranked > 0 then ranked = ranked - take_aged(now, maxwait, want, keys, kprios, places) end -- fair only
-    local taken = #keys
-    if ranked > 0 and taken < want then
-      local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, want - taken, 'WITHSCORES')
-      for i = 1, #high, 2 do keys[#keys + 1], kprios[#kprios + 1] = high[i], -tonumber(high[i + 1]) end
-      if #keys > taken then redis.call('ZREM', PRIO, unpack(keys, taken + 1)) end
+  -- the turns of their flows, and places the numbers in PRIO of the keys
+  -- popped (none for those of READY).
+  local left, places, scan = {}, {}, 0 -- fair only
+  repeat -- fair only
+  local from, want = #popped + 1, need - #popped -- fair only
+  if ranked > 0 then ranked = ranked - take_aged(now, maxwait, want, popped, prios, places) end -- fair only
+  local taken = #popped
+  if ranked > 0 and taken < need then
+    local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, need - taken, 'WITHSCORES')
+    for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
+    if #popped > taken then redis.call('ZREM', PRIO, unpack(popped, taken + 1)) end
+  end
+  for i = taken + 1, #popped do
+    places[i] = string.sub(popped[i], 1, 16) -- fair only
+    popped[i] = string.sub(popped[i], 17)
+  end
+  ranked = ranked - (#popped - taken)
+  if #popped < need then
+    for _, key in ipairs(redis.call('LPOP', READY, need - #popped) or {}) do
+      popped[#popped + 1], prios[#prios + 1] = key, 0
     end
-    for i = taken + 1, #keys do
-      places[i] = string.sub(keys[i], 1, 16)
-      keys[i] = string.sub(keys[i], 17)
+  end
+  if ranked > 0 and #popped < need then
+    local low = redis.call('ZPOPMIN', PRIO, need - #popped)
+    for i = 1, #low, 2 do
+      popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1])
+      places[#popped] = string.sub(low[i], 1, 16) -- fair only
     end
-    ranked = ranked - (#keys - taken)
-    if #keys < want then
-      for _, key in ipairs(redis.call('LPOP', READY, want - #keys) or {}) do
-        places[#keys + 1], keys[#keys + 1], kprios[#kprios + 1] = false, key, 0
-      end
-    end
-    if ranked > 0 and #keys < want then
-      local low = redis.call('ZPOPMIN', PRIO, want - #keys)
-      for i = 1, #low, 2 do
-        places[#keys + 1], keys[#keys + 1], kprios[#kprios + 1] = string.sub(low[i], 1, 16), string.sub(low[i], 17), -tonumber(low[i + 1])
-      end
-      ranked = ranked - #low / 2
-    end
-    if maxwait > 0 and #keys > taken then redis.call('ZREM', AGES, unpack(keys, taken + 1)) end -- fair only
-    local groups, passed = {}, 0
-    if #keys > 0 then groups = redis.call('HMGET', GROUPS, unpack(keys)) end -- fair only
-    for i, key in ipairs(keys) do
-      local admitted = true
-      admitted = admit(key, kprios[i], places[i], groups[i]) -- fair only
-      if admitted then
-        popped[#popped + 1], prios[#prios + 1] = key, kprios[i]
-        if places[i] then left[#left + 1] = {key, kprios[i], places[i]} end -- fair only
-      else
-        passed = passed + 1
-      end
-    end
-    scan = scan + #keys
-  until #popped >= need or passed == 0 or scan >= GROUP_SCAN
+    ranked = ranked - #low / 2
+  end
+  if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end -- fair only
+  local passed = admit_all(popped, prios, places, from, left) -- fair only
+  scan = scan + passed -- fair only
+  until #popped >= need or passed == 0 or scan >= GROUP_SCAN -- fair only
   take_slots() -- fair only
   fair_left(left, true) -- fair only
 end

@@ -318,6 +318,29 @@ local function admit(key, prio, place, value)
   return true
 end
 
+-- admit_all keeps, of the keys popped[from] on that a get script popped
+-- (with their priorities, prios, and numbers in PRIO, places), those that
+-- admit lets it hand out, in their order, and appends those of PRIO to
+-- left, for fair_left; it returns how many it passed over.
+local function admit_all(popped, prios, places, from, left)
+  local n = #popped
+  if n < from then return 0 end
+  local groups = redis.call('HMGET', GROUPS, unpack(popped, from, n))
+  local kept, passed = from - 1, 0
+  for i = from, n do
+    local key, prio, place = popped[i], prios[i], places[i]
+    popped[i], prios[i], places[i] = nil, nil, nil
+    if admit(key, prio, place, groups[i - from + 1]) then
+      kept = kept + 1
+      popped[kept], prios[kept], places[kept] = key, prio, place
+      if place then left[#left + 1] = {key, prio, place} end
+    else
+      passed = passed + 1
+    end
+  end
+  return passed
+end
+
 -- take_slots counts in INFLIGHT the slots admit took.
 local function take_slots()
   for group, slot in pairs(slots) do
@@ -474,8 +497,8 @@ end
 
 -- take_aged takes out of PRIO, for the get script, up to need keys queued
 -- for longer than maxwait (ms) by now, the longest first, and appends
--- them, their priorities and their numbers in PRIO to popped, prios and
--- places; it returns how many. Only a key queued in PRIO is in AGES; the
+-- them and their priorities to popped and prios, and sets their numbers
+-- in PRIO at the same indexes of places; it returns how many. Only a key queued in PRIO is in AGES; the
 -- check of its state keeps a stray entry from handing out a key that is
 -- not queued.
 local function take_aged(now, maxwait, need, popped, prios, places)
@@ -486,7 +509,8 @@ local function take_aged(now, maxwait, need, popped, prios, places)
   for i, key in ipairs(aged) do
     if states[i] and string.byte(states[i]) == QUEUED then
       local place, prio = queued_state(states[i])
-      members[#members + 1], popped[#popped + 1], prios[#prios + 1], places[#places + 1] = place .. key, key, prio, place
+      members[#members + 1], popped[#popped + 1], prios[#prios + 1] = place .. key, key, prio
+      places[#popped] = place
     end
   end
   if #members > 0 then redis.call('ZREM', PRIO, unpack(members)) end
