@@ -8,6 +8,9 @@
 //     in-memory TypedPriorityQueue's rules), and within a priority in the
 //     order of their first add (within a partition, with
 //     Options.Partitions);
+//   - with Options.Fairness, the fairness keys take turns within each
+//     priority, and with Options.GroupLimits at most N keys of a group are
+//     leased at once, across every process;
 //   - Remove takes a key back, from any process: queued, delayed, parked,
 //     or its re-add while it is processed;
 //   - a key parked until an event (Park) stays parked in Redis, whichever

@@ -204,13 +204,15 @@ func TestMaxWait(t *testing.T) {
 		name     string
 		fairness func(string) string
 		// steps: "+x@p" AddWithOpts at priority p, "wN" N seconds pass,
-		// "g:x" a Get must hand out x, "x:x" Remove.
+		// "g:x" a Get must hand out x, "x:x" Remove, "s:x,y" Snapshot
+		// lists x and y queued, in that order.
 		script string
 	}{
 		{name: "aged first", script: "+old@-1 w5 +high@5 g:high w6 +mid@0 +top@9 g:old g:top g:mid"},
 		{name: "longest first", script: "+a@-1 w1 +b@-2 w1 +c@3 w20 g:a g:b g:c"},
 		{name: "raised keeps its time", script: "+a@-1 w5 +b@1 +a@2 w6 +c@9 g:a g:c g:b"},
 		{name: "removed", script: "+a@-1 w11 x:a +b@0 g:b"},
+		{name: "snapshot lists the aged first", script: "+old@-1 w5 +high@5 w6 +mid@0 +top@9 s:old,top,high,mid g:old g:top g:high g:mid"},
 		{name: "with fairness", fairness: flowOfItem, script: "+a1@0 +a2@0 w11 +b1@5 +a3@0 g:a1 g:a2 g:b1 g:a3"},
 	}
 	for _, tt := range tests {
@@ -231,6 +233,10 @@ func TestMaxWait(t *testing.T) {
 					item := getNow(t, h)
 					require.Equal(t, op[2:], item, "step %d", i)
 					require.NoError(t, h.DoneContext(ctx, item))
+				case strings.HasPrefix(op, "s:"):
+					snap, err := h.SnapshotContext(ctx, 10)
+					require.NoError(t, err)
+					require.Equal(t, strings.Split(op[2:], ","), snap.Queued, "step %d", i)
 				case strings.HasPrefix(op, "x:"):
 					took, err := h.RemoveContext(ctx, op[2:])
 					require.NoError(t, err)

@@ -129,8 +129,11 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 // script), without ShuttingDown.
 func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (workqueue.Snapshot[T], error) {
 	var snap workqueue.Snapshot[T]
-	s := q.script(snapshotScript)
-	res, err := s.Run(ctx, q.client, p.keys.of(s), q.now(), n).Result()
+	s, args := q.script(snapshotScript), []any{q.now(), n}
+	if q.sorted() {
+		args = append(args, q.maxWait.Milliseconds())
+	}
+	res, err := s.Run(ctx, q.client, p.keys.of(s), args...).Result()
 	if err != nil {
 		return snap, err
 	}

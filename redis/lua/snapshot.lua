@@ -1,4 +1,5 @@
--- ARGV: now, n. The whole queue at one instant, for an inspector: {now,
+-- ARGV: now, n, and in the variant for a sorted queue (lines ending "fair
+-- only") MaxWait (ms, 0 for none). The whole queue at one instant, for an inspector: {now,
 -- depth, the first n queued keys, leased count, the n longest leased keys
 -- with when they were handed out and whether they are marked, delayed
 -- count, the n first delayed keys with their ready times, adds, the
@@ -6,14 +7,24 @@
 -- the n keys parked longest with when they were parked, and the events
 -- of each, encoded as in their state, the blocked count (see
 -- GroupLimits)}.
-local now, n = clock(ARGV[1]), tonumber(ARGV[2])
--- The queued keys in hand-out order: PRIO above 0, READY, PRIO at 0 (on
--- a sorted queue) and below.
-local queued = {}
+local now, n, maxwait = clock(ARGV[1]), tonumber(ARGV[2]), 0
+maxwait = tonumber(ARGV[3]) -- fair only
+-- The queued keys in hand-out order: with MaxWait those queued longer
+-- (aged), the longest first; then PRIO above 0, READY, PRIO at 0 (on a
+-- sorted queue) and below.
+local queued, aged, agedCount = {}, {}, 0
+if maxwait > 0 and n > 0 then
+  for _, key in ipairs(redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, n)) do
+    queued[#queued + 1], aged[key] = key, true
+  end
+  agedCount = #queued
+end
 local function ranked(min, max)
   if #queued >= n then return end
-  for _, member in ipairs(redis.call('ZRANGE', PRIO, min, max, 'BYSCORE', 'LIMIT', 0, n - #queued)) do
-    queued[#queued + 1] = string.sub(member, 17)
+  -- As many more as there are aged keys, which are listed already.
+  for _, member in ipairs(redis.call('ZRANGE', PRIO, min, max, 'BYSCORE', 'LIMIT', 0, n - #queued + agedCount)) do
+    local key = string.sub(member, 17)
+    if #queued < n and not aged[key] then queued[#queued + 1] = key end
   end
 end
 ranked('-inf', '(0')
