@@ -2,6 +2,7 @@ package redisqueue
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -127,6 +128,29 @@ func TestFairnessForgetsIdleKeys(t *testing.T) {
 	fields, err := s.Client().HKeys(ctx, keys.all[slices.Index(keyParts, "fair")]).Result()
 	require.NoError(t, err)
 	assert.ElementsMatch(t, []string{"v0", "f0 d"}, fields, "the turns left after the queue emptied")
+}
+
+// TestFairnessSweepsIdleFlows: on a queue that never empties, the turns of
+// fairness keys seen once are swept, so that the hash they live in stays
+// near its sweep size instead of growing with every key ever seen.
+func TestFairnessSweepsIdleFlows(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	q := newTestQueue(t, s.Client(), Options[string]{Fairness: func(item string) string { return item }})
+	ctx := context.Background()
+	low := -1
+	require.NoError(t, q.AddWithOptsContext(ctx, workqueue.AddOpts{Priority: &low}, "anchor")) // keeps the queue from emptying
+	const flows = 3000
+	for i := range flows {
+		item := fmt.Sprint("k", i)
+		require.NoError(t, q.AddContext(ctx, item))
+		require.Equal(t, item, getNow(t, q))
+		require.NoError(t, q.DoneContext(ctx, item))
+	}
+	n, err := s.Client().HLen(ctx, q.parts[0].keys.all[indexOfPart("fair")]).Result()
+	require.NoError(t, err)
+	assert.Less(t, n, int64(1024+64+8), "fields of the turns after %d fairness keys seen once", flows)
+	assert.Equal(t, "anchor", getNow(t, q))
+	require.NoError(t, q.DoneContext(ctx, "anchor"))
 }
 
 // BenchmarkFairness adds, gets and marks done one item per op, from 16

@@ -81,6 +81,7 @@ if need > 0 then
   until #popped >= need or passed == 0 or scan >= GROUP_SCAN -- fair only
   take_slots() -- fair only
   fair_left(left, true) -- fair only
+  sweep_fair() -- fair only
 end
 local since, fence = {}, 0
 if #popped > 0 then

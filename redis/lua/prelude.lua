@@ -375,7 +375,8 @@ end
 -- front (numbers below ORIGIN) count for nothing. A priority found empty
 -- starts a new epoch ("ePRIO"), whose numbers start afresh: a flow's
 -- state of an earlier epoch counts for nothing. FAIR is emptied when PRIO
--- is, which bounds it by the flows queued since.
+-- is, which bounds it by the flows queued since, and swept (see
+-- sweep_fair) on a queue that never empties.
 --
 -- A flow's state at a priority, "fPRIO FLOW", is "EPOCH:NEXT:QUEUED:AFTER":
 -- the number its next key gets if it has keys queued, how many it has
@@ -477,6 +478,38 @@ local function fair_left(left, handed)
       fair_store(field, e, nextn, math.max(queued - 1, 0), after)
     end
   end
+end
+
+-- FAIR_SWEEP_AT is the size of FAIR past which each get script sweeps a
+-- page of it.
+local FAIR_SWEEP_AT = 1024
+-- sweep_fair drops, once FAIR holds more than FAIR_SWEEP_AT fields, the
+-- states of the flows that can change no number (see fair_seq): those of
+-- an epoch before their priority's, and those with nothing queued whose
+-- AFTER is no later than the number their priority's keys start from. It
+-- reads a page of 64 fields a call, from the cursor in the field "c", so
+-- that a queue that never empties keeps FAIR to about FAIR_SWEEP_AT
+-- fields or its flows with keys queued, whichever is more.
+local function sweep_fair()
+  if redis.call('HLEN', FAIR) <= FAIR_SWEEP_AT then return end
+  local page = redis.call('HSCAN', FAIR, redis.call('HGET', FAIR, 'c') or '0', 'COUNT', 64)
+  local fields, starts, gone = page[2], {}, {}
+  for i = 1, #fields, 2 do
+    local field = fields[i]
+    if string.byte(field) == 102 then -- "f"
+      local prio = string.sub(field, 2, string.find(field, ' ', 2, true) - 1)
+      local start = starts[prio]
+      if not start then
+        local known = redis.call('HMGET', FAIR, 'v' .. prio, 'e' .. prio)
+        start = {tonumber(known[1]) or ORIGIN, tonumber(known[2]) or 0}
+        starts[prio] = start
+      end
+      local _, queued, after, epoch = fair_state(fields[i + 1], nil)
+      if epoch ~= start[2] or (queued == 0 and after <= start[1]) then gone[#gone + 1] = field end
+    end
+  end
+  if #gone > 0 then redis.call('HDEL', FAIR, unpack(gone)) end
+  redis.call('HSET', FAIR, 'c', page[1])
 end
 
 -- note_flows writes the flows and groups an add script was sent, each
