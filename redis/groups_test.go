@@ -263,3 +263,65 @@ func refGet(ref *workqueue.TypedPriorityQueue[string]) string {
 	}
 	return item
 }
+
+// TestGroupLimitsReclaimedKeysKeepTheirOrder: keys whose leases expired go
+// back to the front in the order they were handed out, and those a Get
+// then passes over for a slot come back in that order too.
+func TestGroupLimitsReclaimedKeysKeepTheirOrder(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	start := time.Unix(1_000_000, 0)
+	deadClock, clk := clocktesting.NewFakeClock(start), clocktesting.NewFakeClock(start)
+	groups := &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 3}
+	dead := newTestQueue(t, s.Client(), Options[string]{Clock: deadClock, LeaseDuration: 3 * time.Second, GroupLimits: groups})
+	live := newHandle(t, s.Client(), queueNameOf(dead), Options[string]{Clock: clk, LeaseDuration: 3 * time.Second, GroupLimits: groups})
+	ctx := context.Background()
+	for _, item := range []string{"a1", "a2", "a3"} {
+		require.NoError(t, dead.AddContext(ctx, item))
+		require.Equal(t, item, getNow(t, dead))
+	}
+	require.NoError(t, live.SetGroupLimitContext(ctx, "a", 1))
+	clk.Step(3 * time.Second)
+	assert.Equal(t, "a1", getNow(t, live))
+	assertNothingReady(t, live) // passes over a2 and a3
+	snap, err := live.SnapshotContext(ctx, 10)
+	require.NoError(t, err)
+	assert.Equal(t, 2, snap.WaitingForSlot)
+	require.NoError(t, live.DoneContext(ctx, "a1"))
+	assert.Equal(t, "a2", getNow(t, live))
+	require.NoError(t, live.DoneContext(ctx, "a2"))
+	assert.Equal(t, "a3", getNow(t, live))
+	require.NoError(t, live.DoneContext(ctx, "a3"))
+	for _, item := range []string{"a1", "a2", "a3"} {
+		assert.ErrorIs(t, dead.DoneContext(ctx, item), ErrLeaseLost)
+	}
+}
+
+// TestGroupLimitsManyWaiting: a group with more keys waiting than one
+// script puts back, whose limit is then lifted, has them all handed out,
+// once each.
+func TestGroupLimitsManyWaiting(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	q := newTestQueue(t, s.Client(), Options[string]{GroupLimits: &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 1}})
+	ctx := context.Background()
+	const keys = 2000
+	items := make([]string, keys)
+	for i := range items {
+		items[i] = fmt.Sprintf("a%04d", i)
+	}
+	require.NoError(t, q.AddBatchContext(ctx, items))
+	assert.Equal(t, items[0], getNow(t, q))
+	for range keys / 32 {
+		assertNothingReady(t, q) // each Get passes over up to 64
+	}
+	require.NoError(t, q.SetGroupLimitContext(ctx, "a", 0))
+	seen := map[string]bool{items[0]: true}
+	for range keys - 1 {
+		item := getNow(t, q)
+		require.False(t, seen[item], "%s handed out twice", item)
+		seen[item] = true
+		require.NoError(t, q.DoneContext(ctx, item))
+	}
+	require.NoError(t, q.DoneContext(ctx, items[0]))
+	assertNothingReady(t, q)
+	assert.Zero(t, q.Len())
+}

@@ -104,16 +104,19 @@ type Options[T comparable] struct {
 	// queued in their order, and the Done (or lease expiry) that frees a
 	// slot makes the group's first waiting key the one to hand out if it
 	// comes first in the queue's order. Len counts the waiting keys as
-	// queued, and Snapshot counts them (WaitingForSlot) and leaves them
-	// out of Queued; it lists no Groups. A slot held by a process that
-	// dies frees when its lease expires.
+	// queued. Snapshot counts the waiting keys that a Get has passed over
+	// (WaitingForSlot) and leaves them out of Queued, where the keys of a
+	// full group that no Get has reached yet are still listed; it lists
+	// no Groups. A slot held by a process that dies frees when its lease
+	// expires.
 	//
 	// Group is called on each add and on items decoded from their keys,
 	// and must return the same group for an item every time, be safe for
 	// concurrent use and not panic. A group's limit is the one Default
 	// and Limits give it as the handle that last added one of its keys
 	// has them, unless SetGroupLimit set one, which then holds for every
-	// handle: every handle of a queue should use the same GroupLimits.
+	// handle. Every handle of a queue must use the same GroupLimits (a
+	// handle without it would not free the slots of the keys it holds).
 	// On a partitioned queue, the keys of a group are all in the one
 	// partition its name maps to, so that its limit holds across the
 	// queue; keys of no group ("") are spread by key.

@@ -243,24 +243,32 @@ local function blocked_priority(rank)
   return -n
 end
 
+-- UNBLOCK_MAX bounds the keys one call of unblock puts back, so that a
+-- script stays short; those left are put back by the scripts that the
+-- ends of the leases of the keys put back run.
+local UNBLOCK_MAX = 256
+
 -- unblock puts back in PRIO, where they were, up to room of group's
--- blocked keys (all if room is nil), the first ones; an aged one (see
--- AGES) goes back to AGES too.
+-- blocked keys (UNBLOCK_MAX if room is nil or more), the first ones; an
+-- aged one (see AGES) goes back to AGES too, but for one put at the
+-- front, which is not aged.
 local function unblock(group, room)
   if room and room <= 0 then return end
   local prefix = blocked_prefix(group)
-  local members = redis.call('ZRANGE', BLOCKED, '[' .. prefix, '(' .. prefix .. '~', 'BYLEX', 'LIMIT', 0, room or -1)
+  local members = redis.call('ZRANGE', BLOCKED, '[' .. prefix, '(' .. prefix .. '~', 'BYLEX', 'LIMIT', 0, math.min(room or UNBLOCK_MAX, UNBLOCK_MAX))
   if #members == 0 then return end
+  local ranked = {}
   for _, blocked in ipairs(members) do
     local prio = blocked_priority(string.sub(blocked, #prefix + 1, #prefix + 17))
     local member = string.sub(blocked, #prefix + 18)
     local key = string.sub(member, 17)
-    redis.call('ZADD', PRIO, -prio, member)
-    if string.byte(redis.call('HGET', FLOWS, key) or '') == 97 then -- "a": aged
+    ranked[#ranked + 1], ranked[#ranked + 2] = -prio, member
+    if tonumber(string.sub(member, 1, 16)) >= ORIGIN and string.byte(redis.call('HGET', FLOWS, key) or '') == 97 then -- "a": aged
       local _, _, since = queued_state(redis.call('HGET', STATE, key))
       redis.call('ZADD', AGES, since, key)
     end
   end
+  redis.call('ZADD', PRIO, unpack(ranked))
   redis.call('ZREM', BLOCKED, unpack(members))
   signal()
 end
@@ -564,13 +572,17 @@ local function forget_flows(keys)
   end
 end
 
--- rank is enqueue at priority prio, in PRIO unless prio is 0 and key has
--- no flow (see fair_seq).
+-- rank is enqueue at priority prio, in PRIO unless prio is 0 on a queue
+-- that is not sorted.
 local function rank(key, since, prio, front)
-  local n, aged
+  local n, aged, sorted = nil, false, false
   if not front then n, aged = fair_seq(key, prio) end -- fair only
+  sorted = true -- fair only
   if not n then
-    if prio == 0 then return enqueue(key, since, front) end
+    -- A sorted queue puts a key at the front of priority 0 in PRIO too,
+    -- so that each queued key has a number: one blocked for a slot (see
+    -- admit) keeps its place.
+    if prio == 0 and not sorted then return enqueue(key, since, front) end
     n = seq(front)
   end
   redis.call('ZADD', PRIO, -prio, n .. key)
