@@ -15,34 +15,59 @@ func (q *Queue[T]) sorted() bool {
 	return q.fairness != nil || q.maxWait > 0 || q.groups != nil
 }
 
-// sortedArgs returns the fifth and sixth values of key's add in the
-// variant of addopts.lua for a sorted queue: its flow (see flowOf) and
-// its group (see groupLimits.of).
+// sortedArgs returns the fifth, sixth and seventh values of key's add in
+// the variant of addopts.lua for a sorted queue: its flow (see flowOf),
+// its group (see groupLimits.of) and its second-level fairness key (see
+// innerOf).
 func (q *Queue[T]) sortedArgs(key string) []any {
 	item, err := q.codec.Decode(key)
-	return []any{q.flowOf(key, item, err == nil), q.groups.of(item, err == nil)}
+	decoded := err == nil
+	return []any{q.flowOf(key, item, decoded), q.groups.of(item, decoded), q.innerOf(item, decoded)}
+}
+
+// innerOf returns the "STEP NAME" for INNER (see prelude.lua) of an item,
+// decoded if it could be: its key of Options.NestedFairness and the step
+// of that key's weight; "" without NestedFairness or for a key the codec
+// cannot decode, which has no second level.
+func (q *Queue[T]) innerOf(item T, decoded bool) string {
+	if q.nested == nil || !decoded {
+		return ""
+	}
+	name := q.nested(item)
+	return fairStep(q.nestedWeight, name) + " " + name
+}
+
+// fairStep returns the step of a fairness key's weight, by weight (nil:
+// every key 1).
+func fairStep(weight func(string) int, key string) string {
+	w := 1
+	if weight != nil {
+		w = weight(key)
+	}
+	return strconv.Itoa(fairUnit / min(max(w, 1), fairUnit))
 }
 
 // flowOf returns the "STEP FLOW" for FLOWS (see prelude.lua) of key,
 // which encodes item if decoded: its fairness key, from Options.Fairness
 // ("" for all without it), and the step of that key's weight, led by "a"
-// with MaxWait; or UNFAIR, "s", with neither (GroupLimits alone). A key
-// the codec cannot decode is a flow of its own, of weight 1.
+// with MaxWait and by "n" (after the "a") with NestedFairness; or UNFAIR,
+// "s", with neither (GroupLimits alone). A key the codec cannot decode is
+// a flow of its own, of weight 1, with no second level.
 func (q *Queue[T]) flowOf(key string, item T, decoded bool) string {
 	if q.fairness == nil && q.maxWait == 0 {
 		return "s" // UNFAIR
 	}
-	flow, weight := "", 1
+	flow, step := "", fairStep(nil, "")
 	if q.fairness != nil {
 		flow = "\x00" + key
 		if decoded {
 			flow = q.fairness(item)
-			if q.fairWeight != nil {
-				weight = q.fairWeight(flow)
+			step = fairStep(q.fairWeight, flow)
+			if q.nested != nil {
+				step = "n" + step
 			}
 		}
 	}
-	step := strconv.Itoa(fairUnit / min(max(weight, 1), fairUnit))
 	if q.maxWait > 0 {
 		step = "a" + step
 	}
@@ -52,7 +77,10 @@ func (q *Queue[T]) flowOf(key string, item T, decoded bool) string {
 // script returns s's variant for the handle's queue: the one with the
 // lines for a sorted queue if it is one.
 func (q *Queue[T]) script(s *script) *script {
-	if q.sorted() {
+	switch {
+	case q.nested != nil:
+		return s.nested
+	case q.sorted():
 		return s.fair
 	}
 	return s

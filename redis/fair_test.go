@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +32,10 @@ func TestFairness(t *testing.T) {
 	tests := []struct {
 		name    string
 		weights map[string]int
+		// nested adds NestedFairness by the items' first two letters, of
+		// weights nestedWeights.
+		nested        bool
+		nestedWeights map[string]int
 		// ops separated by spaces, each by handle 0 unless prefixed "1:":
 		// +x Add, +x@p AddWithOpts at priority p, g Get (held), -x Done,
 		// x:x Remove.
@@ -54,10 +59,25 @@ func TestFairness(t *testing.T) {
 		// Were a's turns kept, a3 would go after b1; afresh, the two tie
 		// and the lower key goes first.
 		{name: "an emptied queue starts afresh", script: "+a1 +a2 g g -a1 -a2 +b1 +a3", gets: []string{"a3", "b1"}},
+		// Nested: tenants (first letter) take turns, and the namespaces
+		// (first two letters) of each within its turns.
+		{name: "nested: tenants take turns, namespaces within", nested: true, script: "+Aa1 +Aa2 +Aa3 +Ab1 +Bc1 +Bc2", gets: []string{"Aa1", "Bc1", "Ab1", "Bc2", "Aa2", "Aa3"}},
+		{name: "nested: a late namespace waits behind one item of its tenant's others", nested: true, script: "+Aa1 +Aa2 +Aa3 +Bb1 +Bb2 +Bb3 g +Ac1", gets: []string{"Bb1", "Aa2", "Bb2", "Ac1", "Bb3", "Aa3"}},
+		{name: "nested: across handles", nested: true, script: "+Aa1 1:+Aa2 +Ab1 1:+Ba1", gets: []string{"Aa1", "Ba1", "Ab1", "Aa2"}},
+		{name: "nested: weights", nested: true, nestedWeights: map[string]int{"Aa": 2}, script: "+Aa1 +Aa2 +Aa3 +Ab1 +Ab2", gets: []string{"Aa1", "Ab1", "Aa2", "Aa3", "Ab2"}},
+		// Within one tenant the namespaces' turns are the flat queue's,
+		// ties broken by key, whichever is its tenant's next item.
+		{name: "nested: a tie goes to the lower key", nested: true, script: "+Xc +Xa@0 g -Xa +Xa@0 +Xb", gets: []string{"Xb", "Xc", "Xa"}},
+		{name: "nested: a key handed out keeps its turn", nested: true, script: "+Xc +Xa g +Xa -Xa", gets: []string{"Xc", "Xa"}},
+		{name: "nested: removed and raised", nested: true, script: "+Aa1 +Aa2 +Ab1 +Ba1 x:Aa1 +Ab1@1 1:x:Ba1", gets: []string{"Ab1", "Aa2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := Options[string]{Fairness: flowOfItem, FairnessWeight: func(flow string) int { return tt.weights[flow] }}
+			if tt.nested {
+				opts.NestedFairness = func(item string) string { return item[:2] }
+				opts.NestedFairnessWeight = func(key string) int { return tt.nestedWeights[key] }
+			}
 			first := newTestQueue(t, s.Client(), opts)
 			handles := []*Queue[string]{first, newHandle(t, s.Client(), queueNameOf(first), opts)}
 			ctx := context.Background()
@@ -227,6 +247,9 @@ func TestMaxWait(t *testing.T) {
 	tests := []struct {
 		name     string
 		fairness func(string) string
+		// nested adds NestedFairness by the whole item: Snapshot lists, of
+		// each Fairness key, its aged items and its next one.
+		nested bool
 		// steps: "+x@p" AddWithOpts at priority p, "wN" N seconds pass,
 		// "g:x" a Get must hand out x, "x:x" Remove, "s:x,y" Snapshot
 		// lists x and y queued, in that order.
@@ -238,11 +261,15 @@ func TestMaxWait(t *testing.T) {
 		{name: "removed", script: "+a@-1 w11 x:a +b@0 g:b"},
 		{name: "snapshot lists the aged first", script: "+old@-1 w5 +high@5 w6 +mid@0 +top@9 s:old,top,high,mid g:old g:top g:high g:mid"},
 		{name: "with fairness", fairness: flowOfItem, script: "+a1@0 +a2@0 w11 +b1@5 +a3@0 g:a1 g:a2 g:b1 g:a3"},
+		{name: "with nested fairness", fairness: flowOfItem, nested: true, script: "+a1@0 +a2@0 +a3@0 w11 +b1@5 +a4@0 s:a1,a2,a3,b1 g:a1 g:a2 g:a3 g:b1 g:a4"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
 			opts := Options[string]{Clock: clk, MaxWait: 10 * time.Second, Fairness: tt.fairness}
+			if tt.nested {
+				opts.NestedFairness = func(item string) string { return item }
+			}
 			q := newTestQueue(t, s.Client(), opts)
 			other := newHandle(t, s.Client(), queueNameOf(q), opts)
 			ctx := context.Background()
@@ -320,5 +347,72 @@ func TestFairnessSnapshot(t *testing.T) {
 	assert.Equal(t, []string{"c1", "a1", "b1", "a2", "d1"}, q.Snapshot(10).Queued)
 	for range 5 {
 		q.Done(getNow(t, q))
+	}
+}
+
+// TestNestedFairnessMatchesFlat runs random calls on a queue with Fairness
+// by item and on one whose items are the NestedFairness keys of one
+// Fairness key, and checks that every Get hands out the same item: one
+// first-level key's turns are its second-level keys' turns, the same
+// start-time fair queueing, whose heads and ties must not change the
+// order.
+func TestNestedFairnessMatchesFlat(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	ctx := context.Background()
+	for seed := range uint64(60) {
+		flat := newTestQueue(t, s.Client(), Options[string]{RateLimit: &RateLimit{}, Fairness: func(item string) string { return item }})
+		nested := newTestQueue(t, s.Client(), Options[string]{RateLimit: &RateLimit{},
+			Fairness: func(string) string { return "" }, NestedFairness: func(item string) string { return item }})
+		rng := rand.New(rand.NewPCG(seed, 2))
+		var log []string
+		var held []string
+		for range 60 {
+			item := []string{"a", "b", "c"}[rng.IntN(3)]
+			switch r := rng.IntN(10); {
+			case r < 3:
+				log = append(log, "+"+item)
+				require.NoError(t, flat.AddContext(ctx, item))
+				require.NoError(t, nested.AddContext(ctx, item))
+			case r < 5:
+				priority := rng.IntN(3) - 1
+				log = append(log, fmt.Sprintf("+%s@%d", item, priority))
+				require.NoError(t, flat.AddWithOptsContext(ctx, workqueue.AddOpts{Priority: &priority}, item))
+				require.NoError(t, nested.AddWithOptsContext(ctx, workqueue.AddOpts{Priority: &priority}, item))
+			case r < 6:
+				log = append(log, "x:"+item)
+				a, err := flat.RemoveContext(ctx, item)
+				require.NoError(t, err)
+				b, err := nested.RemoveContext(ctx, item)
+				require.NoError(t, err)
+				require.Equal(t, a, b, "Remove after %v", log)
+			case r < 8 || len(held) == 0:
+				n, err := flat.LenContext(ctx)
+				require.NoError(t, err)
+				if n == 0 {
+					assertNothingReady(t, nested)
+					continue
+				}
+				want := getNow(t, flat)
+				log = append(log, "g:"+want)
+				require.Equal(t, want, getNow(t, nested), "after %v", log)
+				held = append(held, want)
+			default:
+				i := rng.IntN(len(held))
+				item := held[i]
+				held = append(held[:i], held[i+1:]...)
+				log = append(log, "-"+item)
+				require.NoError(t, flat.DoneContext(ctx, item))
+				require.NoError(t, nested.DoneContext(ctx, item))
+			}
+			a, err := flat.LenContext(ctx)
+			require.NoError(t, err)
+			b, err := nested.LenContext(ctx)
+			require.NoError(t, err)
+			require.Equal(t, a, b, "Len after %v", log)
+		}
+		for _, item := range held {
+			require.NoError(t, flat.DoneContext(ctx, item))
+			require.NoError(t, nested.DoneContext(ctx, item))
+		}
 	}
 }

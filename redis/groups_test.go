@@ -37,6 +37,7 @@ func TestGroupLimits(t *testing.T) {
 		limits     map[string]int // over a default of 1
 		maxWait    time.Duration
 		fairness   bool
+		nested     bool // Fairness "" for all, NestedFairness by first letter
 		partitions int
 		// ops separated by spaces, each by handle 0 unless prefixed "1:":
 		// +x Add, +x@p AddWithOpts at priority p, g:x a Get that hands
@@ -59,6 +60,7 @@ func TestGroupLimits(t *testing.T) {
 		{name: "a lowered limit waits for leases to end", limits: map[string]int{"a": 2}, script: "+a1 +a2 +a3 g:a1 g:a2 L:a=1 -a1 g: -a2 g:a3"},
 		{name: "no limit", script: "+a1 +a2 +a3 g:a1 g: L:a=0 g:a2 g:a3"},
 		{name: "with fairness", fairness: true, script: "+a1 +a2 +a3 +b1 +b2 g:a1 g:b1 g: -a1 g:a2 -b1 g:b2"},
+		{name: "with nested fairness", nested: true, script: "+a1 +a2 +a3 +b1 +b2 g:a1 g:b1 g: -a1 g:a2 -b1 g:b2 +c1@1 g:c1"},
 		{name: "with MaxWait", maxWait: time.Hour, script: "+a1 +a2 +b1 g:a1 g:b1 g: -a1 g:a2"},
 		// A group's keys are all in the partition of its name: the limit
 		// holds across the queue.
@@ -69,6 +71,10 @@ func TestGroupLimits(t *testing.T) {
 			opts := Options[string]{MaxWait: tt.maxWait, Partitions: tt.partitions, GroupLimits: &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 1, Limits: tt.limits}}
 			if tt.fairness {
 				opts.Fairness = flowOfItem
+			}
+			if tt.nested {
+				opts.Fairness = func(string) string { return "" }
+				opts.NestedFairness = flowOfItem
 			}
 			first := newTestQueue(t, s.Client(), opts)
 			handles := []*Queue[string]{first, newHandle(t, s.Client(), queueNameOf(first), opts)}

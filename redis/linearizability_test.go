@@ -456,6 +456,9 @@ func TestLinearizability(t *testing.T) {
 		fair bool
 		// limited puts both keys in one group of limit 1.
 		limited bool
+		// nested makes fair's fairness keys the second level under one
+		// first-level key, which takes them through the same turns.
+		nested bool
 	}{
 		// Two goroutines on each handle: their calls may share scripts.
 		{name: "2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linModel},
@@ -471,6 +474,8 @@ func TestLinearizability(t *testing.T) {
 		{name: "fairness, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, parking: true, fair: true},
 		{name: "fairness, 1 handle", handles: 1, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, fair: true},
 		{name: "sorted, parking, 3 partitions, keys in two", handles: 2, histories: 150, partitions: 3, keys: apart, model: linPartitionedModel, parking: true, sorted: true},
+		{name: "nested fairness, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, parking: true, fair: true, nested: true},
+		{name: "nested fairness, 1 handle", handles: 1, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linFairModel, fair: true, nested: true},
 		{name: "group limit, 2 handles", handles: 2, histories: 300, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linGroupModel, limited: true},
 		{name: "group limit, parking, 2 handles", handles: 2, histories: 150, partitions: 1, keys: [linKeys]string{"a", "b"}, model: linGroupModel, parking: true, limited: true},
 		// The group's keys are in one partition, where the group's name maps.
@@ -493,6 +498,10 @@ func TestLinearizability(t *testing.T) {
 				}
 				if tt.fair {
 					opts.Fairness = func(key string) string { return key }
+				}
+				if tt.nested {
+					opts.Fairness = func(string) string { return "" }
+					opts.NestedFairness = func(key string) string { return key }
 				}
 				if tt.limited {
 					opts.GroupLimits = &workqueue.GroupLimits[string]{Group: func(string) string { return "g" }, Default: 1}
@@ -924,7 +933,7 @@ func scriptReplacing(t *testing.T, file string, replace map[string]string) *scri
 		src = strings.Replace(src, old, repl, 1)
 	}
 	broken := &script{Script: redis.NewScript(src), name: s.name, src: src, keys: s.keys}
-	broken.fair = broken
+	broken.fair, broken.nested = broken, broken
 	return broken
 }
 

@@ -91,6 +91,23 @@ type Options[T comparable] struct {
 	// called as Fairness is.
 	FairnessWeight func(key string) int
 
+	// NestedFairness, if set with Fairness, makes the keys it gives the
+	// items take turns within each Fairness key, as the in-memory queue's
+	// second Fairness function does (namespaces within a tenant, say):
+	// each Fairness key hands out one item per turn, the one whose
+	// NestedFairness key is next in turn among that Fairness key's, so
+	// that among a Fairness key's items, one whose NestedFairness key has
+	// nothing queued waits behind at most one item of each other
+	// NestedFairness key when the encoded items sort by it, and two
+	// otherwise. It is called as Fairness is, and every handle of a queue
+	// must use the same one. Snapshot's Queued lists, of each Fairness
+	// key, only its next item (and, with MaxWait, its aged ones).
+	NestedFairness func(item T) string
+
+	// NestedFairnessWeight is FairnessWeight for the keys of
+	// NestedFairness.
+	NestedFairnessWeight func(key string) int
+
 	// MaxWait, if positive, hands out an item queued for that long before
 	// any other, whatever its priority or fairness key, the longest
 	// queued first, as the in-memory priority queue's MaxWait does. A key

@@ -80,9 +80,12 @@ type Queue[T comparable] struct {
 	clock        clock.WithTicker
 	fakeTime     bool
 	metrics      *handleMetrics
-	// fairness and fairWeight: Options.Fairness and FairnessWeight.
-	fairness   func(T) string
-	fairWeight func(string) int
+	// fairness and fairWeight: Options.Fairness and FairnessWeight;
+	// nested and nestedWeight: NestedFairness and NestedFairnessWeight.
+	fairness     func(T) string
+	fairWeight   func(string) int
+	nested       func(T) string
+	nestedWeight func(string) int
 	// maxWait is Options.MaxWait.
 	maxWait time.Duration
 	// groups is Options.GroupLimits, its Limits copied, nil without it.
@@ -132,7 +135,7 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 // client; on a name that is empty, longer than 256 bytes or holds '{' or
 // '}'; on a nil Codec for a T other than string; on negative or too small
 // durations and limits (MaxParkTime included); on Partitions outside 0 to 256; on
-// GroupLimits with a nil Group; and on
+// GroupLimits with a nil Group; on NestedFairness without Fairness; and on
 // WaitReplicas with a client other than a *redis.Client or
 // *redis.ClusterClient.
 func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
@@ -195,6 +198,9 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		panic(fmt.Sprintf("workqueue: redisqueue.New: Partitions %d is outside 0 to %d", partitions, maxPartitions))
 	}
 	partitions = max(partitions, 1)
+	if opts.NestedFairness != nil && opts.Fairness == nil {
+		panic("workqueue: redisqueue.New: NestedFairness needs Fairness")
+	}
 	if opts.GroupLimits != nil && opts.GroupLimits.Group == nil {
 		panic("workqueue: redisqueue.New: GroupLimits.Group is nil")
 	}
@@ -227,6 +233,8 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		metrics:      newHandleMetrics(opts.MetricsProvider, metricsName),
 		fairness:     opts.Fairness,
 		fairWeight:   opts.FairnessWeight,
+		nested:       opts.NestedFairness,
+		nestedWeight: opts.NestedFairnessWeight,
 		maxWait:      opts.MaxWait,
 		groups:       newGroupLimits(opts.GroupLimits),
 		held:         make(map[string]*holding),
@@ -381,6 +389,9 @@ func (q *Queue[T]) LenContext(ctx context.Context) (int, error) {
 			lens = append(lens, p.LLen(ctx, part.keys.ready), p.ZCard(ctx, part.keys.prio))
 			if q.groups != nil {
 				lens = append(lens, p.ZCard(ctx, part.keys.blocked))
+			}
+			if q.nested != nil {
+				lens = append(lens, p.ZCard(ctx, part.keys.nest))
 			}
 		}
 		return nil

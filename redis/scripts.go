@@ -47,26 +47,35 @@ type script struct {
 	// keys are the indexes in keyParts of the keys it is sent, in order.
 	keys []int
 	// fair is its variant for a sorted queue, or itself if they are the
-	// same (see loadScript).
-	fair *script
+	// same, and nested its variant for a queue with NestedFairness, or
+	// fair if they are the same (see loadScript).
+	fair, nested *script
 }
 
 // loadScript loads the script of lua/name, and its variant for a sorted
 // queue (see Queue.sorted): the lines of the prelude and the body that end
 // in fairOnly are in the variant alone, so that the scripts of other
-// queues reach fewer functions and keys.
+// queues reach fewer functions and keys; and its variant for a queue with
+// NestedFairness, which has the lines that end in nestedOnly too.
 func loadScript(name string) *script {
-	s := load(name, false)
-	if s.fair = load(name, true); s.fair.src == s.src {
+	s := load(name, false, false)
+	if s.fair = load(name, true, false); s.fair.src == s.src {
 		s.fair = s
+	}
+	if s.nested = load(name, true, true); s.nested.src == s.fair.src {
+		s.nested = s.fair
 	}
 	return s
 }
 
-// fairOnly ends the lines of the scripts that only a sorted queue runs.
-const fairOnly = " -- fair only"
+// fairOnly ends the lines of the scripts that only a sorted queue runs,
+// and nestedOnly those that only a queue with NestedFairness runs.
+const (
+	fairOnly   = " -- fair only"
+	nestedOnly = " -- nested only"
+)
 
-func load(name string, fair bool) *script {
+func load(name string, fair, nested bool) *script {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	if err != nil {
 		panic(err)
@@ -77,9 +86,9 @@ func load(name string, fair bool) *script {
 	}
 	keep := func(src []byte) string {
 		lines := strings.Split(string(src), "\n")
-		if !fair {
-			lines = slices.DeleteFunc(lines, func(line string) bool { return strings.HasSuffix(line, fairOnly) })
-		}
+		lines = slices.DeleteFunc(lines, func(line string) bool {
+			return !fair && strings.HasSuffix(line, fairOnly) || !nested && strings.HasSuffix(line, nestedOnly)
+		})
 		return strings.Join(lines, "\n")
 	}
 	text, keys := assemble(parsePrelude(keep(prelude)), keep(body))
@@ -207,6 +216,7 @@ type queueKeys struct {
 	ready   string
 	prio    string
 	blocked string
+	nest    string
 	fails   string
 	signal  string
 	grants  string
@@ -215,7 +225,7 @@ type queueKeys struct {
 
 // keyParts names a queue's keys in the order of the prelude's bindings:
 // the prelude binds each to its name in upper case, which a test checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "parks", "waiters", "parked", "fired", "flows", "fair", "ages", "groups", "inflight", "blocked", "limits"}
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "parks", "waiters", "parked", "fired", "flows", "fair", "ages", "groups", "inflight", "blocked", "limits", "inner", "nest"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {
@@ -223,7 +233,7 @@ func newQueueKeys(prefix string) queueKeys {
 	for i, part := range keyParts {
 		all[i] = prefix + part
 	}
-	return queueKeys{all: all, ready: all[0], prio: all[14], blocked: all[24], signal: all[6], fails: all[7], grants: all[9], prefix: prefix}
+	return queueKeys{all: all, ready: all[0], prio: all[14], blocked: all[24], nest: all[27], signal: all[6], fails: all[7], grants: all[9], prefix: prefix}
 }
 
 // of returns the keys s is sent, its KEYS.

@@ -1,9 +1,9 @@
 -- ARGV: now, the rate limit (base and max in ms, interval in ms between
 -- tokens or 0 for no bucket, burst), then four values per add, run in
 -- order: key, delay (ms), priority and rule, and in the variant for a
--- sorted queue (lines ending "fair only") a fifth and a sixth, the key's
--- "STEP FLOW" for FLOWS and "LIMIT GROUP" for GROUPS, "" for none. Rule 0
--- is Add and AddAfter:
+-- sorted queue (lines ending "fair only") a fifth, sixth and seventh, the
+-- key's "STEP FLOW" for FLOWS, "LIMIT GROUP" for GROUPS and "STEP NAME"
+-- for INNER, "" for none. Rule 0 is Add and AddAfter:
 -- added at once when delay <= 0, else after it, the earlier of two ready
 -- times winning; rule 1 is AddWithOpts's add_once. Rule plus 2 counts a
 -- failure first and delays by the shorter of the delay, when positive,
@@ -13,7 +13,7 @@ local now = clock(ARGV[1])
 local base, max, interval, burst = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local reply = {0}
 local stride = 4
-stride = 6 -- fair only
+stride = 7 -- fair only
 note_flows(6, stride) -- fair only
 for i = 6, #ARGV, stride do
   local key, wait, prio, rule = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])

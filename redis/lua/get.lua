@@ -45,11 +45,11 @@ local ranked = redis.call('ZCARD', PRIO)
 local popped, prios = {}, {}
 if need > 0 then
   -- left are the keys handed out from PRIO, {key, priority, number}, for
-  -- the turns of their flows, and places the numbers in PRIO of the keys
-  -- popped (none for those of READY).
-  local left, places, scan = {}, {}, 0 -- fair only
+  -- the turns of their flows, gone those passed over, and places the
+  -- numbers in PRIO of the keys popped (none for those of READY).
+  local places, scan = {}, 0 -- fair only
   repeat -- fair only
-  local from, want = #popped + 1, need - #popped -- fair only
+  local from, want, left, gone = #popped + 1, need - #popped, {}, {} -- fair only
   if ranked > 0 then ranked = ranked - take_aged(now, maxwait, want, popped, prios, places) end -- fair only
   local taken = #popped
   if ranked > 0 and taken < need then
@@ -76,11 +76,16 @@ if need > 0 then
     ranked = ranked - #low / 2
   end
   if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end -- fair only
-  local passed = admit_all(popped, prios, places, from, left) -- fair only
-  scan = scan + passed -- fair only
-  until #popped >= need or passed == 0 or scan >= GROUP_SCAN -- fair only
-  take_slots() -- fair only
+  local passed = admit_all(popped, prios, places, from, left, gone) -- fair only
   fair_left(left, true) -- fair only
+  -- The heads of nested fairness keys that left PRIO make way for their
+  -- next keys, which this script may hand out too.
+  local heads = 0 -- fair only
+  heads = nest_heads(left, true) + nest_heads(gone, false) -- nested only
+  ranked = ranked + heads -- fair only
+  scan = scan + passed -- fair only
+  until #popped >= need or (passed == 0 and heads == 0) or scan >= GROUP_SCAN -- fair only
+  take_slots() -- fair only
   sweep_fair() -- fair only
 end
 local since, fence = {}, 0
@@ -136,4 +141,5 @@ local left = redis.call('LLEN', READY) + ranked
 if left > 0 then signal() end
 reply[1] = left
 reply[1] = left + redis.call('ZCARD', BLOCKED) -- fair only
+reply[1] = reply[1] + redis.call('ZCARD', NEST) -- nested only
 return reply

@@ -80,6 +80,22 @@
 -- many as it has free slots, to where they were. So a Get passes over a
 -- full group's keys once each, however long the group stays full.
 --
+-- Nested fairness. With a second level of fairness keys, FLOWS's STEP is
+-- led by "n" too, and INNER maps each key to "STEP NAME": its key of the
+-- second level and the step of that key's weight. PRIO then holds, of
+-- each first-level key's keys at a priority, one alone (its head),
+-- numbered by fair_seq among the first-level keys; a key put at the front
+-- is apart and counts for nothing. The others wait in NEST, at score 0,
+-- as "RANK LENGTH:FLOW " then NUMBER and KEY (RANK as in BLOCKED), where
+-- their numbers come by fair_seq's rule among the second-level keys of
+-- that first-level key and priority (a scope, "PRIO LENGTH:FLOW"), with
+-- states in FAIR: "iSCOPE NAME" as "fPRIO FLOW" is, "uSCOPE" the number
+-- the scope's keys start from, "jSCOPE" its epoch (from the counter
+-- "E"), and "hSCOPE" how many of its keys are in PRIO. A head that
+-- leaves PRIO (handed out, passed over for a slot, removed or raised)
+-- makes the scope's first key in NEST the head. So the first-level keys
+-- take turns, and within each its second-level keys.
+--
 -- Lines that end in "-- fair only" are in the scripts of a sorted queue
 -- (with Fairness, MaxWait or GroupLimits) alone (see loadScript).
 --
@@ -111,6 +127,8 @@ local GROUPS = KEYS[23]
 local INFLIGHT = KEYS[24]
 local BLOCKED = KEYS[25]
 local LIMITS = KEYS[26]
+local INNER = KEYS[27]
+local NEST = KEYS[28]
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -168,6 +186,7 @@ end
 local function depth()
   local n = redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
   n = n + redis.call('ZCARD', BLOCKED) -- fair only
+  n = n + redis.call('ZCARD', NEST) -- nested only
   return n
 end
 
@@ -203,170 +222,13 @@ local function enqueue(key, since, front)
   signal()
 end
 
--- GROUP_SCAN bounds the keys of groups without a free slot that one get
--- script passes over, in rounds of the keys it still needs; the rest is
--- left to the next (the script signals while keys are ready).
-local GROUP_SCAN = 64
-
--- split_group returns the group and limit of a GROUPS value.
-local function split_group(value)
-  local space = string.find(value, ' ', 1, true)
-  return string.sub(value, space + 1), tonumber(string.sub(value, 1, space - 1))
-end
-
--- group_limit returns group's limit: SetGroupLimit's, else stored, the
--- one a key's add gave it.
-local function group_limit(group, stored)
-  return tonumber(redis.call('HGET', LIMITS, group)) or stored
-end
-
--- blocked_prefix starts the members of group in BLOCKED; its length
--- keeps a group's name from being another's prefix.
-local function blocked_prefix(group)
-  return fmt(#group) .. ':' .. group .. ' '
-end
-
--- blocked_member returns the member of BLOCKED of a key of group at
--- priority prio, whose member in PRIO (number and key) is member. RANK,
--- 17 characters, sorts the highest priority first, with every priority
--- of -2^53 to 2^53 exact: "a" and 2^53 minus the priority for one at or
--- above 0, "b" and minus the priority below.
-local function blocked_member(group, prio, member)
-  local rank = prio >= 0 and 'a' .. string.format('%016d', 9007199254740992 - prio) or 'b' .. string.format('%016d', -prio)
-  return blocked_prefix(group) .. rank .. member
-end
-
--- blocked_priority returns the priority of a RANK.
-local function blocked_priority(rank)
-  local n = tonumber(string.sub(rank, 2))
-  if string.byte(rank) == 97 then return 9007199254740992 - n end -- "a"
-  return -n
-end
-
--- UNBLOCK_MAX bounds the keys one call of unblock puts back, so that a
--- script stays short; those left are put back by the scripts that the
--- ends of the leases of the keys put back run.
-local UNBLOCK_MAX = 256
-
--- unblock puts back in PRIO, where they were, up to room of group's
--- blocked keys (UNBLOCK_MAX if room is nil or more), the first ones; an
--- aged one (see AGES) goes back to AGES too, but for one put at the
--- front, which is not aged.
-local function unblock(group, room)
-  if room and room <= 0 then return end
-  local prefix = blocked_prefix(group)
-  local members = redis.call('ZRANGE', BLOCKED, '[' .. prefix, '(' .. prefix .. '~', 'BYLEX', 'LIMIT', 0, math.min(room or UNBLOCK_MAX, UNBLOCK_MAX))
-  if #members == 0 then return end
-  local ranked = {}
-  for _, blocked in ipairs(members) do
-    local prio = blocked_priority(string.sub(blocked, #prefix + 1, #prefix + 17))
-    local member = string.sub(blocked, #prefix + 18)
-    local key = string.sub(member, 17)
-    ranked[#ranked + 1], ranked[#ranked + 2] = -prio, member
-    if tonumber(string.sub(member, 1, 16)) >= ORIGIN and string.byte(redis.call('HGET', FLOWS, key) or '') == 97 then -- "a": aged
-      local _, _, since = queued_state(redis.call('HGET', STATE, key))
-      redis.call('ZADD', AGES, since, key)
-    end
-  end
-  redis.call('ZADD', PRIO, unpack(ranked))
-  redis.call('ZREM', BLOCKED, unpack(members))
-  signal()
-end
-
--- fill_slots puts back as many of group's blocked keys as it has free
--- slots: stored is the limit a key's add gave it, leased the group's
--- leased count if the caller knows it.
-local function fill_slots(group, stored, leased)
-  if redis.call('ZCARD', BLOCKED) == 0 then return end
-  local limit = group_limit(group, stored)
-  if limit <= 0 then return unblock(group, nil) end
-  unblock(group, limit - (leased or tonumber(redis.call('HGET', INFLIGHT, group)) or 0))
-end
-
--- free_slot frees the slot of key's group, whose lease ends, and fills
--- the group's free slots.
-local function free_slot(key)
-  local value = redis.call('HGET', GROUPS, key)
-  if not value then return end
-  local group, stored = split_group(value)
-  local leased = redis.call('HINCRBY', INFLIGHT, group, -1)
-  if leased <= 0 then
-    redis.call('HDEL', INFLIGHT, group)
-    leased = 0
-  end
-  fill_slots(group, stored, leased)
-end
-
--- slots caches, for one get script, the limit, leased count and keys
--- granted of each group it met (see admit).
-local slots = {}
-
--- admit reports whether key, popped for a Get at priority prio with
--- number place in PRIO (false if it came from READY) and GROUPS value
--- value, may be handed out: if it has no group, or its group a free slot,
--- which it then takes (take_slots counts it); else the key goes to
--- BLOCKED.
-local function admit(key, prio, place, value)
-  if not value then return true end
-  local group, stored = split_group(value)
-  local slot = slots[group]
-  if not slot then
-    slot = {limit = group_limit(group, stored), used = tonumber(redis.call('HGET', INFLIGHT, group)) or 0, taken = 0}
-    slots[group] = slot
-  end
-  if slot.limit > 0 and slot.used + slot.taken >= slot.limit then
-    if not place then -- put at the front of READY, as a reclaimed key is
-      place = seq(true)
-      redis.call('HSET', STATE, key, 'q' .. place .. '0/' .. redis.call('HGET', STATE, key))
-    end
-    redis.call('ZADD', BLOCKED, 0, blocked_member(group, prio, place .. key))
-    return false
-  end
-  slot.taken = slot.taken + 1
-  return true
-end
-
--- admit_all keeps, of the keys popped[from] on that a get script popped
--- (with their priorities, prios, and numbers in PRIO, places), those that
--- admit lets it hand out, in their order, and appends those of PRIO to
--- left, for fair_left; it returns how many it passed over.
-local function admit_all(popped, prios, places, from, left)
-  local n = #popped
-  if n < from then return 0 end
-  local groups = redis.call('HMGET', GROUPS, unpack(popped, from, n))
-  local kept, passed = from - 1, 0
-  for i = from, n do
-    local key, prio, place = popped[i], prios[i], places[i]
-    popped[i], prios[i], places[i] = nil, nil, nil
-    if admit(key, prio, place, groups[i - from + 1]) then
-      kept = kept + 1
-      popped[kept], prios[kept], places[kept] = key, prio, place
-      if place then left[#left + 1] = {key, prio, place} end
-    else
-      passed = passed + 1
-    end
-  end
-  return passed
-end
-
--- take_slots counts in INFLIGHT the slots admit took.
-local function take_slots()
-  for group, slot in pairs(slots) do
-    if slot.taken > 0 then redis.call('HINCRBY', INFLIGHT, group, slot.taken) end
-  end
-end
-
--- end_lease forgets key's lease: its token, expiry and grant, and
--- frees its group's slot.
-local function end_lease(key)
-  local token = redis.call('HGET', TOKENS, key)
-  if token then
-    redis.call('HDEL', GRANTS, string.sub(token, string.find(token, ':', 1, true) + 1))
-    redis.call('HDEL', TOKENS, key)
-  end
-  free_slot(key) -- fair only
-  redis.call('ZREM', LEASES, key)
-  redis.call('ZREM', SINCE, key)
+-- priority_rank returns the RANK of priority prio, 17 characters that
+-- sort the highest priority first, with every priority of -2^53 to 2^53
+-- exact: "a" and 2^53 minus the priority for one at or above 0, "b" and
+-- minus the priority below.
+local function priority_rank(prio)
+  if prio >= 0 then return 'a' .. string.format('%016d', 9007199254740992 - prio) end
+  return 'b' .. string.format('%016d', -prio)
 end
 
 -- fair_seq returns the sequence number of key, of a queue with Fairness,
@@ -416,11 +278,13 @@ local function fair_store(field, e, nextn, queued, after)
   redis.call('HSET', FAIR, field, fmt(e) .. ':' .. fmt(nextn) .. ':' .. fmt(queued) .. ':' .. fmt(after))
 end
 
--- flow_step returns a flow's step, fairness key and whether it is aged,
--- from its FLOWS value.
+-- flow_step returns a flow's step, fairness key, whether it is aged and
+-- whether it is nested, from its FLOWS value.
 local function flow_step(flow)
-  local space, aged = string.find(flow, ' ', 1, true), string.byte(flow) == 97 -- "a"
-  return tonumber(string.sub(flow, aged and 2 or 1, space - 1)), string.sub(flow, space + 1), aged
+  local space, from, aged, nested = string.find(flow, ' ', 1, true), 1, false, false
+  if string.byte(flow, from) == 97 then aged, from = true, from + 1 end -- "a"
+  if string.byte(flow, from) == 110 then nested, from = true, from + 1 end -- "n"
+  return tonumber(string.sub(flow, from, space - 1)), string.sub(flow, space + 1), aged, nested
 end
 
 local function fair_seq(key, prio)
@@ -440,7 +304,9 @@ local function fair_seq(key, prio)
     local blocked = false
     blocked = not head and redis.call('ZCARD', BLOCKED) > 0 -- fair only
     if not head and not blocked then
-      if redis.call('ZCARD', PRIO) == 0 then
+      local empty = redis.call('ZCARD', PRIO) == 0
+      empty = empty and redis.call('ZCARD', NEST) == 0 -- nested only
+      if empty then
         redis.call('DEL', FAIR)
         e = 0
       else
@@ -472,6 +338,7 @@ local function fair_left(left, handed)
   if #keys == 0 then return end
   local flows = redis.call('HMGET', FLOWS, unpack(keys))
   for i, entry in ipairs(left) do
+    flow_of[entry[1]] = flow_of[entry[1]] or flows[i] or nil
     local n = tonumber(entry[3])
     if flows[i] and flows[i] ~= UNFAIR and n >= ORIGIN then
       local step, name = flow_step(flows[i])
@@ -482,8 +349,201 @@ local function fair_left(left, handed)
         after = math.max(after, n + step)
         local v = tonumber(redis.call('HGET', FAIR, 'v' .. fmt(prio))) or ORIGIN
         if n > v then redis.call('HSET', FAIR, 'v' .. fmt(prio), fmt(n)) end
+        fair_v[prio] = nil -- a head made later in this script starts after it
       end
       fair_store(field, e, nextn, math.max(queued - 1, 0), after)
+    end
+  end
+end
+
+-- inner_of holds the second-level keys a script was sent (addopts.lua).
+local inner_of = {}
+
+-- nested_flow returns the first-level key of a nested flow, a FLOWS
+-- value, and whether it is aged; nil for another flow.
+local function nested_flow(flow)
+  if not flow or flow == UNFAIR then return nil end
+  local _, outer, aged, nested = flow_step(flow)
+  if nested then return outer, aged end
+  return nil
+end
+
+-- split_inner returns the step and name of an INNER value.
+local function split_inner(value)
+  local space = string.find(value, ' ', 1, true)
+  return tonumber(string.sub(value, 1, space - 1)), string.sub(value, space + 1)
+end
+
+-- nest_scope returns the scope in FAIR of first-level key outer at
+-- priority prio, and the prefix of its keys in NEST.
+local function nest_scope(prio, outer)
+  local name = fmt(#outer) .. ':' .. outer
+  return fmt(prio) .. ' ' .. name, priority_rank(prio) .. name .. ' '
+end
+
+-- nest_first returns the first key in NEST under prefix, and its number.
+local function nest_first(prefix)
+  local first = redis.call('ZRANGE', NEST, '[' .. prefix, '(' .. prefix .. '~', 'BYLEX', 'LIMIT', 0, 1)[1]
+  if not first then return nil end
+  return first, tonumber(string.sub(first, #prefix + 1, #prefix + 16))
+end
+
+-- nest_made returns the number in NEST and the key of the scope's head
+-- made last, if it is still in PRIO ("kSCOPE").
+local function nest_made(scope)
+  local made = redis.call('HGET', FAIR, 'k' .. scope)
+  if not made then return nil end
+  return tonumber(string.sub(made, 1, 16)), string.sub(made, 18)
+end
+
+-- nest_seq returns the number in NEST of a key of second-level key inner,
+-- of step step, queued at the back of scope: fair_seq's rule among the
+-- scope's second-level keys, whose keys start from the later of the
+-- scope's first key (its head, or its first in NEST) and its last handed
+-- out. A scope that holds no key starts a new epoch.
+local function nest_seq(scope, prefix, inner, step)
+  local field = 'i' .. scope .. ' ' .. inner
+  local known = redis.call('HMGET', FAIR, 'u' .. scope, 'j' .. scope, 'h' .. scope, field)
+  local v, e, stored = tonumber(known[1]) or ORIGIN, tonumber(known[2]) or 0, known[4]
+  local first, at = nest_first(prefix)
+  local made = nest_made(scope)
+  if first or made then
+    v = math.max(v, made or at)
+  elseif (tonumber(known[3]) or 0) == 0 then
+    e, v = redis.call('HINCRBY', FAIR, 'E', 1), ORIGIN
+    redis.call('HSET', FAIR, 'j' .. scope, fmt(e), 'u' .. scope, fmt(v))
+  end
+  local nextn, queued, after = fair_state(stored, e)
+  local n = math.max(v, queued > 0 and nextn or after)
+  fair_store(field, e, n + step, queued + 1, after)
+  return n
+end
+
+-- nest_left updates the state of the second-level key of key, numbered n
+-- in scope, which left it: handed out if handed is set, else taken back.
+local function nest_left(key, scope, n, handed)
+  local step, inner = split_inner(inner_of[key] or redis.call('HGET', INNER, key))
+  local field = 'i' .. scope .. ' ' .. inner
+  local nextn, queued, after, e = fair_state(redis.call('HGET', FAIR, field), nil)
+  if handed then
+    after = math.max(after, n + step)
+    if n > (tonumber(redis.call('HGET', FAIR, 'u' .. scope)) or ORIGIN) then redis.call('HSET', FAIR, 'u' .. scope, fmt(n)) end
+  end
+  fair_store(field, e, nextn, math.max(queued - 1, 0), after)
+end
+
+-- nest_head makes the first key of first-level key outer in NEST at
+-- priority prio its head, numbered in PRIO by fair_seq, if it has none in
+-- PRIO; it returns whether it did.
+local function nest_head(prio, outer)
+  local scope, prefix = nest_scope(prio, outer)
+  if (tonumber(redis.call('HGET', FAIR, 'h' .. scope)) or 0) > 0 then return false end
+  local first, at = nest_first(prefix)
+  if not first then return false end
+  local key = string.sub(first, #prefix + 17)
+  -- Numbered while still in NEST, so that fair_seq does not find the
+  -- queue empty, which would drop every scope's turns.
+  local n = fair_seq(key, prio)
+  redis.call('ZREM', NEST, first)
+  redis.call('ZADD', PRIO, -prio, n .. key)
+  redis.call('HINCRBY', FAIR, 'h' .. scope, 1)
+  redis.call('HSET', FAIR, 'k' .. scope, string.format('%016d', at) .. ' ' .. key)
+  local _, _, since = queued_state(redis.call('HGET', STATE, key))
+  redis.call('HSET', STATE, key, 'q' .. n .. fmt(prio) .. '/' .. fmt(since))
+  signal()
+  return true
+end
+
+-- nest_gone records that key, queued at priority prio with number n,
+-- left PRIO (handed out if handed is set): if it was its scope's head
+-- made last, its second-level key's turn is counted (or given back), and
+-- if it was its first-level key's last key there, the next of that key
+-- becomes its head. It returns whether one did.
+local function nest_gone(key, prio, n, handed)
+  if tonumber(n) < ORIGIN then return false end
+  local outer = nested_flow(flow_of[key] or redis.call('HGET', FLOWS, key))
+  if not outer then return false end
+  local scope = nest_scope(prio, outer)
+  local made, head = nest_made(scope)
+  if head == key then
+    redis.call('HDEL', FAIR, 'k' .. scope)
+    nest_left(key, scope, made, handed)
+  end
+  if redis.call('HINCRBY', FAIR, 'h' .. scope, -1) <= 0 then redis.call('HDEL', FAIR, 'h' .. scope) end
+  return nest_head(prio, outer)
+end
+
+-- nest_heads is nest_gone for each of keys, {key, priority, number}, and
+-- returns how many heads it made.
+local function nest_heads(keys, handed)
+  local made = 0
+  for _, entry in ipairs(keys) do
+    if nest_gone(entry[1], entry[2], entry[3], handed) then made = made + 1 end
+  end
+  return made
+end
+
+-- nest_rank queues key at the back of priority prio, queued since since,
+-- if it has a nested flow, flow: in NEST, and as its first-level key's
+-- head if that has none, or if its head made last has the same number
+-- and a later key (which goes back to NEST), as the flat queue breaks
+-- ties. It returns whether it did.
+local function nest_rank(key, since, prio, flow)
+  local outer, aged = nested_flow(flow)
+  if not outer then return false end
+  local scope, prefix = nest_scope(prio, outer)
+  local step, inner = split_inner(inner_of[key] or redis.call('HGET', INNER, key))
+  local n = nest_seq(scope, prefix, inner, step)
+  redis.call('ZADD', NEST, 0, prefix .. string.format('%016d', n) .. key)
+  if aged then redis.call('ZADD', AGES, since, key) end
+  redis.call('HSET', STATE, key, 'q' .. string.format('%016d', n) .. fmt(prio) .. '/' .. fmt(since))
+  local made, head = nest_made(scope)
+  if head and made == n and key < head then
+    local state = redis.call('HGET', STATE, head)
+    local place, _, queued = queued_state(state)
+    if redis.call('ZREM', PRIO, place .. head) == 1 then
+      fair_left({{head, prio, place}}, false)
+      redis.call('ZADD', NEST, 0, prefix .. string.format('%016d', made) .. head)
+      redis.call('HSET', STATE, head, 'q' .. string.format('%016d', made) .. fmt(prio) .. '/' .. fmt(queued))
+      redis.call('HDEL', FAIR, 'k' .. scope)
+      if redis.call('HINCRBY', FAIR, 'h' .. scope, -1) <= 0 then redis.call('HDEL', FAIR, 'h' .. scope) end
+    end
+  end
+  nest_head(prio, outer)
+  signal()
+  return true
+end
+
+-- nest_take takes key, queued at priority prio with number n, out of
+-- NEST, and reports whether it was there: handed out if handed is set,
+-- else taken back.
+local function nest_take(key, prio, n, handed)
+  local outer = nested_flow(redis.call('HGET', FLOWS, key))
+  if not outer then return false end
+  local scope, prefix = nest_scope(prio, outer)
+  if redis.call('ZREM', NEST, prefix .. n .. key) == 0 then return false end
+  nest_left(key, scope, tonumber(n), handed)
+  return true
+end
+
+-- sweep_nested is sweep_fair for a field of the states of nested
+-- fairness, of kind kind and value value: appends it to gone if it can
+-- change no number (and a scope's start with its epoch once the scope
+-- holds no key).
+local function sweep_nested(field, kind, value, gone)
+  if kind == 105 then -- "i": a second-level key's state in a scope
+    local space = string.find(field, ' ', 2, true)
+    local colon = string.find(field, ':', space + 1, true)
+    local scope = string.sub(field, 2, colon + tonumber(string.sub(field, space + 1, colon - 1)))
+    local known = redis.call('HMGET', FAIR, 'u' .. scope, 'j' .. scope)
+    local _, queued, after, epoch = fair_state(value, nil)
+    if epoch ~= (tonumber(known[2]) or 0) or (queued == 0 and after <= (tonumber(known[1]) or ORIGIN)) then gone[#gone + 1] = field end
+  elseif kind == 106 then -- "j": a scope's epoch
+    local scope = string.sub(field, 2)
+    local space = string.find(scope, ' ', 1, true)
+    local prefix = priority_rank(tonumber(string.sub(scope, 1, space - 1))) .. string.sub(scope, space + 1) .. ' '
+    if not redis.call('HGET', FAIR, 'h' .. scope) and not nest_first(prefix) then
+      gone[#gone + 1], gone[#gone + 2] = field, 'u' .. scope
     end
   end
 end
@@ -503,8 +563,8 @@ local function sweep_fair()
   local page = redis.call('HSCAN', FAIR, redis.call('HGET', FAIR, 'c') or '0', 'COUNT', 64)
   local fields, starts, gone = page[2], {}, {}
   for i = 1, #fields, 2 do
-    local field = fields[i]
-    if string.byte(field) == 102 then -- "f"
+    local field, kind = fields[i], string.byte(fields[i])
+    if kind == 102 then -- "f"
       local prio = string.sub(field, 2, string.find(field, ' ', 2, true) - 1)
       local start = starts[prio]
       if not start then
@@ -515,48 +575,230 @@ local function sweep_fair()
       local _, queued, after, epoch = fair_state(fields[i + 1], nil)
       if epoch ~= start[2] or (queued == 0 and after <= start[1]) then gone[#gone + 1] = field end
     end
+    sweep_nested(field, kind, fields[i + 1], gone) -- nested only
   end
   if #gone > 0 then redis.call('HDEL', FAIR, unpack(gone)) end
   redis.call('HSET', FAIR, 'c', page[1])
 end
 
--- note_flows writes the flows and groups an add script was sent, each
--- add's fifth and sixth values from ARGV[from] on (a group "" is none),
--- to FLOWS (and flow_of) and GROUPS, before any add runs, so that each is
--- known wherever its key goes.
+-- GROUP_SCAN bounds the keys of groups without a free slot that one get
+-- script passes over, in rounds of the keys it still needs; the rest is
+-- left to the next (the script signals while keys are ready).
+local GROUP_SCAN = 64
+
+-- split_group returns the group and limit of a GROUPS value.
+local function split_group(value)
+  local space = string.find(value, ' ', 1, true)
+  return string.sub(value, space + 1), tonumber(string.sub(value, 1, space - 1))
+end
+
+-- group_limit returns group's limit: SetGroupLimit's, else stored, the
+-- one a key's add gave it.
+local function group_limit(group, stored)
+  return tonumber(redis.call('HGET', LIMITS, group)) or stored
+end
+
+-- blocked_prefix starts the members of group in BLOCKED; its length
+-- keeps a group's name from being another's prefix.
+local function blocked_prefix(group)
+  return fmt(#group) .. ':' .. group .. ' '
+end
+
+-- blocked_member returns the member of BLOCKED of a key of group at
+-- priority prio, whose member in PRIO (number and key) is member.
+local function blocked_member(group, prio, member)
+  return blocked_prefix(group) .. priority_rank(prio) .. member
+end
+
+-- blocked_priority returns the priority of a RANK.
+local function blocked_priority(rank)
+  local n = tonumber(string.sub(rank, 2))
+  if string.byte(rank) == 97 then return 9007199254740992 - n end -- "a"
+  return -n
+end
+
+-- UNBLOCK_MAX bounds the keys one call of unblock puts back, so that a
+-- script stays short; those left are put back by the scripts that the
+-- ends of the leases of the keys put back run.
+local UNBLOCK_MAX = 256
+
+-- unblock puts back in PRIO, where they were, up to room of group's
+-- blocked keys (UNBLOCK_MAX if room is nil or more), the first ones; an
+-- aged one (see AGES) goes back to AGES too, but for one put at the
+-- front, which is not aged.
+local function unblock(group, room)
+  if room and room <= 0 then return end
+  local prefix = blocked_prefix(group)
+  local members = redis.call('ZRANGE', BLOCKED, '[' .. prefix, '(' .. prefix .. '~', 'BYLEX', 'LIMIT', 0, math.min(room or UNBLOCK_MAX, UNBLOCK_MAX))
+  if #members == 0 then return end
+  local ranked = {}
+  for _, blocked in ipairs(members) do
+    local prio = blocked_priority(string.sub(blocked, #prefix + 1, #prefix + 17))
+    local member = string.sub(blocked, #prefix + 18)
+    local key = string.sub(member, 17)
+    ranked[#ranked + 1], ranked[#ranked + 2] = -prio, member
+    local flow = redis.call('HGET', FLOWS, key) or ''
+    if tonumber(string.sub(member, 1, 16)) >= ORIGIN then
+      if string.byte(flow) == 97 then -- "a": aged
+        local _, _, since = queued_state(redis.call('HGET', STATE, key))
+        redis.call('ZADD', AGES, since, key)
+      end
+      local outer = nested_flow(flow) -- nested only
+      if outer then redis.call('HINCRBY', FAIR, 'h' .. nest_scope(prio, outer), 1) end -- nested only
+    end
+  end
+  redis.call('ZADD', PRIO, unpack(ranked))
+  redis.call('ZREM', BLOCKED, unpack(members))
+  signal()
+end
+
+-- fill_slots puts back as many of group's blocked keys as it has free
+-- slots: stored is the limit a key's add gave it, leased the group's
+-- leased count if the caller knows it.
+local function fill_slots(group, stored, leased)
+  if redis.call('ZCARD', BLOCKED) == 0 then return end
+  local limit = group_limit(group, stored)
+  if limit <= 0 then return unblock(group, nil) end
+  unblock(group, limit - (leased or tonumber(redis.call('HGET', INFLIGHT, group)) or 0))
+end
+
+-- free_slot frees the slot of key's group, whose lease ends, and fills
+-- the group's free slots.
+local function free_slot(key)
+  local value = redis.call('HGET', GROUPS, key)
+  if not value then return end
+  local group, stored = split_group(value)
+  local leased = redis.call('HINCRBY', INFLIGHT, group, -1)
+  if leased <= 0 then
+    redis.call('HDEL', INFLIGHT, group)
+    leased = 0
+  end
+  fill_slots(group, stored, leased)
+end
+
+-- slots caches, for one get script, the limit, leased count and keys
+-- granted of each group it met (see admit).
+local slots = {}
+
+-- admit reports whether key, popped for a Get at priority prio with
+-- number place in PRIO (false if it came from READY) and GROUPS value
+-- value, may be handed out: if it has no group, or its group a free slot,
+-- which it then takes (take_slots counts it); else the key goes to
+-- BLOCKED.
+local function admit(key, prio, place, value)
+  if not value then return true end
+  local group, stored = split_group(value)
+  local slot = slots[group]
+  if not slot then
+    slot = {limit = group_limit(group, stored), used = tonumber(redis.call('HGET', INFLIGHT, group)) or 0, taken = 0}
+    slots[group] = slot
+  end
+  if slot.limit > 0 and slot.used + slot.taken >= slot.limit then
+    if not place then -- from READY or NEST: put at the front
+      place = seq(true)
+      local _, _, since = queued_state(redis.call('HGET', STATE, key))
+      redis.call('HSET', STATE, key, 'q' .. place .. fmt(prio) .. '/' .. fmt(since))
+    end
+    redis.call('ZADD', BLOCKED, 0, blocked_member(group, prio, place .. key))
+    return false
+  end
+  slot.taken = slot.taken + 1
+  return true
+end
+
+-- admit_all keeps, of the keys popped[from] on that a get script popped
+-- (with their priorities, prios, and numbers in PRIO, places), those that
+-- admit lets it hand out, in their order, and appends those of PRIO to
+-- left, for fair_left, and those of PRIO it passes over to gone; it
+-- returns how many it passed over.
+local function admit_all(popped, prios, places, from, left, gone)
+  local n = #popped
+  if n < from then return 0 end
+  local groups = redis.call('HMGET', GROUPS, unpack(popped, from, n))
+  local kept, passed = from - 1, 0
+  for i = from, n do
+    local key, prio, place = popped[i], prios[i], places[i]
+    popped[i], prios[i], places[i] = nil, nil, nil
+    if admit(key, prio, place, groups[i - from + 1]) then
+      kept = kept + 1
+      popped[kept], prios[kept], places[kept] = key, prio, place
+      if place then left[#left + 1] = {key, prio, place} end
+    else
+      passed = passed + 1
+      if place then gone[#gone + 1] = {key, prio, place} end
+    end
+  end
+  return passed
+end
+
+-- take_slots counts in INFLIGHT the slots admit took.
+local function take_slots()
+  for group, slot in pairs(slots) do
+    if slot.taken > 0 then redis.call('HINCRBY', INFLIGHT, group, slot.taken) end
+  end
+end
+
+-- end_lease forgets key's lease: its token, expiry and grant, and
+-- frees its group's slot.
+local function end_lease(key)
+  local token = redis.call('HGET', TOKENS, key)
+  if token then
+    redis.call('HDEL', GRANTS, string.sub(token, string.find(token, ':', 1, true) + 1))
+    redis.call('HDEL', TOKENS, key)
+  end
+  free_slot(key) -- fair only
+  redis.call('ZREM', LEASES, key)
+  redis.call('ZREM', SINCE, key)
+end
+
+-- note_flows writes the flows, groups and second-level fairness keys an
+-- add script was sent, each add's fifth, sixth and seventh values from
+-- ARGV[from] on ("" for no group or second level), to FLOWS (and
+-- flow_of), GROUPS and INNER (and inner_of), before any add runs, so that
+-- each is known wherever its key goes.
 local function note_flows(from, stride)
-  local flows, groups = {}, {}
+  local flows, groups, inners = {}, {}, {}
   for i = from, #ARGV, stride do
-    local key, group = ARGV[i], ARGV[i + 5]
+    local key, group, inner = ARGV[i], ARGV[i + 5], ARGV[i + 6]
     flows[#flows + 1], flows[#flows + 2] = key, ARGV[i + 4]
     flow_of[key] = ARGV[i + 4]
     if group ~= '' then groups[#groups + 1], groups[#groups + 2] = key, group end
+    if inner ~= '' then
+      inners[#inners + 1], inners[#inners + 2] = key, inner
+      inner_of[key] = inner
+    end
   end
   if #flows > 0 then redis.call('HSET', FLOWS, unpack(flows)) end
   if #groups > 0 then redis.call('HSET', GROUPS, unpack(groups)) end
+  if #inners > 0 then redis.call('HSET', INNER, unpack(inners)) end
 end
 
--- take_aged takes out of PRIO, for the get script, up to need keys queued
--- for longer than maxwait (ms) by now, the longest first, and appends
--- them and their priorities to popped and prios, and sets their numbers
--- in PRIO at the same indexes of places; it returns how many. Only a key queued in PRIO is in AGES; the
+-- take_aged takes out of PRIO or NEST, for the get script, up to need
+-- keys queued for longer than maxwait (ms) by now, the longest first, and
+-- appends them and their priorities to popped and prios, and sets the
+-- numbers of those of PRIO at the same indexes of places; it returns how
+-- many it took out of PRIO. Only a key queued in PRIO is in AGES; the
 -- check of its state keeps a stray entry from handing out a key that is
 -- not queued.
 local function take_aged(now, maxwait, need, popped, prios, places)
   if maxwait <= 0 then return 0 end
   local aged = redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, need)
   if #aged == 0 then return 0 end
-  local members, states = {}, redis.call('HMGET', STATE, unpack(aged))
+  local states, taken = redis.call('HMGET', STATE, unpack(aged)), 0
   for i, key in ipairs(aged) do
     if states[i] and string.byte(states[i]) == QUEUED then
       local place, prio = queued_state(states[i])
-      members[#members + 1], popped[#popped + 1], prios[#prios + 1] = place .. key, key, prio
-      places[#popped] = place
+      if redis.call('ZREM', PRIO, place .. key) == 1 then
+        popped[#popped + 1], prios[#prios + 1], taken = key, prio, taken + 1
+        places[#popped] = place
+      elseif nest_take(key, prio, place, true) then -- nested only
+        -- Out of NEST, it has no number in PRIO. -- nested only
+        popped[#popped + 1], prios[#prios + 1] = key, prio -- nested only
+      end
     end
   end
-  if #members > 0 then redis.call('ZREM', PRIO, unpack(members)) end
   redis.call('ZREM', AGES, unpack(aged))
-  return #members
+  return taken
 end
 
 -- forget_flows drops the flows and groups of keys, idle now, but those of
@@ -569,6 +811,7 @@ local function forget_flows(keys)
   if #gone > 0 then
     redis.call('HDEL', FLOWS, unpack(gone))
     redis.call('HDEL', GROUPS, unpack(gone))
+    redis.call('HDEL', INNER, unpack(gone)) -- nested only
   end
 end
 
@@ -576,7 +819,11 @@ end
 -- that is not sorted.
 local function rank(key, since, prio, front)
   local n, aged, sorted = nil, false, false
-  if not front then n, aged = fair_seq(key, prio) end -- fair only
+  if not front then -- fair only
+    flow_of[key] = flow_of[key] or redis.call('HGET', FLOWS, key) -- nested only
+    if nest_rank(key, since, prio, flow_of[key]) then return end -- nested only
+    n, aged = fair_seq(key, prio) -- fair only
+  end -- fair only
   sorted = true -- fair only
   if not n then
     -- A sorted queue puts a key at the front of priority 0 in PRIO too,
@@ -605,14 +852,24 @@ local function unqueue_grouped(key, prio, place, ranked)
   end
 end
 
--- unqueue takes key, queued with state, out of READY, PRIO or BLOCKED.
+-- unqueue_sorted is unqueue's part on a sorted queue, of key, queued at
+-- priority prio with number place, in PRIO if ranked is set, else in NEST
+-- or BLOCKED.
+local function unqueue_sorted(key, prio, place, ranked)
+  redis.call('ZREM', AGES, key)
+  if not ranked and nest_take(key, prio, place, false) then return end -- nested only
+  unqueue_grouped(key, prio, place, ranked)
+  fair_left({{key, prio, place}}, false)
+  if ranked then nest_gone(key, prio, place, false) end -- nested only
+end
+
+-- unqueue takes key, queued with state, out of READY, PRIO, NEST or
+-- BLOCKED.
 local function unqueue(key, state)
   local place, prio = queued_state(state)
   if place then
     local ranked = redis.call('ZREM', PRIO, place .. key)
-    unqueue_grouped(key, prio, place, ranked == 1) -- fair only
-    redis.call('ZREM', AGES, key) -- fair only
-    fair_left({{key, prio, place}}, false) -- fair only
+    unqueue_sorted(key, prio, place, ranked == 1) -- fair only
   else
     redis.call('LREM', READY, 1, key)
   end
