@@ -69,6 +69,10 @@ func TestFairness(t *testing.T) {
 		// ties broken by key, whichever is its tenant's next item.
 		{name: "nested: a tie goes to the lower key", nested: true, script: "+Xc +Xa@0 g -Xa +Xa@0 +Xb", gets: []string{"Xb", "Xc", "Xa"}},
 		{name: "nested: a key handed out keeps its turn", nested: true, script: "+Xc +Xa g +Xa -Xa", gets: []string{"Xc", "Xa"}},
+		// A tenant's weight holds while its namespaces' items move up one
+		// at a time, whether or not another tenant has one in the turns.
+		{name: "nested: tenants' weights", nested: true, weights: map[string]int{"A": 3}, script: "+Aa1 +Aa2 +Aa3 +Aa4 +Aa5 +Bb1 +Bb2", gets: []string{"Aa1", "Bb1", "Aa2", "Aa3", "Aa4", "Bb2", "Aa5"}},
+		{name: "nested: a lone tenant keeps its turns", nested: true, weights: map[string]int{"A": 3}, script: "+Aa1 +Aa2 +Aa3 +Aa4 +Aa5 +Aa6 +Bb1 g g g -Bb1 +Bb1", gets: []string{"Aa3", "Aa4", "Bb1", "Aa5", "Aa6"}},
 		{name: "nested: removed and raised", nested: true, script: "+Aa1 +Aa2 +Ab1 +Ba1 x:Aa1 +Ab1@1 1:x:Ba1", gets: []string{"Ab1", "Aa2"}},
 	}
 	for _, tt := range tests {
@@ -415,4 +419,31 @@ func TestNestedFairnessMatchesFlat(t *testing.T) {
 			require.NoError(t, nested.DoneContext(ctx, item))
 		}
 	}
+}
+
+// TestNestedFairnessBatchedGets: Gets served by one get script get the
+// items in the order single Gets would, though each tenant's next item
+// moves up only as its previous one is handed out.
+func TestNestedFairnessBatchedGets(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	q := newTestQueue(t, s.Client(), Options[string]{Fairness: flowOfItem, FairnessWeight: func(key string) int { return map[string]int{"A": 3}[key] },
+		NestedFairness: func(item string) string { return item[:2] }})
+	ctx := context.Background()
+	for _, item := range []string{"Aa1", "Aa2", "Aa3", "Ab1", "Ab2", "Bb1", "Bb2"} {
+		require.NoError(t, q.AddContext(ctx, item))
+	}
+	nonces := make([]string, 7)
+	for i := range nonces {
+		nonces[i] = newNonce()
+	}
+	grants, err := q.runTakes(q.parts[0], nonces)
+	require.NoError(t, err)
+	var got []string
+	for _, g := range grants {
+		require.True(t, g.ok)
+		got = append(got, g.key)
+	}
+	// Tenant A (weight 3) takes three turns to B's one; within A the
+	// namespaces a and b alternate.
+	assert.Equal(t, []string{"Aa1", "Bb1", "Ab1", "Aa2", "Ab2", "Bb2", "Aa3"}, got)
 }

@@ -47,9 +47,13 @@ if need > 0 then
   -- left are the keys handed out from PRIO, {key, priority, number}, for
   -- the turns of their flows, gone those passed over, and places the
   -- numbers in PRIO of the keys popped (none for those of READY).
-  local places, scan = {}, 0 -- fair only
+  local places, scan, wanted = {}, 0, need -- fair only
   repeat -- fair only
   local from, want, left, gone = #popped + 1, need - #popped, {}, {} -- fair only
+  -- need is how many this round pops: with nested fairness one at a
+  -- time, as the head that moves up may come before the others.
+  local need = need
+  need = #popped + 1 -- nested only
   if ranked > 0 then ranked = ranked - take_aged(now, maxwait, want, popped, prios, places) end -- fair only
   local taken = #popped
   if ranked > 0 and taken < need then
@@ -84,7 +88,9 @@ if need > 0 then
   heads = nest_heads(left, true) + nest_heads(gone, false) -- nested only
   ranked = ranked + heads -- fair only
   scan = scan + passed -- fair only
-  until #popped >= need or (passed == 0 and heads == 0) or scan >= GROUP_SCAN -- fair only
+  local more = false -- fair only
+  more = #popped >= from and #popped < wanted -- nested only
+  until #popped >= wanted or (passed == 0 and heads == 0 and not more) or scan >= GROUP_SCAN -- fair only
   take_slots() -- fair only
   sweep_fair() -- fair only
 end

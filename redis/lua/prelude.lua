@@ -432,10 +432,27 @@ local function nest_left(key, scope, n, handed)
   fair_store(field, e, nextn, math.max(queued - 1, 0), after)
 end
 
+-- fair_next returns the number in PRIO of key, at priority prio, whose
+-- flow goes on with it: the flow's next, from the last number handed out
+-- rather than the head of the priority, which may be another flow's that
+-- is ahead of this one's turn (a nested first-level key whose head left
+-- PRIO, and whose next key moves up from NEST).
+local function fair_next(key, prio)
+  local step, name = flow_step(flow_of[key] or redis.call('HGET', FLOWS, key))
+  local field = 'f' .. fmt(prio) .. ' ' .. name
+  local known = redis.call('HMGET', FAIR, 'v' .. fmt(prio), field, 'e' .. fmt(prio))
+  local e = tonumber(known[3]) or 0
+  local nextn, queued, after = fair_state(known[2], e)
+  local n = math.max(tonumber(known[1]) or ORIGIN, queued > 0 and nextn or after)
+  fair_store(field, e, n + step, queued + 1, after)
+  return string.format('%016d', n)
+end
+
 -- nest_head makes the first key of first-level key outer in NEST at
--- priority prio its head, numbered in PRIO by fair_seq, if it has none in
--- PRIO; it returns whether it did.
-local function nest_head(prio, outer)
+-- priority prio its head, numbered in PRIO by fair_seq, or by fair_next
+-- if goes_on is set (the first-level key's previous head just left PRIO),
+-- if it has none in PRIO; it returns whether it did.
+local function nest_head(prio, outer, goes_on)
   local scope, prefix = nest_scope(prio, outer)
   if (tonumber(redis.call('HGET', FAIR, 'h' .. scope)) or 0) > 0 then return false end
   local first, at = nest_first(prefix)
@@ -443,7 +460,8 @@ local function nest_head(prio, outer)
   local key = string.sub(first, #prefix + 17)
   -- Numbered while still in NEST, so that fair_seq does not find the
   -- queue empty, which would drop every scope's turns.
-  local n = fair_seq(key, prio)
+  local n
+  if goes_on then n = fair_next(key, prio) else n = fair_seq(key, prio) end
   redis.call('ZREM', NEST, first)
   redis.call('ZADD', PRIO, -prio, n .. key)
   redis.call('HINCRBY', FAIR, 'h' .. scope, 1)
@@ -470,7 +488,7 @@ local function nest_gone(key, prio, n, handed)
     nest_left(key, scope, made, handed)
   end
   if redis.call('HINCRBY', FAIR, 'h' .. scope, -1) <= 0 then redis.call('HDEL', FAIR, 'h' .. scope) end
-  return nest_head(prio, outer)
+  return nest_head(prio, outer, true)
 end
 
 -- nest_heads is nest_gone for each of keys, {key, priority, number}, and
@@ -493,11 +511,18 @@ local function nest_rank(key, since, prio, flow)
   if not outer then return false end
   local scope, prefix = nest_scope(prio, outer)
   local step, inner = split_inner(inner_of[key] or redis.call('HGET', INNER, key))
+  -- An empty queue starts every turn afresh, as fair_seq does for a flat
+  -- one; fair_seq, which runs once the key is in NEST, does not see it.
+  if redis.call('ZCARD', PRIO) == 0 and redis.call('ZCARD', NEST) == 0 and redis.call('ZCARD', BLOCKED) == 0 then
+    redis.call('DEL', FAIR)
+    fair_v, fair_e = {}, {}
+  end
   local n = nest_seq(scope, prefix, inner, step)
   redis.call('ZADD', NEST, 0, prefix .. string.format('%016d', n) .. key)
   if aged then redis.call('ZADD', AGES, since, key) end
   redis.call('HSET', STATE, key, 'q' .. string.format('%016d', n) .. fmt(prio) .. '/' .. fmt(since))
   local made, head = nest_made(scope)
+  local preempted = false
   if head and made == n and key < head then
     local state = redis.call('HGET', STATE, head)
     local place, _, queued = queued_state(state)
@@ -507,9 +532,10 @@ local function nest_rank(key, since, prio, flow)
       redis.call('HSET', STATE, head, 'q' .. string.format('%016d', made) .. fmt(prio) .. '/' .. fmt(queued))
       redis.call('HDEL', FAIR, 'k' .. scope)
       if redis.call('HINCRBY', FAIR, 'h' .. scope, -1) <= 0 then redis.call('HDEL', FAIR, 'h' .. scope) end
+      preempted = true
     end
   end
-  nest_head(prio, outer)
+  nest_head(prio, outer, preempted)
   signal()
   return true
 end
