@@ -75,13 +75,17 @@ func (q *Queue[T]) flowOf(key string, item T, decoded bool) string {
 }
 
 // script returns s's variant for the handle's queue: the one with the
-// lines for a sorted queue if it is one.
+// lines of the features it has (see featureTags).
 func (q *Queue[T]) script(s *script) *script {
-	switch {
-	case q.nested != nil:
-		return s.nested
-	case q.sorted():
-		return s.fair
+	features := 0
+	if q.sorted() {
+		features |= sortedQueue
 	}
-	return s
+	if q.groups != nil {
+		features |= groupedQueue
+	}
+	if q.nested != nil {
+		features |= nestedQueue
+	}
+	return s.variants[features]
 }

@@ -914,16 +914,26 @@ func requireRejected(t *testing.T, client redis.UniversalClient, opts Options[st
 	t.Fatalf("none of %d histories of %s was rejected", most, what)
 }
 
+// hasAll reports whether src holds every key of replace.
+func hasAll(src string, replace map[string]string) bool {
+	for old := range replace {
+		if !strings.Contains(src, old) {
+			return false
+		}
+	}
+	return true
+}
+
 // scriptReplacing returns the script of file with each of replace's keys,
 // each of which must occur once in the script as loadScript makes it (in
-// its variant for a sorted queue, if the key is in that alone), replaced
-// by its value. Its variant for a sorted queue is itself.
+// its first variant that has them all), replaced by its value. Each of
+// its variants is itself.
 func scriptReplacing(t *testing.T, file string, replace map[string]string) *script {
 	t.Helper()
 	s := loadScript(file)
-	for old := range replace {
-		if !strings.Contains(s.src, old) {
-			s = s.fair
+	for _, v := range s.variants {
+		if v != nil && hasAll(v.src, replace) {
+			s = v
 			break
 		}
 	}
@@ -933,7 +943,10 @@ func scriptReplacing(t *testing.T, file string, replace map[string]string) *scri
 		src = strings.Replace(src, old, repl, 1)
 	}
 	broken := &script{Script: redis.NewScript(src), name: s.name, src: src, keys: s.keys}
-	broken.fair, broken.nested = broken, broken
+	for i := range broken.variants {
+		broken.variants[i] = broken
+	}
+	broken.fair = broken
 	return broken
 }
 

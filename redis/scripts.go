@@ -46,36 +46,53 @@ type script struct {
 	src  string
 	// keys are the indexes in keyParts of the keys it is sent, in order.
 	keys []int
-	// fair is its variant for a sorted queue, or itself if they are the
-	// same, and nested its variant for a queue with NestedFairness, or
-	// fair if they are the same (see loadScript).
-	fair, nested *script
+	// variants are its variants by the features of the queue that runs
+	// them (see Queue.script), one script where they are the same; fair
+	// is that of a sorted queue without group limits or nesting.
+	variants [variantCount]*script
+	fair     *script
 }
 
-// loadScript loads the script of lua/name, and its variant for a sorted
-// queue (see Queue.sorted): the lines of the prelude and the body that end
-// in fairOnly are in the variant alone, so that the scripts of other
-// queues reach fewer functions and keys; and its variant for a queue with
-// NestedFairness, which has the lines that end in nestedOnly too.
-func loadScript(name string) *script {
-	s := load(name, false, false)
-	if s.fair = load(name, true, false); s.fair.src == s.src {
-		s.fair = s
-	}
-	if s.nested = load(name, true, true); s.nested.src == s.fair.src {
-		s.nested = s.fair
-	}
-	return s
-}
-
-// fairOnly ends the lines of the scripts that only a sorted queue runs,
-// and nestedOnly those that only a queue with NestedFairness runs.
+// The features of a queue that its scripts' variants are for: a sorted
+// queue (Fairness, MaxWait, GroupLimits or NestedFairness), and of those
+// one with GroupLimits, and one with NestedFairness.
 const (
-	fairOnly   = " -- fair only"
-	nestedOnly = " -- nested only"
+	sortedQueue = 1 << iota
+	groupedQueue
+	nestedQueue
+	variantCount = 8
 )
 
-func load(name string, fair, nested bool) *script {
+// featureTags end the lines of the scripts that only queues with a
+// feature run: they are in its variants alone, so that the scripts of
+// other queues reach fewer functions and keys.
+var featureTags = []struct {
+	suffix  string
+	feature int
+}{{" -- fair only", sortedQueue}, {" -- groups only", groupedQueue}, {" -- nested only", nestedQueue}}
+
+// loadScript loads the script of lua/name and its variants, one for each
+// set of features a queue can have (see featureTags).
+func loadScript(name string) *script {
+	var variants [variantCount]*script
+	bySource := map[string]*script{}
+	for features := range variantCount {
+		if features != 0 && features&sortedQueue == 0 {
+			continue // group limits and nesting make a queue sorted
+		}
+		s := load(name, features)
+		if same := bySource[s.src]; same != nil {
+			s = same
+		}
+		bySource[s.src], variants[features] = s, s
+	}
+	for _, s := range bySource {
+		s.variants, s.fair = variants, variants[sortedQueue]
+	}
+	return variants[0]
+}
+
+func load(name string, features int) *script {
 	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
 	if err != nil {
 		panic(err)
@@ -87,7 +104,12 @@ func load(name string, fair, nested bool) *script {
 	keep := func(src []byte) string {
 		lines := strings.Split(string(src), "\n")
 		lines = slices.DeleteFunc(lines, func(line string) bool {
-			return !fair && strings.HasSuffix(line, fairOnly) || !nested && strings.HasSuffix(line, nestedOnly)
+			for _, tag := range featureTags {
+				if features&tag.feature == 0 && strings.HasSuffix(line, tag.suffix) {
+					return true
+				}
+			}
+			return false
 		})
 		return strings.Join(lines, "\n")
 	}

@@ -28,7 +28,7 @@ for i, key in ipairs(keys) do
   else
     ended[key] = true
     forget[#forget + 1] = key
-    free_slot(key) -- fair only
+    free_slot(key) -- groups only
     grants[#grants + 1] = string.sub(token, string.find(token, ':', 1, true) + 1)
     if states[i] and string.byte(states[i]) == MARKED then
       local prio = state_priority(states[i])

@@ -91,7 +91,7 @@ if need > 0 then
   local more = false -- fair only
   more = #popped >= from and #popped < wanted -- nested only
   until #popped >= wanted or (passed == 0 and heads == 0 and not more) or scan >= GROUP_SCAN -- fair only
-  take_slots() -- fair only
+  take_slots() -- groups only
   sweep_fair() -- fair only
 end
 local since, fence = {}, 0
@@ -146,6 +146,6 @@ end
 local left = redis.call('LLEN', READY) + ranked
 if left > 0 then signal() end
 reply[1] = left
-reply[1] = left + redis.call('ZCARD', BLOCKED) -- fair only
+reply[1] = reply[1] + redis.call('ZCARD', BLOCKED) -- groups only
 reply[1] = reply[1] + redis.call('ZCARD', NEST) -- nested only
 return reply

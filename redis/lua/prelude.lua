@@ -185,7 +185,7 @@ end
 -- depth is the number of keys queued, blocked ones included.
 local function depth()
   local n = redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
-  n = n + redis.call('ZCARD', BLOCKED) -- fair only
+  n = n + redis.call('ZCARD', BLOCKED) -- groups only
   n = n + redis.call('ZCARD', NEST) -- nested only
   return n
 end
@@ -302,7 +302,7 @@ local function fair_seq(key, prio)
     -- Keys waiting for a slot (see BLOCKED) keep their numbers: no epoch
     -- starts while they wait.
     local blocked = false
-    blocked = not head and redis.call('ZCARD', BLOCKED) > 0 -- fair only
+    blocked = not head and redis.call('ZCARD', BLOCKED) > 0 -- groups only
     if not head and not blocked then
       local empty = redis.call('ZCARD', PRIO) == 0
       empty = empty and redis.call('ZCARD', NEST) == 0 -- nested only
@@ -513,7 +513,9 @@ local function nest_rank(key, since, prio, flow)
   local step, inner = split_inner(inner_of[key] or redis.call('HGET', INNER, key))
   -- An empty queue starts every turn afresh, as fair_seq does for a flat
   -- one; fair_seq, which runs once the key is in NEST, does not see it.
-  if redis.call('ZCARD', PRIO) == 0 and redis.call('ZCARD', NEST) == 0 and redis.call('ZCARD', BLOCKED) == 0 then
+  local empty = redis.call('ZCARD', PRIO) == 0 and redis.call('ZCARD', NEST) == 0
+  empty = empty and redis.call('ZCARD', BLOCKED) == 0 -- groups only
+  if empty then
     redis.call('DEL', FAIR)
     fair_v, fair_e = {}, {}
   end
@@ -740,12 +742,15 @@ end
 local function admit_all(popped, prios, places, from, left, gone)
   local n = #popped
   if n < from then return 0 end
-  local groups = redis.call('HMGET', GROUPS, unpack(popped, from, n))
+  local groups = {}
+  groups = redis.call('HMGET', GROUPS, unpack(popped, from, n)) -- groups only
   local kept, passed = from - 1, 0
   for i = from, n do
     local key, prio, place = popped[i], prios[i], places[i]
     popped[i], prios[i], places[i] = nil, nil, nil
-    if admit(key, prio, place, groups[i - from + 1]) then
+    local admitted = true
+    admitted = admit(key, prio, place, groups[i - from + 1]) -- groups only
+    if admitted then
       kept = kept + 1
       popped[kept], prios[kept], places[kept] = key, prio, place
       if place then left[#left + 1] = {key, prio, place} end
@@ -772,7 +777,7 @@ local function end_lease(key)
     redis.call('HDEL', GRANTS, string.sub(token, string.find(token, ':', 1, true) + 1))
     redis.call('HDEL', TOKENS, key)
   end
-  free_slot(key) -- fair only
+  free_slot(key) -- groups only
   redis.call('ZREM', LEASES, key)
   redis.call('ZREM', SINCE, key)
 end
@@ -795,7 +800,7 @@ local function note_flows(from, stride)
     end
   end
   if #flows > 0 then redis.call('HSET', FLOWS, unpack(flows)) end
-  if #groups > 0 then redis.call('HSET', GROUPS, unpack(groups)) end
+  if #groups > 0 then redis.call('HSET', GROUPS, unpack(groups)) end -- groups only
   if #inners > 0 then redis.call('HSET', INNER, unpack(inners)) end
 end
 
@@ -836,7 +841,7 @@ local function forget_flows(keys)
   end
   if #gone > 0 then
     redis.call('HDEL', FLOWS, unpack(gone))
-    redis.call('HDEL', GROUPS, unpack(gone))
+    redis.call('HDEL', GROUPS, unpack(gone)) -- groups only
     redis.call('HDEL', INNER, unpack(gone)) -- nested only
   end
 end
@@ -884,7 +889,7 @@ end
 local function unqueue_sorted(key, prio, place, ranked)
   redis.call('ZREM', AGES, key)
   if not ranked and nest_take(key, prio, place, false) then return end -- nested only
-  unqueue_grouped(key, prio, place, ranked)
+  unqueue_grouped(key, prio, place, ranked) -- groups only
   fair_left({{key, prio, place}}, false)
   if ranked then nest_gone(key, prio, place, false) end -- nested only
 end
