@@ -97,7 +97,9 @@
 -- take turns, and within each its second-level keys.
 --
 -- Lines that end in "-- fair only" are in the scripts of a sorted queue
--- (with Fairness, MaxWait or GroupLimits) alone (see loadScript).
+-- (with Fairness, MaxWait, GroupLimits or NestedFairness) alone, those
+-- that end in "-- groups only" in those of a queue with GroupLimits, and
+-- "-- nested only" with NestedFairness (see loadScript).
 --
 -- One key a line, each bound to its name in keyParts (scripts.go): a
 -- script is sent the keys it binds, in this order, numbered anew.
