@@ -401,9 +401,8 @@ func TestNestedFairnessMatchesFlat(t *testing.T) {
 				require.Equal(t, want, getNow(t, nested), "after %v", log)
 				held = append(held, want)
 			default:
-				i := rng.IntN(len(held))
-				item := held[i]
-				held = append(held[:i], held[i+1:]...)
+				var item string
+				item, held = takeOne(rng, held)
 				log = append(log, "-"+item)
 				require.NoError(t, flat.DoneContext(ctx, item))
 				require.NoError(t, nested.DoneContext(ctx, item))

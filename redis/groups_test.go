@@ -173,16 +173,25 @@ func indexOfPart(part string) int {
 	panic("no key part " + part)
 }
 
+// deadAndLiveHandles returns two handles on a fresh queue with group
+// limits of limit by first letter and leases of 3s: dead, whose clock
+// stands still, so that its lease keeper never runs, as in a process that
+// died; and live, whose clock the test steps.
+func deadAndLiveHandles(t *testing.T, s *redistest.Server, limit int) (dead, live *Queue[string], clk *clocktesting.FakeClock) {
+	start := time.Unix(1_000_000, 0)
+	clk = clocktesting.NewFakeClock(start)
+	groups := &workqueue.GroupLimits[string]{Group: groupOfItem, Default: limit}
+	dead = newTestQueue(t, s.Client(), Options[string]{Clock: clocktesting.NewFakeClock(start), LeaseDuration: 3 * time.Second, GroupLimits: groups})
+	live = newHandle(t, s.Client(), queueNameOf(dead), Options[string]{Clock: clk, LeaseDuration: 3 * time.Second, GroupLimits: groups})
+	return dead, live, clk
+}
+
 // TestGroupLimitsLeaseExpiry: a slot held by a handle that died frees when
 // its lease expires, and the group's waiting key is handed out then. The
 // dead handle's clock stands still, so its lease keeper never runs.
 func TestGroupLimitsLeaseExpiry(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	start := time.Unix(1_000_000, 0)
-	deadClock, clk := clocktesting.NewFakeClock(start), clocktesting.NewFakeClock(start)
-	groups := &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 1}
-	dead := newTestQueue(t, s.Client(), Options[string]{Clock: deadClock, LeaseDuration: 3 * time.Second, GroupLimits: groups})
-	live := newHandle(t, s.Client(), queueNameOf(dead), Options[string]{Clock: clk, LeaseDuration: 3 * time.Second, GroupLimits: groups})
+	dead, live, clk := deadAndLiveHandles(t, s, 1)
 	ctx := context.Background()
 	require.NoError(t, dead.AddContext(ctx, "a1"))
 	require.NoError(t, dead.AddContext(ctx, "a2"))
@@ -242,9 +251,8 @@ func TestGroupLimitsMatchInMemoryQueue(t *testing.T) {
 					require.Equal(t, want, getNow(t, q), "after %v", log)
 					held = append(held, want)
 				default:
-					i := rng.IntN(len(held))
-					item := held[i]
-					held = append(held[:i], held[i+1:]...)
+					var item string
+					item, held = takeOne(rng, held)
 					log = append(log, "-"+item)
 					require.NoError(t, q.DoneContext(ctx, item))
 					ref.Done(item)
@@ -275,11 +283,7 @@ func refGet(ref *workqueue.TypedPriorityQueue[string]) string {
 // then passes over for a slot come back in that order too.
 func TestGroupLimitsReclaimedKeysKeepTheirOrder(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	start := time.Unix(1_000_000, 0)
-	deadClock, clk := clocktesting.NewFakeClock(start), clocktesting.NewFakeClock(start)
-	groups := &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 3}
-	dead := newTestQueue(t, s.Client(), Options[string]{Clock: deadClock, LeaseDuration: 3 * time.Second, GroupLimits: groups})
-	live := newHandle(t, s.Client(), queueNameOf(dead), Options[string]{Clock: clk, LeaseDuration: 3 * time.Second, GroupLimits: groups})
+	dead, live, clk := deadAndLiveHandles(t, s, 3)
 	ctx := context.Background()
 	for _, item := range []string{"a1", "a2", "a3"} {
 		require.NoError(t, dead.AddContext(ctx, item))
@@ -330,4 +334,11 @@ func TestGroupLimitsManyWaiting(t *testing.T) {
 	require.NoError(t, q.DoneContext(ctx, items[0]))
 	assertNothingReady(t, q)
 	assert.Zero(t, q.Len())
+}
+
+// takeOne returns one of held at random, and held without it.
+func takeOne(rng *rand.Rand, held []string) (string, []string) {
+	i := rng.IntN(len(held))
+	item := held[i]
+	return item, append(held[:i], held[i+1:]...)
 }
