@@ -112,7 +112,7 @@ type queueModel struct {
 	coreWaiting map[int]modelWait
 	// fifoChoices are the orders the queue may have queued items in
 	// during the last step: two goroutines (the delaying layer's and the
-	// core's) hand items on at the same instant in either order.
+	// core's) hand items on at the same instant, interleaved.
 	fifoChoices [][]int
 }
 
@@ -273,8 +273,9 @@ func modelBackoff(counts map[int]int, item int) time.Duration {
 // goroutine adds the items whose delay ended, in order of ready time and
 // then of their add, and the core's goroutine queues the woken items whose
 // backoff ended, then ends the parks that lasted modelMaxPark. When both act
-// at one instant either may go first: fifoChoices lists every order the
-// queue may show.
+// at one instant, the core's goroutine may queue its items between any two
+// of the delaying layer's, which it adds to the core one at a time:
+// fifoChoices lists every order the queue may show.
 func (m *queueModel) step(d time.Duration) {
 	end := m.now + d
 	m.fifoChoices = [][]int{slices.Clone(m.fifo)}
@@ -302,9 +303,10 @@ func (m *queueModel) step(d time.Duration) {
 		}
 		var choices [][]int
 		for _, fifo := range m.fifoChoices {
-			choices = append(choices, m.appended(fifo, slices.Concat(outer, inner)))
-			if len(outer) > 0 && len(inner) > 0 {
-				choices = append(choices, m.appended(fifo, slices.Concat(inner, outer)))
+			for _, added := range interleavings(outer, inner) {
+				if choice := m.appended(fifo, added); !slices.ContainsFunc(choices, func(c []int) bool { return slices.Equal(c, choice) }) {
+					choices = append(choices, choice)
+				}
 			}
 		}
 		m.fifoChoices = choices
@@ -313,6 +315,22 @@ func (m *queueModel) step(d time.Duration) {
 		}
 	}
 	m.now = end
+}
+
+// interleavings returns every sequence that merges a and b, each kept in
+// its order.
+func interleavings(a, b []int) [][]int {
+	if len(a) == 0 || len(b) == 0 {
+		return [][]int{slices.Concat(a, b)}
+	}
+	var merged [][]int
+	for _, rest := range interleavings(a[1:], b) {
+		merged = append(merged, slices.Concat(a[:1], rest))
+	}
+	for _, rest := range interleavings(a, b[1:]) {
+		merged = append(merged, slices.Concat(b[:1], rest))
+	}
+	return merged
 }
 
 // nextInstant returns the next instant at which a goroutine acts.
