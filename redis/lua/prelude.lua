@@ -280,6 +280,31 @@ local function fair_store(field, e, nextn, queued, after)
   redis.call('HSET', FAIR, field, fmt(e) .. ':' .. fmt(nextn) .. ':' .. fmt(queued) .. ':' .. fmt(after))
 end
 
+-- fair_number returns the number of a key queued at the back of a flow of
+-- step step, whose state stored is kept in FAIR under field, in a scope of
+-- epoch e whose keys start from v, and counts the key as queued: the
+-- flow's next number, or with nothing queued the one after its last
+-- handed out, but never before v. The rule is the same at both levels.
+local function fair_number(field, stored, e, v, step)
+  local nextn, queued, after = fair_state(stored, e)
+  local n = math.max(v, queued > 0 and nextn or after)
+  fair_store(field, e, n + step, queued + 1, after)
+  return n
+end
+
+-- flow_left counts a key numbered n of a flow of step step, whose state is
+-- kept in FAIR under field, out of the flow's queue: handed out if handed
+-- is set, which moves the scope's start (FAIR's field start) up to n,
+-- else taken back.
+local function flow_left(field, start, n, step, handed)
+  local nextn, queued, after, e = fair_state(redis.call('HGET', FAIR, field), nil)
+  if handed then
+    after = math.max(after, n + step)
+    if n > (tonumber(redis.call('HGET', FAIR, start)) or ORIGIN) then redis.call('HSET', FAIR, start, fmt(n)) end
+  end
+  fair_store(field, e, nextn, math.max(queued - 1, 0), after)
+end
+
 -- flow_step returns a flow's step, fairness key, whether it is aged and
 -- whether it is nested, from its FLOWS value.
 local function flow_step(flow)
@@ -324,10 +349,7 @@ local function fair_seq(key, prio)
     fair_v[prio], fair_e[prio] = v, e
     redis.call('HSET', FAIR, 'v' .. fmt(prio), fmt(v))
   end
-  local nextn, queued, after = fair_state(stored, e)
-  local n = math.max(v, queued > 0 and nextn or after)
-  fair_store(field, e, n + step, queued + 1, after)
-  return string.format('%016d', n), aged
+  return string.format('%016d', fair_number(field, stored, e, v, step)), aged
 end
 
 -- fair_left updates the states of the flows of keys that left PRIO, each
@@ -345,15 +367,8 @@ local function fair_left(left, handed)
     if flows[i] and flows[i] ~= UNFAIR and n >= ORIGIN then
       local step, name = flow_step(flows[i])
       local prio = entry[2]
-      local field = 'f' .. fmt(prio) .. ' ' .. name
-      local nextn, queued, after, e = fair_state(redis.call('HGET', FAIR, field), nil)
-      if handed then
-        after = math.max(after, n + step)
-        local v = tonumber(redis.call('HGET', FAIR, 'v' .. fmt(prio))) or ORIGIN
-        if n > v then redis.call('HSET', FAIR, 'v' .. fmt(prio), fmt(n)) end
-        fair_v[prio] = nil -- a head made later in this script starts after it
-      end
-      fair_store(field, e, nextn, math.max(queued - 1, 0), after)
+      flow_left('f' .. fmt(prio) .. ' ' .. name, 'v' .. fmt(prio), n, step, handed)
+      if handed then fair_v[prio] = nil end -- a head made later in this script starts after it
     end
   end
 end
@@ -415,23 +430,14 @@ local function nest_seq(scope, prefix, inner, step)
     e, v = redis.call('HINCRBY', FAIR, 'E', 1), ORIGIN
     redis.call('HSET', FAIR, 'j' .. scope, fmt(e), 'u' .. scope, fmt(v))
   end
-  local nextn, queued, after = fair_state(stored, e)
-  local n = math.max(v, queued > 0 and nextn or after)
-  fair_store(field, e, n + step, queued + 1, after)
-  return n
+  return fair_number(field, stored, e, v, step)
 end
 
 -- nest_left updates the state of the second-level key of key, numbered n
 -- in scope, which left it: handed out if handed is set, else taken back.
 local function nest_left(key, scope, n, handed)
   local step, inner = split_inner(inner_of[key] or redis.call('HGET', INNER, key))
-  local field = 'i' .. scope .. ' ' .. inner
-  local nextn, queued, after, e = fair_state(redis.call('HGET', FAIR, field), nil)
-  if handed then
-    after = math.max(after, n + step)
-    if n > (tonumber(redis.call('HGET', FAIR, 'u' .. scope)) or ORIGIN) then redis.call('HSET', FAIR, 'u' .. scope, fmt(n)) end
-  end
-  fair_store(field, e, nextn, math.max(queued - 1, 0), after)
+  flow_left('i' .. scope .. ' ' .. inner, 'u' .. scope, n, step, handed)
 end
 
 -- fair_next returns the number in PRIO of key, at priority prio, whose
@@ -443,11 +449,7 @@ local function fair_next(key, prio)
   local step, name = flow_step(flow_of[key] or redis.call('HGET', FLOWS, key))
   local field = 'f' .. fmt(prio) .. ' ' .. name
   local known = redis.call('HMGET', FAIR, 'v' .. fmt(prio), field, 'e' .. fmt(prio))
-  local e = tonumber(known[3]) or 0
-  local nextn, queued, after = fair_state(known[2], e)
-  local n = math.max(tonumber(known[1]) or ORIGIN, queued > 0 and nextn or after)
-  fair_store(field, e, n + step, queued + 1, after)
-  return string.format('%016d', n)
+  return string.format('%016d', fair_number(field, known[2], tonumber(known[3]) or 0, tonumber(known[1]) or ORIGIN, step))
 end
 
 -- nest_head makes the first key of first-level key outer in NEST at
