@@ -54,9 +54,11 @@ func (g *groupLimits[T]) of(item T, decoded bool) string {
 
 // SetGroupLimit sets the limit of group for every handle of the queue,
 // over their GroupLimits, until it is set again; 0 or less means no
-// limit. A raised limit lets Gets hand out the group's waiting keys at
-// once; a lowered one hands out none of the group's keys until fewer than
-// the new limit are leased. It does nothing on a queue without
+// limit. A raised limit puts back, before SetGroupLimit returns, as many
+// of the group's waiting keys as it has room for, so that Gets hand them
+// out at once (it takes a script call per 256 of them); a lowered one
+// hands out none of the group's keys until fewer than the new limit are
+// leased. It does nothing on a queue without
 // GroupLimits, or for the group "". It retries while Redis is unreachable,
 // and logs any other error. It is safe for concurrent use.
 func (q *Queue[T]) SetGroupLimit(group string, limit int) {
@@ -77,6 +79,13 @@ func (q *Queue[T]) SetGroupLimitContext(ctx context.Context, group string, limit
 	q.groups.limits[group] = limit
 	q.groups.mu.Unlock()
 	p := q.parts[partitionOf(group, len(q.parts))]
-	_, err := q.runCalls(ctx, p, setLimitScript, 0, []any{group, limit})
-	return err
+	// A script puts back a bounded batch of waiting keys, so that it stays
+	// short; the calls after the first only put back more.
+	for putBack := int64(0); ; {
+		reply, err := q.runCalls(ctx, p, setLimitScript, 2, []any{group, limit, putBack})
+		if err != nil || reply[1] == 0 {
+			return err
+		}
+		putBack += reply[0]
+	}
 }

@@ -307,8 +307,8 @@ func TestGroupLimitsReclaimedKeysKeepTheirOrder(t *testing.T) {
 }
 
 // TestGroupLimitsManyWaiting: a group with more keys waiting than one
-// script puts back, whose limit is then lifted, has them all handed out,
-// once each.
+// script puts back, whose limit is then raised and lifted, has as many
+// handed out as each raise makes room for, at once, once each.
 func TestGroupLimitsManyWaiting(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	q := newTestQueue(t, s.Client(), Options[string]{GroupLimits: &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 1}})
@@ -323,16 +323,26 @@ func TestGroupLimitsManyWaiting(t *testing.T) {
 	for range keys / 32 {
 		assertNothingReady(t, q) // each Get passes over up to 64
 	}
-	require.NoError(t, q.SetGroupLimitContext(ctx, "a", 0))
+	// Each raise hands out as many waiting keys as it has room for while
+	// every key handed out stays leased: 299 beside a0000 (more than one
+	// script puts back), then the rest.
 	seen := map[string]bool{items[0]: true}
-	for range keys - 1 {
-		item := getNow(t, q)
-		require.False(t, seen[item], "%s handed out twice", item)
-		seen[item] = true
+	getAll := func(n int) {
+		for range n {
+			item := getNow(t, q)
+			require.False(t, seen[item], "%s handed out twice", item)
+			seen[item] = true
+		}
+	}
+	require.NoError(t, q.SetGroupLimitContext(ctx, "a", 300))
+	getAll(299)
+	assertNothingReady(t, q)
+	require.NoError(t, q.SetGroupLimitContext(ctx, "a", 0))
+	getAll(keys - 300)
+	assertNothingReady(t, q)
+	for item := range seen {
 		require.NoError(t, q.DoneContext(ctx, item))
 	}
-	require.NoError(t, q.DoneContext(ctx, items[0]))
-	assertNothingReady(t, q)
 	assert.Zero(t, q.Len())
 }
 

@@ -651,18 +651,19 @@ end
 
 -- UNBLOCK_MAX bounds the keys one call of unblock puts back, so that a
 -- script stays short; those left are put back by the scripts that the
--- ends of the leases of the keys put back run.
+-- ends of the leases of the keys put back run, or by SetGroupLimit's
+-- next call.
 local UNBLOCK_MAX = 256
 
 -- unblock puts back in PRIO, where they were, up to room of group's
 -- blocked keys (UNBLOCK_MAX if room is nil or more), the first ones; an
 -- aged one (see AGES) goes back to AGES too, but for one put at the
--- front, which is not aged.
+-- front, which is not aged. It returns how many it put back.
 local function unblock(group, room)
-  if room and room <= 0 then return end
+  if room and room <= 0 then return 0 end
   local prefix = blocked_prefix(group)
   local members = redis.call('ZRANGE', BLOCKED, '[' .. prefix, '(' .. prefix .. '~', 'BYLEX', 'LIMIT', 0, math.min(room or UNBLOCK_MAX, UNBLOCK_MAX))
-  if #members == 0 then return end
+  if #members == 0 then return 0 end
   local ranked = {}
   for _, blocked in ipairs(members) do
     local prio = blocked_priority(string.sub(blocked, #prefix + 1, #prefix + 17))
@@ -682,16 +683,18 @@ local function unblock(group, room)
   redis.call('ZADD', PRIO, unpack(ranked))
   redis.call('ZREM', BLOCKED, unpack(members))
   signal()
+  return #members
 end
 
 -- fill_slots puts back as many of group's blocked keys as it has free
--- slots: stored is the limit a key's add gave it, leased the group's
--- leased count if the caller knows it.
-local function fill_slots(group, stored, leased)
-  if redis.call('ZCARD', BLOCKED) == 0 then return end
+-- slots, less put_back (if set) that the caller put back already: stored
+-- is the limit a key's add gave it, leased the group's leased count if the
+-- caller knows it. It returns how many it put back.
+local function fill_slots(group, stored, leased, put_back)
+  if redis.call('ZCARD', BLOCKED) == 0 then return 0 end
   local limit = group_limit(group, stored)
   if limit <= 0 then return unblock(group, nil) end
-  unblock(group, limit - (leased or tonumber(redis.call('HGET', INFLIGHT, group)) or 0))
+  return unblock(group, limit - (leased or tonumber(redis.call('HGET', INFLIGHT, group)) or 0) - (put_back or 0))
 end
 
 -- free_slot frees the slot of key's group, whose lease ends, and fills
