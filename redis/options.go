@@ -75,7 +75,11 @@ type Options[T comparable] struct {
 	// fairness key has nothing queued waits behind at most one item of each
 	// other fairness key at its priority when the encoded items sort by
 	// their fairness key (as crredis's "namespace/name" keys do), and at
-	// most two otherwise, however many they have queued.
+	// most two otherwise, however many they have queued (besides the
+	// items that come back from waiting for a group slot, see
+	// GroupLimits, which keep their earlier turns). An item removed or raised to another
+	// priority gives its turn back only once its fairness key has no
+	// other item queued at that priority: the others keep their turns.
 	// On a partitioned queue the turns are taken within each partition.
 	// It must return the same key for an item every time, be safe for
 	// concurrent use and not panic; every handle of a queue must use the
@@ -86,9 +90,9 @@ type Options[T comparable] struct {
 	// FairnessWeight, if set, gives a fairness key more turns: one of
 	// weight w gets w items for each one of a key of weight 1, spread over
 	// the turn (not in a row). It is read at each add of the key's items;
-	// weights below 1 count as 1 and above 2520 as 2520, and a weight that
-	// does not divide 2520 is rounded to one whose share does. It is
-	// called as Fairness is.
+	// weights below 1 count as 1 and above 2520 as 2520, and a weight w
+	// acts as 2520/⌊2520/w⌋, which is w for the divisors of 2520 (1000
+	// acts as 1260, 1300 as 2520). It is called as Fairness is.
 	FairnessWeight func(key string) int
 
 	// NestedFairness, if set with Fairness, makes the keys it gives the
@@ -111,8 +115,10 @@ type Options[T comparable] struct {
 	// MaxWait, if positive, hands out an item queued for that long before
 	// any other, whatever its priority or fairness key, the longest
 	// queued first, as the in-memory priority queue's MaxWait does. A key
-	// queued again at the front after its holder died is not aged. Every
-	// handle of a queue must use the same MaxWait; at least 1ms.
+	// queued again at the front after its holder died is not aged, nor is,
+	// with NestedFairness and GroupLimits, an aged key that a Get passes
+	// over for a full group: it goes back at the front of its priority.
+	// Every handle of a queue must use the same MaxWait; at least 1ms.
 	MaxWait time.Duration
 
 	// GroupLimits, if set, limits how many keys of each group are leased
@@ -124,16 +130,18 @@ type Options[T comparable] struct {
 	// queued. Snapshot counts the waiting keys that a Get has passed over
 	// (WaitingForSlot) and leaves them out of Queued, where the keys of a
 	// full group that no Get has reached yet are still listed; it lists
-	// no Groups. A slot held by a process that dies frees when its lease
-	// expires.
+	// no Groups, and its GroupCount is 0. A slot held by a process that
+	// dies frees when its lease expires.
 	//
 	// Group is called on each add and on items decoded from their keys,
 	// and must return the same group for an item every time, be safe for
 	// concurrent use and not panic. A group's limit is the one Default
-	// and Limits give it as the handle that last added one of its keys
-	// has them, unless SetGroupLimit set one, which then holds for every
-	// handle. Every handle of a queue must use the same GroupLimits (a
-	// handle without it would not free the slots of the keys it holds).
+	// and Limits give it, unless SetGroupLimit set one, which then holds
+	// for every handle. Every handle of a queue must use the same
+	// GroupLimits: each key keeps the limit of the handle that last added
+	// it, and which of its group's keys' limits applies is not defined (a
+	// handle without GroupLimits would not free the slots of the keys it
+	// holds).
 	// On a partitioned queue, the keys of a group are all in the one
 	// partition its name maps to, so that its limit holds across the
 	// queue; keys of no group ("") are spread by key.

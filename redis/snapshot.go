@@ -16,8 +16,10 @@ const maxSnapshotItems = 1000
 
 // Snapshot returns a view of the whole queue, across every handle, taken
 // at one instant: the counts, the first n queued items, the n items
-// processed longest by any handle, the n delayed items due first, the n
-// items parked longest (see Park; Waiting and Delayed leave them out), the adds
+// processed longest by any handle, the n delayed items due first (looked
+// for among the 16n waits due first, which parked items' deadlines share,
+// so fewer when more parks end before them), the n items parked longest
+// (see Park; Waiting and Delayed leave them out), the adds
 // made since the queue was created, and the failure counts of the items
 // listed; n is capped at 1000. ShuttingDown is this handle's. It
 // satisfies the inspect package's Snapshotter. If the read fails or Redis
