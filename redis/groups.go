@@ -81,11 +81,12 @@ func (q *Queue[T]) SetGroupLimitContext(ctx context.Context, group string, limit
 	p := q.parts[partitionOf(group, len(q.parts))]
 	// A script puts back a bounded batch of waiting keys, so that it stays
 	// short; the calls after the first only put back more.
-	for putBack := int64(0); ; {
-		reply, err := q.runCalls(ctx, p, setLimitScript, 2, []any{group, limit, putBack})
-		if err != nil || reply[1] == 0 {
+	room := ""
+	for {
+		reply, err := q.runCalls(ctx, p, setLimitScript, 2, []any{group, limit, room})
+		if err != nil || reply[0] == 0 {
 			return err
 		}
-		putBack += reply[0]
+		room = strconv.FormatInt(reply[1], 10)
 	}
 }

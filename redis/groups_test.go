@@ -346,6 +346,44 @@ func TestGroupLimitsManyWaiting(t *testing.T) {
 	assert.Zero(t, q.Len())
 }
 
+// TestSetGroupLimitRoomKeptAcrossCalls runs SetGroupLimit's script calls
+// by hand with Gets between them, as concurrent workers may do: the keys
+// the Gets lease after the first call do not shrink the room the raise
+// made, so the raise hands out all it made room for.
+func TestSetGroupLimitRoomKeptAcrossCalls(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	q := newTestQueue(t, s.Client(), Options[string]{GroupLimits: &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 1}})
+	ctx := context.Background()
+	items := make([]string, 1000)
+	for i := range items {
+		items[i] = fmt.Sprintf("a%04d", i)
+	}
+	require.NoError(t, q.AddBatchContext(ctx, items))
+	assert.Equal(t, items[0], getNow(t, q))
+	for range len(items) / 32 {
+		assertNothingReady(t, q)
+	}
+	run := func(room string) []int64 {
+		reply, err := q.runCalls(ctx, q.parts[0], setLimitScript, 2, []any{"a", 300, room})
+		require.NoError(t, err)
+		return reply
+	}
+	held := []string{items[0]}
+	getAll := func(n int) {
+		for range n {
+			held = append(held, getNow(t, q))
+		}
+	}
+	assert.Equal(t, []int64{1, 43}, run(""), "again, with 299 - 256 left")
+	getAll(256)
+	assert.Equal(t, []int64{0, 0}, run("43"), "done, with none left")
+	getAll(43)
+	assertNothingReady(t, q)
+	for _, item := range held {
+		require.NoError(t, q.DoneContext(ctx, item))
+	}
+}
+
 // takeOne returns one of held at random, and held without it.
 func takeOne(rng *rand.Rand, held []string) (string, []string) {
 	i := rng.IntN(len(held))

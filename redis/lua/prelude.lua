@@ -687,14 +687,13 @@ local function unblock(group, room)
 end
 
 -- fill_slots puts back as many of group's blocked keys as it has free
--- slots, less put_back (if set) that the caller put back already: stored
--- is the limit a key's add gave it, leased the group's leased count if the
--- caller knows it. It returns how many it put back.
-local function fill_slots(group, stored, leased, put_back)
-  if redis.call('ZCARD', BLOCKED) == 0 then return 0 end
+-- slots: stored is the limit a key's add gave it, leased the group's
+-- leased count if the caller knows it.
+local function fill_slots(group, stored, leased)
+  if redis.call('ZCARD', BLOCKED) == 0 then return end
   local limit = group_limit(group, stored)
   if limit <= 0 then return unblock(group, nil) end
-  return unblock(group, limit - (leased or tonumber(redis.call('HGET', INFLIGHT, group)) or 0) - (put_back or 0))
+  unblock(group, limit - (leased or tonumber(redis.call('HGET', INFLIGHT, group)) or 0))
 end
 
 -- free_slot frees the slot of key's group, whose lease ends, and fills
