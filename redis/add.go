@@ -98,7 +98,7 @@ func (q *Queue[T]) addRetrying(op string, item T, add func(ctx context.Context, 
 
 // AddBatch adds items as Add does, in their order within each partition,
 // 256 items of a partition at a time: each such group is added at one
-// instant, in one round trip.
+// instant, in one round trip (two if one of its keys is parked).
 // After ShutDown it does nothing. It retries each group as Add does; an
 // item that cannot be encoded or is too large is logged and dropped, and
 // the others are added.

@@ -23,8 +23,8 @@
 //   - a key handed out is leased to its handle, which extends the lease
 //     while the key is processed; if the process dies, the key is handed
 //     out again once the lease expires, so delivery is at least once;
-//   - a Done whose lease expired and was granted again is refused, so a
-//     late holder cannot undo another's work.
+//   - a Done whose lease expired and was taken back is refused, so a late
+//     holder cannot undo another's work.
 //
 // The directory is redis and the package redisqueue, so that it can be
 // imported beside go-redis without an alias. Its README.md covers

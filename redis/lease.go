@@ -37,7 +37,7 @@ func (q *Queue[T]) Done(item T) {
 	switch {
 	case err == nil || errors.Is(err, ErrNotHeld):
 	case errors.Is(err, ErrLeaseLost):
-		q.logger.Warn("workqueue: Done after the lease was lost; the item was handed out again", "item", fmt.Sprint(item))
+		q.logger.Warn("workqueue: Done after the lease was lost; it changed nothing", "item", fmt.Sprint(item))
 	default:
 		q.logger.Error("workqueue: Done failed; the item is handed out again when its lease expires", "item", fmt.Sprint(item), "err", err)
 	}
@@ -297,7 +297,7 @@ func (q *Queue[T]) extendPartition(p *partition, leases []heldLease) {
 		}
 		q.mu.Unlock()
 		if reallyLost > 0 {
-			q.logger.Warn("workqueue: leases lost while processing; those items were handed out again", "count", reallyLost)
+			q.logger.Warn("workqueue: leases lost while processing; their Dones will change nothing", "count", reallyLost)
 		}
 	}
 }

@@ -43,8 +43,11 @@ type Options[T comparable] struct {
 	// that many replicas have its writes (Redis's WAIT), so that one that
 	// returned survives a failover to a replica (Sentinel, Redis Cluster).
 	// One whose writes reach fewer replicas within WaitTimeout fails with
-	// ErrNotReplicated, which the client-go-shaped methods retry. It needs
-	// a *redis.Client or a *redis.ClusterClient; New panics on another.
+	// ErrNotReplicated, which the client-go-shaped methods retry; the
+	// retry finds the writes made already, so a Remove, WakeItem or Wake
+	// retried so reports what it did on the retry, not on the first try
+	// (false, or fewer parks). It needs a *redis.Client or a
+	// *redis.ClusterClient; New panics on another.
 	WaitReplicas int
 
 	// WaitTimeout bounds each WAIT. Default 1s.

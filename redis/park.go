@@ -38,7 +38,7 @@ func (q *Queue[T]) Park(item T, events ...string) {
 	switch {
 	case err == nil || errors.Is(err, ErrNotHeld):
 	case errors.Is(err, ErrLeaseLost):
-		q.logger.Warn("workqueue: Park after the lease was lost; the item was handed out again", "item", fmt.Sprint(item))
+		q.logger.Warn("workqueue: Park after the lease was lost; it changed nothing", "item", fmt.Sprint(item))
 	default:
 		q.logger.Error("workqueue: Park failed", "item", fmt.Sprint(item), "err", err)
 	}
@@ -141,7 +141,8 @@ func (q *Queue[T]) WakeContext(ctx context.Context, event string) (int, error) {
 // calling goroutine with no lock held, then ends those accepted whose park
 // is still the one read; a park ended or replaced meanwhile stays as it
 // is. An item whose key the codec cannot decode is not accepted. If
-// accept panics, no park of the partition being read is ended.
+// accept panics, WakeFunc panics with its value, and no park of the
+// partition being read is ended.
 func (q *Queue[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if q.ShuttingDown() {
 		return 0

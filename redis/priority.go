@@ -19,7 +19,9 @@ const maxPriority = 1 << 53
 // queued again at its Done, at the highest priority asked for meanwhile.
 // With opts.RateLimited each item's failure is counted, as AddRateLimited
 // does, and the shorter of opts.After and the rate limit's delay wins.
-// Priorities beyond ±2^53 count as ±2^53. After ShutDown it does nothing.
+// Priorities beyond ±2^53 count as ±2^53. opts.Reschedule is not
+// supported and changes nothing: the earliest ready time asked for wins,
+// as without it. After ShutDown it does nothing.
 //
 // One item is added at one instant, with the handle's concurrent adds;
 // more are added as AddBatch adds them, each partition's group of up to

@@ -21,9 +21,10 @@ var (
 	// ErrKeyTooLarge is returned for an item whose encoded key is longer
 	// than Options.MaxKeyBytes.
 	ErrKeyTooLarge = errors.New("workqueue: key too large")
-	// ErrLeaseLost is returned by DoneContext when the item's lease
-	// expired and was granted again: the item is handed out again, and
-	// this Done changed nothing.
+	// ErrLeaseLost is returned by DoneContext and ParkContext when the
+	// item's lease is no longer this handle's: it expired and was taken
+	// back to hand the item out again, or Redis lost it. The call changed
+	// nothing.
 	ErrLeaseLost = errors.New("workqueue: lease lost")
 	// ErrNotHeld is returned by DoneContext for an item this handle did
 	// not hand out, or already marked done.
@@ -47,7 +48,8 @@ var (
 // out of connections), and log what they give up on; each method's doc
 // says until when. Each has a variant that takes a context and returns
 // Redis's error instead. Each call takes effect at one instant between
-// its call and its return (AddBatch at one per 256 items), and an add
+// its call and its return (AddBatch at one per 256 items; WakeFunc, which
+// calls accept between its read and its wake, is not one), and an add
 // that returned is in Redis.
 //
 // With Options.Partitions every per-key guarantee holds, but keys keep
@@ -133,8 +135,9 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 //
 // New panics, with a message that starts with "workqueue:", on a nil
 // client; on a name that is empty, longer than 256 bytes or holds '{' or
-// '}'; on a nil Codec for a T other than string; on negative or too small
-// durations and limits (MaxParkTime included); on Partitions outside 0 to 256; on
+// '}'; on a nil Codec for a T other than string; on a LeaseDuration below
+// 3ms, a MaxWait below 1ms, a Heartbeat below 1s, and negative durations
+// and limits (MaxParkTime included); on Partitions outside 0 to 256; on
 // GroupLimits with a nil Group; on NestedFairness without Fairness; and on
 // WaitReplicas with a client other than a *redis.Client or
 // *redis.ClusterClient.
@@ -447,8 +450,9 @@ func (q *Queue[T]) ShutDown() {
 }
 
 // ShutDownWithDrain shuts the handle down as ShutDown does, then waits
-// until every item it handed out is Done (or its lease was lost) and its
-// goroutines have stopped. It does not wait for the queue to empty.
+// until Done has been called for every item it handed out, those whose
+// lease was lost included, and its goroutines have stopped. It does not
+// wait for the queue to empty.
 func (q *Queue[T]) ShutDownWithDrain() {
 	q.ShutDown()
 	<-q.idleCh
