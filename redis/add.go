@@ -190,11 +190,13 @@ type addCall struct {
 
 // The rules of addopts.lua: ruleAdd is Add's and AddAfter's, ruleHeldOnce
 // AddWithOpts's; ruleRateLimited, added to either, counts a failure and
-// delays by the rate limit.
+// delays by the rate limit; ruleRescheduled, added to ruleHeldOnce, makes
+// the delay replace the one the key waits for.
 const (
 	ruleAdd         = 0
 	ruleHeldOnce    = 1
 	ruleRateLimited = 2
+	ruleRescheduled = 4
 )
 
 // addKey adds key after delay with the next batch of this handle's

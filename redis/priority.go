@@ -19,9 +19,10 @@ const maxPriority = 1 << 53
 // queued again at its Done, at the highest priority asked for meanwhile.
 // With opts.RateLimited each item's failure is counted, as AddRateLimited
 // does, and the shorter of opts.After and the rate limit's delay wins.
-// Priorities beyond ±2^53 count as ±2^53. opts.Reschedule is not
-// supported and changes nothing: the earliest ready time asked for wins,
-// as without it. After ShutDown it does nothing.
+// With opts.Reschedule the delay replaces the one the item waits for,
+// even an earlier one: the latest such add wins; an item queued already
+// stays queued. Priorities beyond ±2^53 count as ±2^53. After ShutDown it
+// does nothing.
 //
 // One item is added at one instant, with the handle's concurrent adds;
 // more are added as AddBatch adds them, each partition's group of up to
@@ -47,6 +48,9 @@ func optsCall(opts workqueue.AddOpts) addCall {
 	}
 	if opts.RateLimited {
 		c.rule |= ruleRateLimited
+	}
+	if opts.Reschedule {
+		c.rule |= ruleRescheduled
 	}
 	if opts.Priority != nil {
 		c.priority = int64(min(max(*opts.Priority, -maxPriority), maxPriority))

@@ -180,6 +180,7 @@ func TestPriorityMatchesInMemoryQueue(t *testing.T) {
 					case 2:
 						opts.After, opts.RateLimited = time.Hour, true
 					}
+					opts.Reschedule = rng.IntN(4) == 0
 					items := []string{key}
 					if rng.IntN(4) == 0 {
 						items = append(items, keys[rng.IntN(len(keys))])
@@ -270,6 +271,51 @@ func TestPriorityDelays(t *testing.T) {
 		other.Done(item)
 	}
 	assertNothingReady(t, q)
+}
+
+// TestPriorityReschedule checks with a fake clock, across two handles,
+// that AddOpts.Reschedule replaces the ready time a key waits for, later
+// or earlier, where the earliest otherwise wins, and keeps the highest
+// priority; that it leaves a queued key queued; and that with no delay it
+// adds at once.
+func TestPriorityReschedule(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	five := 5
+	tests := []struct {
+		name  string
+		adds  []workqueue.AddOpts // in turn from the two handles
+		ready time.Duration       // when the key is first ready
+		prio  int
+	}{
+		{name: "later", adds: []workqueue.AddOpts{{After: time.Second}, {After: time.Minute, Reschedule: true}}, ready: time.Minute},
+		{name: "earlier", adds: []workqueue.AddOpts{{After: time.Minute}, {After: time.Second, Reschedule: true}}, ready: time.Second},
+		{name: "without it the earliest wins", adds: []workqueue.AddOpts{{After: time.Minute, Reschedule: true}, {After: time.Second}}, ready: time.Second},
+		{name: "the latest wins", adds: []workqueue.AddOpts{{After: time.Second, Reschedule: true}, {After: time.Minute, Reschedule: true}}, ready: time.Minute},
+		{name: "the highest priority kept", adds: []workqueue.AddOpts{{After: time.Second, Priority: &five}, {After: time.Minute, Reschedule: true}}, ready: time.Minute, prio: 5},
+		{name: "queued stays queued", adds: []workqueue.AddOpts{{}, {After: time.Minute, Reschedule: true}}, ready: 0},
+		{name: "no delay adds at once", adds: []workqueue.AddOpts{{After: time.Minute}, {Reschedule: true}}, ready: 0},
+		{name: "rate limited", adds: []workqueue.AddOpts{{After: time.Second}, {After: time.Minute, RateLimited: true, Reschedule: true}}, ready: 5 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+			rate := &RateLimit{Base: 5 * time.Millisecond, Max: time.Hour}
+			q := newTestQueue(t, s.Client(), Options[string]{Clock: clk, RateLimit: rate})
+			other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{Clock: clk, RateLimit: rate})
+			for i, opts := range tt.adds {
+				[]*Queue[string]{q, other}[i%2].AddWithOpts(opts, "a")
+			}
+			if tt.ready > 0 {
+				clk.Step(tt.ready - time.Millisecond)
+				assertNothingReady(t, q)
+				clk.Step(time.Millisecond)
+			}
+			item, priority := getWithPriorityNow(t, other)
+			assert.Equal(t, fmt.Sprint("a/", tt.prio), fmt.Sprint(item, "/", priority))
+			other.Done(item)
+			assert.Zero(t, q.Len())
+		})
+	}
 }
 
 // TestPriorityLeaseExpiry checks that a key whose holder died is handed

@@ -1012,17 +1012,22 @@ local function add_at(key, now, prio, known)
 end
 
 -- delay puts key to wait until at, to be added at priority prio then. A
--- key already waiting keeps the earlier ready time and the higher
--- priority. It signals a new first ready time, so that an idle process
--- sleeps until then instead of until its heartbeat.
-local function delay(key, at, prio)
+-- key already waiting keeps the earlier ready time, or takes at if
+-- rescheduled is set, and the higher priority. It signals a new first
+-- ready time, so that an idle process sleeps until then instead of until
+-- its heartbeat.
+local function delay(key, at, prio, rescheduled)
   local waited = tonumber(redis.call('HGET', DPRIO, key))
   if waited then
     prio = math.max(prio, waited)
   elseif prio < 0 and redis.call('ZSCORE', DELAYED, key) then
     prio = 0 -- it waits already, at priority 0
   end
-  redis.call('ZADD', DELAYED, 'LT', at, key)
+  if rescheduled then
+    redis.call('ZADD', DELAYED, at, key)
+  else
+    redis.call('ZADD', DELAYED, 'LT', at, key)
+  end
   if prio ~= 0 then
     if prio ~= waited then redis.call('HSET', DPRIO, key, fmt(prio)) end
   elseif waited then
@@ -1042,10 +1047,11 @@ end
 
 -- add_once is AddWithOpts's add, with the priority queue's rules: a key
 -- is held once. A key queued, or marked to be queued again, is raised to
--- prio, whatever the delay; else with a delay it waits (as delay does);
--- without one it is added, its waiting add taken back and that add's
--- priority kept if higher. Returns add's outcomes, or 3 if it waits.
-local function add_once(key, now, prio, wait)
+-- prio, whatever the delay; else with a delay it waits (as delay does,
+-- rescheduled if set); without one it is added, its waiting add taken
+-- back and that add's priority kept if higher. Returns add's outcomes, or
+-- 3 if it waits.
+local function add_once(key, now, prio, wait, rescheduled)
   local state = redis.call('HGET', STATE, key)
   if state and string.byte(state) == WAITING then
     -- As if it was not parked: its deadline's add is no add of the caller.
@@ -1058,7 +1064,7 @@ local function add_once(key, now, prio, wait)
       add_at(key, now, prio, state)
       return 0
     end
-    delay(key, now + wait, prio)
+    delay(key, now + wait, prio, rescheduled)
     return 3
   end
   local waited, waits = take_delayed(key)
