@@ -136,6 +136,9 @@ type recorder struct {
 	order []reconcile.Request
 	// gate, when not nil, is received from before each reconcile.
 	gate chan struct{}
+	// atGate, when not nil, gets a value (if it has room) as each
+	// reconcile starts waiting on gate.
+	atGate chan struct{}
 	// result, when not nil, decides each reconcile's outcome.
 	result func(r reconcile.Request, n int) (reconcile.Result, error)
 	times  map[reconcile.Request][]time.Time
@@ -143,6 +146,10 @@ type recorder struct {
 
 func (rc *recorder) Reconcile(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
 	if rc.gate != nil {
+		select {
+		case rc.atGate <- struct{}{}:
+		default:
+		}
 		<-rc.gate
 	}
 	rc.mu.Lock()
@@ -255,10 +262,16 @@ func TestControllerHonoursRequeueAfter(t *testing.T) {
 // blocks until release is called, so that the test can fill the queue.
 func gated(t *testing.T, opts ...crqueue.Option[reconcile.Request]) (*harness, *recorder, func()) {
 	t.Helper()
-	rc := &recorder{gate: make(chan struct{})}
+	rc := &recorder{gate: make(chan struct{}), atGate: make(chan struct{}, 1)}
 	h := start(t, rc, 1, nil, opts...)
 	h.send(t, nil, req("", "gate"))
-	h.waitLen(t, 0) // the worker holds the gate item
+	// Not waitLen(0): the source adds the item after send returns, so
+	// the queue can be seen empty before the gate item is even in it.
+	select {
+	case <-rc.atGate:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker did not reach the gate within 5s")
+	}
 	var once sync.Once
 	release := func() { once.Do(func() { close(rc.gate) }) }
 	t.Cleanup(release)
