@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -93,28 +94,43 @@ func loadScript(name string) *script {
 }
 
 func load(name string, features int) *script {
-	prelude, err := luaFiles.ReadFile("lua/prelude.lua")
-	if err != nil {
-		panic(err)
-	}
 	body, err := luaFiles.ReadFile("lua/" + name)
 	if err != nil {
 		panic(err)
 	}
-	keep := func(src []byte) string {
-		lines := strings.Split(string(src), "\n")
-		lines = slices.DeleteFunc(lines, func(line string) bool {
-			for _, tag := range featureTags {
-				if features&tag.feature == 0 && strings.HasSuffix(line, tag.suffix) {
-					return true
-				}
-			}
-			return false
-		})
-		return strings.Join(lines, "\n")
-	}
-	text, keys := assemble(parsePrelude(keep(prelude)), keep(body))
+	text, keys := assemble(preludes[features], keepFeatures(string(body), features))
 	return &script{Script: redis.NewScript(text), name: strings.TrimSuffix(name, ".lua"), src: text, keys: keys}
+}
+
+// preludes are the prelude's statements for each set of features, parsed
+// once rather than for each script: parsing it for each of some hundred
+// variants made importing the package take a quarter of a second.
+var preludes = func() (p [variantCount][]statement) {
+	src, err := luaFiles.ReadFile("lua/prelude.lua")
+	if err != nil {
+		panic(err)
+	}
+	for features := range variantCount {
+		if features == 0 || features&sortedQueue != 0 {
+			p[features] = parsePrelude(keepFeatures(string(src), features))
+		}
+	}
+	return p
+}()
+
+// keepFeatures returns src without the lines tagged for features a queue
+// with features lacks (see featureTags).
+func keepFeatures(src string, features int) string {
+	lines := strings.Split(src, "\n")
+	lines = slices.DeleteFunc(lines, func(line string) bool {
+		for _, tag := range featureTags {
+			if features&tag.feature == 0 && strings.HasSuffix(line, tag.suffix) {
+				return true
+			}
+		}
+		return false
+	})
+	return strings.Join(lines, "\n")
 }
 
 // statement is one top-level statement of the prelude, with the comment
@@ -122,15 +138,17 @@ func load(name string, features int) *script {
 type statement struct {
 	text  string
 	names []string // the locals it declares
+	uses  []string // the names in its code, outside comments
 	key   int      // for a key's binding, its index in keyParts; else -1
+	// around, for a key's binding, is its text before and after the
+	// number in KEYS[n], which assemble numbers anew.
+	around [2]string
 }
 
 var (
 	declaresFunction = regexp.MustCompile(`^local function ([A-Za-z_]\w*)`)
 	declaresLocals   = regexp.MustCompile(`^local ([A-Za-z_][\w, ]*?)\s*=`)
-	bindsKey         = regexp.MustCompile(`(?m)^local ([A-Z_]+) = KEYS\[\d+\]`)
-	luaComment       = regexp.MustCompile(`--[^\n]*`)
-	luaName          = regexp.MustCompile(`[A-Za-z_]\w*`)
+	bindsKey         = regexp.MustCompile(`^local ([A-Z_]+) = KEYS\[(\d+)\]`)
 )
 
 // parsePrelude splits the prelude into its top-level statements: each
@@ -164,8 +182,14 @@ func parsePrelude(src string) []statement {
 }
 
 func newStatement(text string) statement {
-	s := statement{text: text, key: -1}
-	for line := range strings.SplitSeq(text, "\n") {
+	s := statement{text: text, key: -1, uses: namesIn(text)}
+	for offset := 0; offset < len(text); {
+		line, _, _ := strings.Cut(text[offset:], "\n")
+		start := offset
+		offset += len(line) + 1
+		if !strings.HasPrefix(line, "local ") {
+			continue // what the expressions below match starts so
+		}
 		if m := declaresFunction.FindStringSubmatch(line); m != nil {
 			s.names = append(s.names, m[1])
 		} else if m := declaresLocals.FindStringSubmatch(line); m != nil {
@@ -173,11 +197,13 @@ func newStatement(text string) statement {
 				s.names = append(s.names, strings.TrimSpace(name))
 			}
 		}
-	}
-	if m := bindsKey.FindStringSubmatch(text); m != nil {
-		s.key = slices.Index(keyParts, strings.ToLower(m[1]))
-		if s.key < 0 {
-			panic(fmt.Sprintf("redisqueue: prelude.lua binds %s, which keyParts lacks", m[1]))
+		if m := bindsKey.FindStringSubmatchIndex(line); m != nil && s.key < 0 {
+			name := line[m[2]:m[3]]
+			s.key = slices.Index(keyParts, strings.ToLower(name))
+			if s.key < 0 {
+				panic(fmt.Sprintf("redisqueue: prelude.lua binds %s, which keyParts lacks", name))
+			}
+			s.around = [2]string{text[:start+m[4]], text[start+m[5]:]}
 		}
 	}
 	return s
@@ -190,12 +216,12 @@ func newStatement(text string) statement {
 // nothing is kept.
 func assemble(prelude []statement, body string) (string, []int) {
 	used := map[string]bool{}
-	note := func(code string) {
-		for _, name := range luaName.FindAllString(luaComment.ReplaceAllString(code, ""), -1) {
+	note := func(names []string) {
+		for _, name := range names {
 			used[name] = true
 		}
 	}
-	note(body)
+	note(namesIn(body))
 	kept := make([]bool, len(prelude))
 	for grown := true; grown; {
 		grown = false
@@ -208,7 +234,7 @@ func assemble(prelude []statement, body string) (string, []int) {
 			s := prelude[i]
 			if len(s.names) == 0 || slices.ContainsFunc(s.names, func(n string) bool { return used[n] }) {
 				kept[i], grown = true, true
-				note(s.text)
+				note(s.uses)
 			}
 		}
 	}
@@ -218,16 +244,52 @@ func assemble(prelude []statement, body string) (string, []int) {
 		if !kept[i] {
 			continue
 		}
-		text := s.text
 		if s.key >= 0 {
 			keys = append(keys, s.key)
-			text = bindsKey.ReplaceAllString(text, fmt.Sprintf("local $1 = KEYS[%d]", len(keys)))
+			b.WriteString(s.around[0])
+			b.WriteString(strconv.Itoa(len(keys)))
+			b.WriteString(s.around[1])
+		} else {
+			b.WriteString(s.text)
 		}
-		b.WriteString(text)
 		b.WriteString("\n")
 	}
 	b.WriteString(body)
 	return b.String(), keys
+}
+
+// namesIn returns the names in Lua code, outside its comments, each
+// once. It scans by hand: the regular expressions it replaced were most
+// of the time it took to import the package.
+func namesIn(code string) []string {
+	isStart := func(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+	isPart := func(c byte) bool { return isStart(c) || '0' <= c && c <= '9' }
+	var names []string
+	for i := 0; i < len(code); {
+		switch {
+		case strings.HasPrefix(code[i:], "--"):
+			end := strings.IndexByte(code[i:], '\n')
+			if end < 0 {
+				return dedupe(names)
+			}
+			i += end
+		case isStart(code[i]):
+			j := i + 1
+			for j < len(code) && isPart(code[j]) {
+				j++
+			}
+			names = append(names, code[i:j])
+			i = j
+		default:
+			i++
+		}
+	}
+	return dedupe(names)
+}
+
+func dedupe(names []string) []string {
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // queueKeys are the Redis keys of one queue or partition, in the order
