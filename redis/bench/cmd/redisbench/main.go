@@ -96,6 +96,10 @@ type config struct {
 	// Get's script then overlap once) is not counted as idle traffic.
 	settle                time.Duration
 	samples, asynqSamples int
+	// rawRequests is how many requests redis-benchmark sends to measure
+	// the server's raw rates: SETs and scripts each, and ten times as
+	// many pipelined SETs.
+	rawRequests int
 	// impls are the implementations measured: impls for the default
 	// tables, prioImpls for those of -priorities, which skip the idle and
 	// latency measurements.
@@ -108,7 +112,7 @@ func defaultConfig() config {
 	return config{
 		reps: 3, keys: 20000, workers: []int{1, 4, 16}, procs: []int{1, 4},
 		idle: 10 * time.Second, settle: 3 * time.Second, samples: 200, asynqSamples: 20,
-		impls: impls, out: os.Stdout, progress: os.Stderr,
+		rawRequests: 100000, impls: impls, out: os.Stdout, progress: os.Stderr,
 	}
 }
 
@@ -182,7 +186,7 @@ func run(cfg config) error {
 					perKey(t.addCounts.RoundTrips, cfg.keys), perKey(t.getCounts.RoundTrips, cfg.keys), t.load)
 			}
 		}
-		raw, err := measureRaw(srv.Addr)
+		raw, err := measureRaw(srv.Addr, cfg.rawRequests)
 		if err != nil {
 			return err
 		}

@@ -19,11 +19,12 @@ type rawRates struct {
 	set, setPipelined, script float64 // per second
 }
 
-// measureRaw runs redis-benchmark against addr.
-func measureRaw(addr string) (rawRates, error) {
+// measureRaw runs redis-benchmark against addr, with n requests of each
+// kind and 10n pipelined.
+func measureRaw(addr string, n int) (rawRates, error) {
 	host, port, _ := strings.Cut(addr, ":")
-	run := func(n int, extra ...string) (float64, error) {
-		args := append([]string{"-h", host, "-p", port, "-c", "16", "-n", strconv.Itoa(n), "--csv"}, extra...)
+	run := func(requests int, extra ...string) (float64, error) {
+		args := append([]string{"-h", host, "-p", port, "-c", "16", "-n", strconv.Itoa(requests), "--csv"}, extra...)
 		out, err := exec.Command("redis-benchmark", args...).Output()
 		if err != nil {
 			return 0, fmt.Errorf("redis-benchmark %v: %w", args, err)
@@ -42,13 +43,13 @@ func measureRaw(addr string) (rawRates, error) {
 	}
 	var r rawRates
 	var err error
-	if r.set, err = run(100000, "-t", "set"); err != nil {
+	if r.set, err = run(n, "-t", "set"); err != nil {
 		return r, err
 	}
-	if r.setPipelined, err = run(1000000, "-t", "set", "-P", "16"); err != nil {
+	if r.setPipelined, err = run(10*n, "-t", "set", "-P", "16"); err != nil {
 		return r, err
 	}
-	r.script, err = run(100000, "eval", "redis.call('SET', KEYS[1], ARGV[1]); redis.call('INCR', 'raw:n'); return redis.call('GET', KEYS[1])", "1", "raw:{k}", "v")
+	r.script, err = run(n, "eval", "redis.call('SET', KEYS[1], ARGV[1]); redis.call('INCR', 'raw:n'); return redis.call('GET', KEYS[1])", "1", "raw:{k}", "v")
 	return r, err
 }
 
