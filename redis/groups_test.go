@@ -242,7 +242,7 @@ func TestGroupLimitsMatchInMemoryQueue(t *testing.T) {
 					require.NoError(t, err)
 					assert.Equal(t, ref.Remove(item), removed, "Remove after %v", log)
 				case r < 8 || len(held) == 0:
-					want := refGet(ref)
+					want := refGet(t, ref)
 					log = append(log, "g:"+want)
 					if want == "" {
 						assertNothingReady(t, q)
@@ -267,14 +267,17 @@ func TestGroupLimitsMatchInMemoryQueue(t *testing.T) {
 }
 
 // refGet hands out the in-memory queue's next item, or "" if none is
-// ready.
-func refGet(ref *workqueue.TypedPriorityQueue[string]) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
-	defer cancel()
-	item, err := ref.GetContext(ctx)
-	if err != nil {
+// ready. It asks a snapshot rather than a Get with a short deadline,
+// which a goroutine stalled past the deadline answers with nothing.
+func refGet(t *testing.T, ref *workqueue.TypedPriorityQueue[string]) string {
+	t.Helper()
+	if s := ref.Snapshot(0); s.Depth == s.WaitingForSlot {
 		return ""
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	item, err := ref.GetContext(ctx)
+	require.NoError(t, err, "the in-memory queue has an item ready")
 	return item
 }
 
