@@ -339,10 +339,12 @@ func TestOutages(t *testing.T) {
 		client := s.Client()
 		q := newTestQueue(t, client, Options[string]{})
 		admin := s.Client()
-		require.NoError(t, admin.Do(context.Background(), "CLIENT", "PAUSE", "300", "WRITE").Err())
+		// Before the PAUSE is sent, so that the pause ends at least 300ms
+		// after start however long this goroutine stalls.
 		start := time.Now()
+		require.NoError(t, admin.Do(context.Background(), "CLIENT", "PAUSE", "300", "WRITE").Err())
 		q.Add("a") // a write: waits for the pause to end
-		assert.GreaterOrEqual(t, time.Since(start), 200*time.Millisecond, "Add returned during the pause")
+		assert.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond, "Add returned during the pause")
 		assert.Equal(t, "a", getNow(t, q))
 		q.Done("a")
 		// A server busy in a script or DEBUG SLEEP holds every command.

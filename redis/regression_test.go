@@ -52,6 +52,25 @@ func waitWaiting(t *testing.T, q *Queue[string], n int) {
 	}, 5*time.Second, time.Millisecond)
 }
 
+// waitBlockedPops waits until n of the server's clients are blocked in
+// BLPOP, as listeners wait for wakeups.
+func waitBlockedPops(t *testing.T, admin *redis.Client, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		clients, err := admin.ClientList(context.Background()).Result()
+		if err != nil {
+			return false
+		}
+		blocked := 0
+		for line := range strings.SplitSeq(clients, "\n") {
+			if strings.Contains(line, " flags=b ") && strings.Contains(line, " cmd=blpop ") {
+				blocked++
+			}
+		}
+		return blocked == n
+	}, 5*time.Second, time.Millisecond, "%d clients blocked in BLPOP", n)
+}
+
 // TestDueTimeOutlivesTheGetThatKnewIt: an AddAfter wakes one Get, which
 // learns when the key is due; if that Get leaves before then, another
 // must learn it, or the key waits for a heartbeat.
@@ -95,10 +114,20 @@ func TestWakeupLeftWhenTheLastGetLeaves(t *testing.T) {
 			left <- item
 		}()
 		waitWaiting(t, h1, 1)
+		// h1's listener blocks first, so that the server hands it the
+		// add's wakeup rather than h2's.
+		waitBlockedPops(t, s.Client(), 1)
 		got := getWithin(t, h2, 20*time.Second)
 		waitWaiting(t, h2, 1)
+		waitBlockedPops(t, s.Client(), 2)
 		h2.Add("k")
-		if item := <-left; item != "" {
+		var item string
+		select {
+		case item = <-left:
+		case <-time.After(20 * time.Second):
+			t.Fatal("h1's Get did not leave within 20s of the add")
+		}
+		if item != "" {
 			h1.Done(item) // h1 took it before its context ended
 			h2.Add("k2")
 			assert.Equal(t, "k2", <-got)
@@ -207,19 +236,21 @@ func TestTransientServerErrors(t *testing.T) {
 
 // TestIdleGetsDoNotWakeForLeases: idle Gets must not wake at every lease
 // expiry time of keys other handles hold, which move on at every
-// extension: Gets that did would send over 300 commands in 4s with 20 idle
-// Gets and a 300ms lease held elsewhere.
+// extension: with 20 idle Gets and a 2s lease held elsewhere, extended
+// every 667ms, such Gets would each wake every 1.33s and send some 45
+// commands in the 3s measured. The lease is that long so that a stalled
+// holder does not lose it, which would hand the key to an idle Get.
 func TestIdleGetsDoNotWakeForLeases(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	counted := redis.NewClient(&redis.Options{Addr: s.Addr, PoolSize: 50})
 	t.Cleanup(func() { _ = counted.Close() })
 	var sent atomic.Int64
 	counted.AddHook(countingHook{&sent})
-	opts := Options[string]{LeaseDuration: 300 * time.Millisecond, Heartbeat: time.Second}
+	opts := Options[string]{LeaseDuration: 2 * time.Second, Heartbeat: time.Second}
 	holder := newTestQueue(t, s.Client(), opts)
 	idle := newHandle(t, counted, queueNameOf(holder), opts)
 	holder.Add("busy")
-	getNow(t, holder) // held, its lease extended every 100ms
+	getNow(t, holder) // held, its lease extended every 667ms
 	ctx, cancel := context.WithCancel(context.Background())
 	var gets sync.WaitGroup
 	for range 20 {
@@ -253,13 +284,15 @@ func TestGetContextDuringOutage(t *testing.T) {
 	q := newTestQueue(t, s.Client(), Options[string]{Heartbeat: time.Hour})
 	other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{Heartbeat: time.Hour})
 	q.Add("k")
-	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "2000", "ALL").Err())
 	start := time.Now()
+	require.NoError(t, admin.Do(ctx, "CLIENT", "PAUSE", "3000", "ALL").Err())
 	shortCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	_, err := q.GetContext(shortCtx)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.Less(t, time.Since(start), time.Second, "GetContext waited for the pause to end")
+	// About 700ms (its deadline, then 400ms and 200ms): the bound leaves
+	// room for a stalled machine, not for waiting out the pause.
+	assert.Less(t, time.Since(start), 2500*time.Millisecond, "GetContext waited for the pause to end")
 	// After the pause the abandoned script leases k; it comes back.
 	assert.Equal(t, "k", <-getWithin(t, other, 20*time.Second))
 }
