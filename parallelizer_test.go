@@ -81,14 +81,31 @@ func TestParallelizeUntilBadInput(t *testing.T) {
 }
 
 func TestParallelizeUntilPanicReachesCaller(t *testing.T) {
-	var calls atomic.Int32
-	assert.PanicsWithValue(t, "boom", func() {
-		ParallelizeUntil(context.Background(), 4, 1000, func(piece int) {
-			calls.Add(1)
-			if piece == 3 {
-				panic("boom")
+	tests := []struct {
+		name    string
+		workers int
+		// calls, when not 0, is how many pieces must have started: with
+		// one worker, none after piece 3's panic. With more, the others
+		// may start every piece before the panicking one records it.
+		calls int32
+	}{
+		{name: "one worker", workers: 1, calls: 4},
+		{name: "four workers", workers: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			assert.PanicsWithValue(t, "boom", func() {
+				ParallelizeUntil(context.Background(), tt.workers, 1000, func(piece int) {
+					calls.Add(1)
+					if piece == 3 {
+						panic("boom")
+					}
+				})
+			})
+			if tt.calls != 0 {
+				assert.Equal(t, tt.calls, calls.Load(), "pieces started")
 			}
 		})
-	})
-	assert.Less(t, calls.Load(), int32(1000), "pieces kept starting after a panic")
+	}
 }
