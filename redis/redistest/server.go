@@ -120,9 +120,15 @@ func (s *Server) start() error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := client.Ping(ctx).Err()
+		info, err := client.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
+			// Another test's server may have taken the port first, and
+			// this one then failed to bind.
+			if pid := infoField(info, "process_id"); pid != strconv.Itoa(cmd.Process.Pid) {
+				s.Stop()
+				return fmt.Errorf("another redis-server (process %s) answers on %s", pid, s.Addr)
+			}
 			return nil
 		}
 		select {
@@ -136,6 +142,16 @@ func (s *Server) start() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// infoField returns the value of field in the reply of INFO.
+func infoField(info, field string) string {
+	for line := range strings.SplitSeq(info, "\n") {
+		if value, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return value
+		}
+	}
+	return ""
 }
 
 func (s *Server) logTail() string {
