@@ -41,8 +41,9 @@ import (
 
 const (
 	// lease is how long a killed worker's key waits before it is handed
-	// out again; the holders extend it every third while they work.
-	lease = 2 * time.Second
+	// out again; the holders extend it every third while they work, so a
+	// live worker stalled for less than two thirds of it keeps its key.
+	lease = 5 * time.Second
 	// failEvery: keys whose number is a multiple of it fail on their first
 	// attempt and are retried with AddRateLimited, to show the backoff
 	// kept in Redis across processes.
