@@ -56,10 +56,7 @@ func testWakeups(t *testing.T, partitions int) {
 	// Let the Gets start waiting before the adds, so that the wakeups are
 	// what delivers the keys; a Get that has not started yet would find
 	// its key anyway.
-	require.Eventually(t, func() bool {
-		clients, _ := client.ClientList(context.Background()).Result()
-		return strings.Count(clients, "cmd=blpop") >= 3*partitions
-	}, 10*time.Second, time.Millisecond)
+	waitBlockedPops(t, client, 3*partitions)
 	// Six keys, as many in each partition.
 	var keys []string
 	perPartition := map[int]int{}
