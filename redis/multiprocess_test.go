@@ -534,9 +534,17 @@ func TestRedisCrashAOF(t *testing.T) {
 		// Acknowledged adds not yet processed: what a crash without
 		// persistence would lose (approximately: the log runs on).
 		backlog = append(backlog, w.acks-len(w.ended))
+		seen := 0 // the outages the workers reported before this crash
+		for _, p := range live {
+			seen += p.stderrCount("Redis unreachable")
+		}
 		s.Kill()
 		w.waitFor(t, "a worker to see Redis gone", 10*time.Second, func() bool {
-			return slices.ContainsFunc(live, func(p *proc) bool { return p.stderrCount("Redis unreachable") > 0 })
+			now := 0
+			for _, p := range live {
+				now += p.stderrCount("Redis unreachable")
+			}
+			return now > seen
 		})
 		s.Restart()
 		// The fence counter survives: the server replayed its append-only
