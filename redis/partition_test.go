@@ -500,10 +500,13 @@ func TestListenersLeaveRoomInThePool(t *testing.T) {
 				item, _ := q.GetContext(ctx)
 				got <- item
 			}()
+			// Blocked on the server, not only busy in the pool, which the
+			// Get's own first look also is.
+			waitBlockedPops(t, s.Client(), partitions)
 			require.Eventually(t, func() bool {
 				stats := client.PoolStats()
 				return int(stats.TotalConns-stats.IdleConns) == partitions
-			}, 5*time.Second, time.Millisecond, "every listener blocks in BLPOP")
+			}, 5*time.Second, time.Millisecond, "only the listeners' connections busy")
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			require.NoError(t, q.AddContext(ctx, "a"))
