@@ -148,3 +148,26 @@ func TestPlainScriptsReachNoFairness(t *testing.T) {
 		assert.Contains(t, s.fair.src, "local function fair_seq(", "%s.lua for a sorted queue", s.name)
 	}
 }
+
+// TestNamesIn pins what assemble takes for a piece of code's names: every
+// run of letters, digits and underscores that starts with a letter or an
+// underscore, outside comments, each once.
+func TestNamesIn(t *testing.T) {
+	tests := []struct {
+		code string
+		want []string
+	}{
+		{"", nil},
+		{"return one(x) + two_2", []string{"one", "return", "two_2", "x"}},
+		{"local a = 1e5 -- b c\nreturn a", []string{"a", "e5", "local", "return"}},
+		{"f() -- g() at the end, no newline", []string{"f"}},
+		{"x--y\nz", []string{"x", "z"}},
+		{"-- only a comment", nil},
+		{"s = 'k' .. _G.name2", []string{"_G", "k", "name2", "s"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.code, func(t *testing.T) {
+			assert.Equal(t, tt.want, namesIn(tt.code))
+		})
+	}
+}
