@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -84,28 +86,41 @@ func TestParallelizeUntilPanicReachesCaller(t *testing.T) {
 	tests := []struct {
 		name    string
 		workers int
-		// calls, when not 0, is how many pieces must have started: with
-		// one worker, none after piece 3's panic. With more, the others
-		// may start every piece before the panicking one records it.
+		panicAt int
+		// waits: every other piece waits for the panicking one to start,
+		// then sleeps a millisecond of the bubble's time, which passes
+		// only once every other goroutine is blocked: the panic has been
+		// recorded by then, so no further piece may start.
+		waits bool
+		// calls is how many pieces may start at most.
 		calls int32
 	}{
-		{name: "one worker", workers: 1, calls: 4},
-		{name: "four workers", workers: 4},
+		{name: "one worker runs the pieces before the panic", workers: 1, panicAt: 3, calls: 4},
+		{name: "the other workers stop", workers: 2, panicAt: 0, waits: true, calls: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var calls atomic.Int32
-			assert.PanicsWithValue(t, "boom", func() {
-				ParallelizeUntil(context.Background(), tt.workers, 1000, func(piece int) {
-					calls.Add(1)
-					if piece == 3 {
-						panic("boom")
-					}
+			synctest.Test(t, func(t *testing.T) {
+				var calls atomic.Int32
+				panicking := make(chan struct{})
+				assert.PanicsWithValue(t, "boom", func() {
+					ParallelizeUntil(context.Background(), tt.workers, 1000, func(piece int) {
+						calls.Add(1)
+						if piece == tt.panicAt {
+							close(panicking)
+							panic("boom")
+						}
+						if tt.waits {
+							<-panicking
+							time.Sleep(time.Millisecond)
+						}
+					})
 				})
+				assert.LessOrEqual(t, calls.Load(), tt.calls, "pieces started")
+				if tt.workers == 1 {
+					assert.Equal(t, tt.calls, calls.Load(), "pieces started")
+				}
 			})
-			if tt.calls != 0 {
-				assert.Equal(t, tt.calls, calls.Load(), "pieces started")
-			}
 		})
 	}
 }
