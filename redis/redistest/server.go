@@ -121,14 +121,20 @@ func (s *Server) start() error {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		info, err := client.Info(ctx, "server").Result()
-		cancel()
 		if err == nil {
 			// Another test's server may have taken the port first, and
 			// this one then failed to bind.
 			if pid := infoField(info, "process_id"); pid != strconv.Itoa(cmd.Process.Pid) {
+				cancel()
 				s.Stop()
 				return fmt.Errorf("another redis-server (process %s) answers on %s", pid, s.Addr)
 			}
+			// INFO is answered while the append-only file loads; PING
+			// only once it is loaded.
+			err = client.Ping(ctx).Err()
+		}
+		cancel()
+		if err == nil {
 			return nil
 		}
 		select {
