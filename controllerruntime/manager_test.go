@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,7 +83,10 @@ func TestManagerMetricsEndpoint(t *testing.T) {
 		`workqueue_queue_duration_seconds_count{` + labels + `} 3`,
 		`workqueue_retries_total{` + labels + `} 0`,
 	}
-	var body string
+	// The last scrape's body, for the failure message: Eventually may
+	// return while a scrape still runs.
+	var last atomic.Pointer[string]
+	last.Store(new(string))
 	ok := assert.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + addr + "/metrics")
 		if err != nil {
@@ -90,11 +94,12 @@ func TestManagerMetricsEndpoint(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
-		body = string(b)
+		body := string(b)
+		last.Store(&body)
 		return err == nil && !slices.ContainsFunc(wants, func(want string) bool { return !strings.Contains(body, want) })
 	}, 10*time.Second, 10*time.Millisecond)
 	if !ok {
-		t.Fatalf("the manager's /metrics lacks some of %q:\n%s", wants, grepWorkqueue(body))
+		t.Fatalf("the manager's /metrics lacks some of %q:\n%s", wants, grepWorkqueue(*last.Load()))
 	}
 }
 
