@@ -315,7 +315,7 @@ func startClusterArgs(t *testing.T) (redis.UniversalClient, []string) {
 // of partitions (0: unpartitioned), with or without priorities.
 func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []string, partitions int, priorities bool) {
 	const (
-		keys    = 10000
+		keys    = 6000
 		procs   = 4
 		workers = 4
 		name    = "mp"
@@ -375,7 +375,7 @@ func runMultiProcess(t *testing.T, client redis.UniversalClient, redisArgs []str
 		// The first processes start processing once their adds returned,
 		// so every key is queued at the first hand-out, a quarter of them
 		// at 10: the first 1,000 hand-outs are all at 10 (with partitions,
-		// each of which holds about 830 of them, too: a Get takes from
+		// each of which holds about 500 of them, too: a Get takes from
 		// the partitions in turn).
 		for i, key := range firstHandouts(t, logPath, 1000) {
 			priority, _ := worklog.Priority(key)
