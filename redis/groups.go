@@ -56,7 +56,7 @@ func (g *groupLimits[T]) of(item T, decoded bool) string {
 // over their GroupLimits, until it is set again; 0 or less means no
 // limit. A raised limit puts back, before SetGroupLimit returns, as many
 // of the group's waiting keys as it has room for, so that Gets hand them
-// out at once (it takes a script call per 256 of them); a lowered one
+// out at once; a lowered one
 // hands out none of the group's keys until fewer than the new limit are
 // leased. It does nothing on a queue without
 // GroupLimits, or for the group "". It retries while Redis is unreachable,

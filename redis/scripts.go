@@ -103,8 +103,7 @@ func load(name string, features int) *script {
 }
 
 // preludes are the prelude's statements for each set of features, parsed
-// once rather than for each script: parsing it for each of some hundred
-// variants made importing the package take a quarter of a second.
+// once at package init and shared by every script's variant for it.
 var preludes = func() (p [variantCount][]statement) {
 	src, err := luaFiles.ReadFile("lua/prelude.lua")
 	if err != nil {
@@ -259,8 +258,8 @@ func assemble(prelude []statement, body string) (string, []int) {
 }
 
 // namesIn returns the names in Lua code, outside its comments, each
-// once. It scans by hand: the regular expressions it replaced were most
-// of the time it took to import the package.
+// once. It scans by hand rather than with regular expressions because it
+// runs at package init over every script variant.
 func namesIn(code string) []string {
 	isStart := func(c byte) bool { return c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
 	isPart := func(c byte) bool { return isStart(c) || '0' <= c && c <= '9' }
