@@ -60,8 +60,6 @@ func (c *controller) syncQueue(queue Queue, updateStatus updateStatusFn) error {
 			status.Completed++
 		}
 	}
-	c.updateMetrics(queue.Name, status)
-
 	if updateStatus != nil {
 		updateStatus(&status, present)
 	} else {
@@ -75,6 +73,9 @@ func (c *controller) syncQueue(queue Queue, updateStatus updateStatusFn) error {
 		}
 		c.recordStateChange(queue.Name, SyncQueueAction, from, effectiveState(queue))
 	}
+	// The gauges show the status as written, so that they agree with it
+	// even when this write fails and is given up.
+	c.updateMetrics(queue.Name, queue.Status)
 	return c.syncHierarchicalQueue(queue)
 }
 
@@ -101,8 +102,8 @@ func (c *controller) openQueue(queue Queue, updateStatus updateStatusFn) error {
 			return fmt.Errorf("open %s: %w", queue.Name, err)
 		}
 		if closedOrClosing(effectiveState(parent)) {
-			// The parent may be opening right now: fail and retry.
-			return fmt.Errorf("open %s: parent %s is %s", queue.Name, parent.Name, parent.Status.State)
+			// The request waits, parked, until the parent opens.
+			return &parentClosedError{queue: queue.Name, parent: parent.Name, state: parent.Status.State}
 		}
 	}
 
@@ -118,6 +119,7 @@ func (c *controller) openQueue(queue Queue, updateStatus updateStatusFn) error {
 		}
 		c.recordStateChange(queue.Name, OpenQueueAction, effectiveState(queue), updated.Status.State)
 	}
+	c.opened(queue.Name)
 
 	for _, child := range c.store.Queues.list() {
 		if child.Parent == queue.Name && child.closedByParent() {
@@ -217,3 +219,17 @@ func (c *controller) recordStateChange(queueName string, action Action, from, to
 	}
 	c.timeline.event(queueName, eventNormal, string(action), fmt.Sprintf("%s -> %s", from, to))
 }
+
+// parentClosedError is an open refused because the parent is closed or
+// closing: the request parks until the parent opens.
+type parentClosedError struct {
+	queue, parent string
+	state         QueueState
+}
+
+func (e *parentClosedError) Error() string {
+	return fmt.Sprintf("open %s: parent %s is %s", e.queue, e.parent, e.state)
+}
+
+// openedEvent is the event that wakes the opens parked until queue opens.
+func openedEvent(queue string) string { return "opened " + queue }

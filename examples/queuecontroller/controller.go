@@ -58,6 +58,8 @@ type controller struct {
 	// The controller's own Add calls to each queue, for the summary: those
 	// the queue collapsed into an item already waiting are not in its adds.
 	requestAddCalls, commandAddCalls atomic.Uint64
+	// The parked requests that opened woke: each is queued again.
+	requestWakes atomic.Uint64
 
 	pgMutex   sync.RWMutex
 	podGroups map[string]map[string]struct{} // queue name -> PodGroup keys
@@ -141,18 +143,39 @@ func (c *controller) run(ctx context.Context) {
 
 func (c *controller) reconcileRequest(_ context.Context, req request) (workqueue.Result, error) {
 	err := c.handleQueue(req)
-	if err != nil {
-		c.timeline.failure(req.String(), err)
+	var closed *parentClosedError
+	if errors.As(err, &closed) {
+		// Not a failure: nothing changes until the parent opens, and
+		// opening it wakes the request (see opened).
+		c.timeline.parked(req.String(), closed.parent, err)
+		return workqueue.WaitFor(openedEvent(closed.parent)), nil
+	}
+	return c.result(req.String(), err)
+}
+
+func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue.Result, error) {
+	return c.result(commandName(cmd), c.handleCommand(cmd))
+}
+
+// result tells the runner what to do after a reconcile of what: a write
+// the API server throttled is tried again after the time it asked for,
+// without counting as a failure; any other error is a failure, retried
+// with backoff.
+func (c *controller) result(what string, err error) (workqueue.Result, error) {
+	var throttled *throttledError
+	switch {
+	case errors.As(err, &throttled):
+		c.timeline.throttled(what, err)
+		return workqueue.Result{RequeueAfter: throttled.retryAfter}, nil
+	case err != nil:
+		c.timeline.failure(what, err)
 	}
 	return workqueue.Result{}, err
 }
 
-func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue.Result, error) {
-	err := c.handleCommand(cmd)
-	if err != nil {
-		c.timeline.failure(commandName(cmd), err)
-	}
-	return workqueue.Result{}, err
+// opened wakes the opens parked until queue opens.
+func (c *controller) opened(queue string) {
+	c.requestWakes.Add(uint64(c.queue.Wake(openedEvent(queue))))
 }
 
 // requestGivenUp records the warning the seed's controller records when a

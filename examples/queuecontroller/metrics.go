@@ -9,7 +9,8 @@ import (
 )
 
 // queueMetrics are the per-queue gauges of PodGroups by phase, labelled by
-// queue name, set on every sync and deleted with the queue.
+// queue name: the counts of the queue's status as last written, set on
+// every sync and deleted with the queue.
 type queueMetrics struct {
 	registry *prometheus.Registry
 	byPhase  map[PodGroupPhase]*prometheus.GaugeVec
@@ -26,7 +27,7 @@ func newQueueMetrics(registry *prometheus.Registry) *queueMetrics {
 	} {
 		m.byPhase[phase] = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: name,
-			Help: "PodGroups of the queue in phase " + string(phase) + ", as of the queue's last sync.",
+			Help: "PodGroups of the queue in phase " + string(phase) + ", as of the queue's status last written.",
 		}, []string{"queue_name"})
 		registry.MustRegister(m.byPhase[phase])
 	}
@@ -57,7 +58,7 @@ type workqueueFigures struct {
 	depth   int           // items waiting to be handed out
 	delayed int           // items waiting for a retry's backoff
 	adds    uint64        // items that entered the queue
-	retries uint64        // AddRateLimited calls
+	retries uint64        // AddRateLimited and AddAfter calls: adds after a delay
 	gets    uint64        // items handed out: one queue_duration observation each
 	dones   uint64        // items marked done: one work_duration observation each
 	waited  time.Duration // summed time from an item's add to its Get

@@ -12,17 +12,22 @@ import (
 type workqueueSummary struct {
 	label    string           // the work queue's name
 	addCalls uint64           // the controller's Add calls
+	wakes    uint64           // the parked items the controller woke
 	figures  workqueueFigures // the queue's metrics once it has stopped
-	dropped  int              // retries still waiting for their backoff at the stop
+	dropped  int              // adds after a delay still waiting at the stop
 }
 
-// collapsed returns how many Add calls and retries the queue folded into an
-// item it held already: each Add call, and each retry that fell due, either
-// entered the queue (one of its adds) or was collapsed; a retry of an item
-// already waiting for its backoff never falls due on its own.
-func (s workqueueSummary) collapsed() int64 {
-	return int64(s.addCalls) + int64(s.figures.retries) - int64(s.dropped) - int64(s.figures.adds)
+// adds returns how many adds reached the queue: the controller's Add
+// calls, the parked items it woke and the adds after a delay (retries and
+// requeues) that fell due.
+func (s workqueueSummary) adds() int64 {
+	return int64(s.addCalls) + int64(s.wakes) + int64(s.figures.retries) - int64(s.dropped)
 }
+
+// merged returns how many of those adds found their item queued already,
+// so that the queue held it once: the others each queued an item, one of
+// the queue's workqueue_adds_total.
+func (s workqueueSummary) merged() int64 { return s.adds() - int64(s.figures.adds) }
 
 // meanWait returns the mean time from an item's add to its Get.
 func (s workqueueSummary) meanWait() time.Duration {
@@ -32,20 +37,30 @@ func (s workqueueSummary) meanWait() time.Duration {
 	return (s.figures.waited / time.Duration(s.figures.gets)).Round(time.Microsecond)
 }
 
+// String spells the summary out: "request: 42 adds (8 retries): 35 queued
+// their item, 7 found it queued already; 35 processed, mean wait 137µs". A
+// retry is an add after a delay: a failure's backoff or a throttled write's
+// retry-after.
 func (s workqueueSummary) String() string {
-	return fmt.Sprintf("%s %d adds (%d collapsed), %d processed, %d retries, mean wait %v",
-		s.label, s.figures.adds, s.collapsed(), s.figures.dones, s.figures.retries, s.meanWait())
+	line := fmt.Sprintf("%s: %d adds (%s): %d queued their item, %d found it queued already; %d processed, mean wait %v",
+		s.label, s.adds(), retries(int64(s.figures.retries)-int64(s.dropped)), s.figures.adds, s.merged(), s.figures.dones, s.meanWait())
+	if s.dropped > 0 {
+		line += fmt.Sprintf("; %s dropped at the stop", retries(int64(s.dropped)))
+	}
+	return line
+}
+
+func retries(n int64) string {
+	if n == 1 {
+		return "1 retry"
+	}
+	return fmt.Sprintf("%d retries", n)
 }
 
 // printWorkqueueSummary prints a line for each work queue.
 func printWorkqueueSummary(out io.Writer, queues []workqueueSummary) {
-	const prefix = "work queues: "
-	for i, q := range queues {
-		indent := prefix
-		if i > 0 {
-			indent = strings.Repeat(" ", len(prefix))
-		}
-		fmt.Fprintf(out, "%s%v\n", indent, q)
+	for _, q := range queues {
+		fmt.Fprintf(out, "work queue %v\n", q)
 	}
 }
 

@@ -36,8 +36,9 @@ func TestWorkqueueSummaryCounts(t *testing.T) {
 		s := workqueueSummary{label: requestQueueName, addCalls: c.requestAddCalls.Load(), figures: after[requestQueueName], dropped: before[requestQueueName].delayed}
 
 		assert.Equal(t, 1, s.dropped, "the second retry was waiting")
-		assert.EqualValues(t, 2, s.collapsed(), "two of the three adds")
-		assert.Equal(t, "request 2 adds (2 collapsed), 2 processed, 2 retries, mean wait 497.5ms", s.String(),
+		assert.EqualValues(t, 4, s.adds(), "three Add calls and the retry that fell due")
+		assert.EqualValues(t, 2, s.merged(), "two of the three Add calls found the item queued")
+		assert.Equal(t, "request: 4 adds (1 retry): 2 queued their item, 2 found it queued already; 2 processed, mean wait 497.5ms; 1 retry dropped at the stop", s.String(),
 			"waits: none for the first Get; the retry, added at 1 ms + 5 ms, got at 1001 ms")
 	})
 }
@@ -46,7 +47,7 @@ func TestGaveUpReport(t *testing.T) {
 	e := &incompleteError{
 		givenUp:    []string{"dev/SyncQueue", "command admin/open-dev", "prod/SyncQueue", "dev/SyncQueue"},
 		maxRequeue: 2,
-		unreached:  []unreachedStep{{step: "step 6", until: "dev's open refused", why: "command admin/open-dev was given up"}},
+		unreached:  []unreachedStep{{step: "step 6", until: "dev's open parked", why: "command admin/open-dev was given up"}},
 	}
 	assert.Equal(t, "gave up on 3 requests (dev/SyncQueue 2x, prod/SyncQueue) and 1 command (admin/open-dev) after 2 retries each", e.gaveUp(true))
 	assert.EqualError(t, e, "the scenario did not play out as scripted: gave up on 3 requests and 1 command after 2 retries each; step 6's condition not reached")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -37,20 +38,23 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestServe runs `queuecontroller -serve 127.0.0.1:0 -failure-rate 0.9
-// -max-requeue 2` past its scenario and checks the metrics and the
-// inspector it prints the addresses of: the work queues still running on
-// the trickle of generated events, their adds growing from one scrape to
-// the next, the request queue's group-limit gauges, the keys given up on
-// listed as given up, with their errors, and the failures that were retried
-// listed as recent failures.
+// TestServe runs `queuecontroller -serve 127.0.0.1:0`, the README's
+// command, on a trickle cycle of 6 s instead of a minute, and checks the
+// metrics and the inspector it prints the addresses of: the work queues
+// still running on the trickle, their adds growing from one scrape to the
+// next, the request queue's group-limit gauges; the inspector showing,
+// within a few cycles, a Queue's request waiting for its slot, requests in
+// flight, delayed and parked, and the Groups table; and the run ending
+// cleanly once interrupted, its table agreeing with its gauges.
 func TestServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var out lockedBuffer
 	result := make(chan error, 1)
+	const cycle = 6 * time.Second
 	go func() {
-		result <- run(ctx, &out, options{workers: 2, failureRate: 0.9, seed: 1, maxRequeueNum: 2, serve: "127.0.0.1:0", retryWaitLimit: retryWaitLimit})
+		result <- run(ctx, &out, options{workers: 2, failureRate: 0.2, seed: 1, maxRequeueNum: -1, serve: "127.0.0.1:0",
+			retryWaitLimit: retryWaitLimit, trickleCycle: cycle})
 	}()
 	require.Eventually(t, func() bool { return strings.Contains(out.String(), "until interrupted") }, 20*time.Second, 10*time.Millisecond, "no scenario end:\n%s", &out)
 	urls := regexp.MustCompile(`(?m)^serving metrics on (http://\S+/metrics)\ninspecting the work queues on (http://\S+/debug/queues)$`).FindStringSubmatch(out.String())
@@ -70,50 +74,55 @@ func TestServe(t *testing.T) {
 	assert.NotContains(t, metrics, `workqueue_items_waiting_for_slot{name="command"}`, "the command queue has no group limit")
 	require.Eventually(t, func() bool { return adds() > first }, 20*time.Second, 50*time.Millisecond,
 		"the request queue took no add after the scenario: nothing live to watch")
-	assert.Contains(t, get(t, urls[2]), `<section class="queue" data-queue="command">`)
-	var view inspect.View
-	require.NoError(t, json.Unmarshal([]byte(get(t, urls[2]+"?format=json")), &view))
+	page := get(t, urls[2])
+	assert.Contains(t, page, `<section class="queue" data-queue="command">`)
+
+	// What the README promises the page shows at some point of every
+	// cycle, polled as a reader reloading the page would see it.
+	seen := map[string]bool{}
+	want := []string{"a request waiting for its Queue's slot", "requests in flight", "requests delayed", "a request parked", "the Groups table", "the Groups table on the HTML page"}
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		body, err := fetch(urls[2] + "?format=json")
+		require.NoError(c, err)
+		var view inspect.View
+		require.NoError(c, json.Unmarshal([]byte(body), &view))
+		require.Len(c, view.Queues, 2)
+		q := view.Queues[0]
+		require.Equal(c, requestQueueName, q.Name)
+		assert.False(c, q.ShuttingDown, "the controller still runs while it serves")
+		for i, now := range []bool{q.WaitingForSlot > 0, len(q.InFlight) > 0, len(q.Delayed) > 0, len(q.ParkedKeys) > 0, len(q.Groups) > 0} {
+			seen[want[i]] = seen[want[i]] || now
+		}
+		if len(q.Groups) > 0 {
+			page, err := fetch(urls[2])
+			require.NoError(c, err)
+			seen[want[5]] = seen[want[5]] || strings.Contains(page, "<h3>Groups, those waiting for a slot first")
+		}
+		for _, what := range want {
+			assert.True(c, seen[what], "the inspector has not shown %s yet", what)
+		}
+	}, 6*cycle, 100*time.Millisecond, "polled for six cycles")
 
 	cancel()
-	err := <-result
-	var incomplete *incompleteError
-	require.ErrorAs(t, err, &incomplete, "these flags give up")
-	require.Len(t, view.Queues, 2)
-	givenUp := map[string]inspect.FailedKey{} // by the timeline's name
-	recent := 0
-	for i, name := range []string{requestQueueName, commandQueueName} {
-		q := view.Queues[i]
-		assert.Equal(t, name, q.Name)
-		assert.False(t, q.ShuttingDown, "the controller still runs while it serves")
-		assert.LessOrEqual(t, uint64(len(q.Recent)), q.Failures)
-		recent += len(q.Recent)
-		for _, f := range q.Failing {
-			assert.NotEmpty(t, f.LastError, f.Key)
-			if f.State != inspect.GivenUp {
-				assert.Equal(t, inspect.Retrying, f.State, f.Key)
-				continue
-			}
-			assert.Equal(t, 3, f.Failures, "%s given up after 2 retries", f.Key)
-			if name == commandQueueName {
-				f.Key = "command " + f.Key // as commandName spells it
-			}
-			givenUp[f.Key] = f
-		}
+	require.NoError(t, <-result, "an interrupted -serve run with unlimited retries ends cleanly:\n%s", &out)
+	final := out.String()
+	assert.NotContains(t, final, "did not play out")
+	assert.NotContains(t, final, "gave up")
+	checkTableAgreesWithGauges(t, final)
+}
+
+// fetch returns the body of a GET of url, which must answer 200 OK.
+func fetch(url string) (string, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return "", err
 	}
-	// The give-ups the run reports cover the whole run, so they include
-	// every one the page showed; the page, taken earlier, can miss later
-	// ones, so only the scenario's commands, all done by then, are
-	// checked the other way.
-	for key := range givenUp {
-		assert.Contains(t, incomplete.givenUp, key, "only keys given up on are not retried")
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s: %s", url, resp.Status, body)
 	}
-	for _, what := range incomplete.givenUp {
-		if strings.HasPrefix(what, "command ") && !strings.Contains(what, "-prod-") { // a command is never added again
-			assert.Contains(t, givenUp, what, "a command of the scenario given up on stays listed")
-		}
-	}
-	require.NotEmpty(t, givenUp, "these flags give up on requests and commands")
-	assert.NotZero(t, recent, "the failures show as recent failures")
+	return string(body), err
 }
 
 func get(t *testing.T, url string) string {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // The objects the controller watches: the fields of Volcano's Queue,
@@ -280,35 +281,77 @@ func (s *kindStore[O]) init(store *Store) {
 
 // faultyClient is the controller's view of the store: reads come from the
 // cache and always work; each write fails with errInjected at the given rate,
-// standing in for a flaky API server.
+// standing in for a flaky API server. For the live demo it can also be slow
+// (each write takes a latency) and throttle (each write in a window is
+// refused with a time to retry after), as a loaded API server is.
 type faultyClient struct {
 	store *Store
 
-	mu   sync.Mutex
-	rng  *rand.Rand
-	rate float64
+	mu        sync.Mutex
+	rng       *rand.Rand
+	rate      float64
+	latency   time.Duration
+	throttled time.Time     // writes before this are refused
+	retry     time.Duration // the refusals' retry-after
 }
 
 func newFaultyClient(store *Store, failureRate float64, seed uint64) *faultyClient {
 	return &faultyClient{store: store, rng: rand.New(rand.NewPCG(seed, seed)), rate: failureRate}
 }
 
-func (c *faultyClient) fail() bool {
+// slow makes every later write take latency.
+func (c *faultyClient) slow(latency time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.rate > 0 && c.rng.Float64() < c.rate
+	c.latency = latency
+}
+
+// throttle refuses the writes of the next d with a throttledError that asks
+// to retry after retryAfter.
+func (c *faultyClient) throttle(d, retryAfter time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.throttled = time.Now().Add(d)
+	c.retry = retryAfter
+}
+
+// write waits out the latency and tells whether the write of what fails.
+func (c *faultyClient) write(what string) error {
+	c.mu.Lock()
+	latency, throttled, retry := c.latency, time.Now().Before(c.throttled), c.retry
+	fail := c.rate > 0 && c.rng.Float64() < c.rate
+	c.mu.Unlock()
+	time.Sleep(latency)
+	switch {
+	case throttled:
+		return &throttledError{what: what, retryAfter: retry}
+	case fail:
+		return fmt.Errorf("%s: %w", what, errInjected)
+	}
+	return nil
 }
 
 func (c *faultyClient) updateQueue(q Queue) (Queue, error) {
-	if c.fail() {
-		return Queue{}, fmt.Errorf("update queue %q: %w", q.Name, errInjected)
+	if err := c.write(fmt.Sprintf("update queue %q", q.Name)); err != nil {
+		return Queue{}, err
 	}
 	return c.store.Queues.update(q)
 }
 
 func (c *faultyClient) deleteCommand(key string) error {
-	if c.fail() {
-		return fmt.Errorf("delete command %q: %w", key, errInjected)
+	if err := c.write(fmt.Sprintf("delete command %q", key)); err != nil {
+		return err
 	}
 	return c.store.Commands.delete(key)
+}
+
+// throttledError is a write the API server refused for now, as one under
+// load answers 429 Too Many Requests with a Retry-After.
+type throttledError struct {
+	what       string
+	retryAfter time.Duration
+}
+
+func (e *throttledError) Error() string {
+	return fmt.Sprintf("%s: too many requests, retry after %v", e.what, e.retryAfter)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -35,6 +34,7 @@ type timeline struct {
 	events   []recordedEvent
 	failures []string // "what: error" of each failed reconcile
 	givenUp  []string // each request and command given up, in order
+	parks    []string // each request parked, in order
 }
 
 func newTimeline(out io.Writer) *timeline {
@@ -68,6 +68,29 @@ func (t *timeline) failure(what string, err error) {
 	defer t.mu.Unlock()
 	t.failures = append(t.failures, what+": "+err.Error())
 	t.printf("%-8s failed  %s: %v", "", what, err)
+}
+
+// parked records a request parked until parent opens, because of err.
+func (t *timeline) parked(what, parent string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.parks = append(t.parks, what)
+	t.printf("%-8s parked  %s until %s opens: %v", "", what, parent, err)
+}
+
+// throttled records a write the API server throttled: the request or
+// command is tried again after the time the server asked for.
+func (t *timeline) throttled(what string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.printf("%-8s delayed %s: %v", "", what, err)
+}
+
+// parkedOnce reports whether what has been parked.
+func (t *timeline) parkedOnce(what string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Contains(t.parks, what)
 }
 
 // gaveUp records that the controller gave up on a request: its warning
@@ -111,19 +134,6 @@ func (t *timeline) failureCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.failures)
-}
-
-// failedWith reports whether a reconcile of what has failed with an error
-// containing text.
-func (t *timeline) failedWith(what, text string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, f := range t.failures {
-		if strings.HasPrefix(f, what+": ") && strings.Contains(f, text) {
-			return true
-		}
-	}
-	return false
 }
 
 // recorded returns the events so far.

@@ -13,23 +13,49 @@ import (
 // shows a change.
 const trickleInterval = 250 * time.Millisecond
 
+// trickleCycle is the length of the trickle's script, which it plays over
+// and over.
+const trickleCycle = time.Minute
+
+// writeLatency is how long each of the controller's writes takes while the
+// trickle runs: a loaded API server's, long enough that the inspector's
+// page shows requests in flight.
+const writeLatency = 500 * time.Millisecond
+
 // trickleNamespace holds the trickle's PodGroups, apart from the
 // scenario's.
 const trickleNamespace = "load"
 
 // trickle keeps the controller working after the scenario, for -serve, until
-// ctx is done: each tick submits a PodGroup to one of the leaf queues and
-// moves one of the earlier ones a phase on (Pending, Inqueue, Running,
-// Completed, then deleted), and every 40 ticks a Command closes or opens
-// prod. The controller's injected write failures go on meanwhile, so the
-// pages show retries, backoffs and, with -max-requeue, give-ups as they
-// happen.
-func trickle(ctx context.Context, store *Store, seed uint64, interval time.Duration) {
+// ctx is done. Each of the controller's writes takes writeLatency. Every
+// tick submits a PodGroup to one of the leaf queues and moves one of the
+// earlier ones a phase on (Pending, Inqueue, Running, Completed, then
+// deleted). Each cycle, at its 10th, 20th, 30th, 40th, 50th and 55th
+// second (on a cycle of a minute; in proportion on another): a Command
+// closes team-a, which closes dev and prod; a Command opens dev, which
+// parks until team-a opens; the API server throttles every write for 5 s,
+// asking to retry after 3 s, so that requests wait for their delay; a
+// Command opens team-a, which wakes dev's open; a Command closes prod; a
+// Command opens prod. A close or an open of dev or prod usually finds a
+// sync of the same Queue in flight and waits for its slot. The controller's
+// injected write failures go on meanwhile, so the pages show retries,
+// backoffs and, with -max-requeue, give-ups as they happen.
+func trickle(ctx context.Context, store *Store, client *faultyClient, seed uint64, cycle time.Duration) {
+	client.slow(writeLatency)
+	defer client.slow(0)
+	interval := min(trickleInterval, cycle/24)
+	perCycle := int(cycle / interval)
+	at := func(second int) int { return perCycle * second / 60 }
 	rng := rand.New(rand.NewPCG(seed, seed+1))
 	leaves := []string{"dev", "prod", "team-b"}
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
-	closeProd := true
+	command := func(tick int, target string, action Action) {
+		_ = store.Commands.create(Command{
+			Namespace: "admin", Name: fmt.Sprintf("%s-%s-%d", strings.ToLower(string(action)), target, tick),
+			TargetKind: "Queue", TargetName: target, Action: action,
+		})
+	}
 	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
@@ -48,19 +74,25 @@ func trickle(ctx context.Context, store *Store, seed uint64, interval time.Durat
 				ours = append(ours, pg)
 			}
 		}
-		if len(ours) > 0 {
+		// Four moves a tick, on average as many as a PodGroup takes from
+		// its creation to its deletion: the number of PodGroups stays
+		// about the same.
+		for range min(4, len(ours)) {
 			advance(store, ours[rng.IntN(len(ours))])
 		}
-		if tick%40 == 0 {
-			action := OpenQueueAction
-			if closeProd {
-				action = CloseQueueAction
-			}
-			closeProd = !closeProd
-			_ = store.Commands.create(Command{
-				Namespace: "admin", Name: fmt.Sprintf("%s-prod-%d", strings.ToLower(string(action)), tick),
-				TargetKind: "Queue", TargetName: "prod", Action: action,
-			})
+		switch tick % perCycle {
+		case at(10):
+			command(tick, "team-a", CloseQueueAction)
+		case at(20):
+			command(tick, "dev", OpenQueueAction)
+		case at(30):
+			client.throttle(cycle*5/60, cycle*3/60)
+		case at(40):
+			command(tick, "team-a", OpenQueueAction)
+		case at(50):
+			command(tick, "prod", CloseQueueAction)
+		case at(55):
+			command(tick, "prod", OpenQueueAction)
 		}
 	}
 }
