@@ -16,15 +16,17 @@
 // Flags choose the number of workers per work queue, the failure rate, the
 // retry limit and a loopback address to serve /metrics and the work queue
 // inspector, /debug/queues, on (-serve), in which case the controller keeps
-// running after the scenario, on a steady trickle of generated PodGroups and
-// Commands with the same injected failures, until interrupted; the summary
-// and the status then cover the whole run.
+// running after the scenario, against a slow API server, on a trickle of
+// generated PodGroups and a script of Commands and throttled writes that
+// repeats every minute (see trickle), until interrupted; the summary and
+// the status then cover the whole run.
 //
 // A request or command given up after -max-requeue retries is reported, and
 // a step waiting for something the give-up made impossible goes on; the
 // scenario stops if the controller has nothing left to do but wait out a
 // backoff longer than 5 s. The exit status is 0 when the scenario played out
-// as scripted and 1 otherwise, with the reason on stderr.
+// as scripted and 1 otherwise, with the reason on stderr; what the trickle
+// gives up on after the scenario is reported and does not change it.
 package main
 
 import (
