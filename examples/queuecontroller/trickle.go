@@ -28,16 +28,16 @@ const trickleNamespace = "load"
 
 // trickle keeps the controller working after the scenario, for -serve, until
 // ctx is done. Each of the controller's writes takes writeLatency. Every
-// tick submits a PodGroup to one of the leaf queues and moves one of the
-// earlier ones a phase on (Pending, Inqueue, Running, Completed, then
-// deleted). Each cycle, at its 10th, 20th, 30th, 40th, 50th and 55th
-// second (on a cycle of a minute; in proportion on another): a Command
-// closes team-a, which closes dev and prod; a Command opens dev, which
-// parks until team-a opens; the API server throttles every write for 5 s,
-// asking to retry after 3 s, so that requests wait for their delay; a
-// Command opens team-a, which wakes dev's open; a Command closes prod; a
-// Command opens prod. A close or an open of dev or prod usually finds a
-// sync of the same Queue in flight and waits for its slot. The controller's
+// tick submits a PodGroup to one of the leaf queues and moves four of the
+// earlier ones, at random, a phase on (Pending, Inqueue, Running,
+// Completed, then deleted). Each cycle, at these seconds of a cycle of a minute (in
+// proportion on another): at 10 a Command closes team-a, which closes dev
+// and prod; at 20 a Command opens dev, which parks until team-a opens; at
+// 30 the API server throttles every write for 5 s, asking to retry after
+// 3 s, so that requests wait for their delay; at 36 a Command closes
+// team-b; at 40 a Command opens team-a, which wakes dev's open; at 50 a
+// Command opens team-b. A close or an open usually finds a sync of the
+// same Queue in flight and waits for its slot. The controller's
 // injected write failures go on meanwhile, so the pages show retries,
 // backoffs and, with -max-requeue, give-ups as they happen.
 func trickle(ctx context.Context, store *Store, client *faultyClient, seed uint64, cycle time.Duration) {
@@ -87,12 +87,12 @@ func trickle(ctx context.Context, store *Store, client *faultyClient, seed uint6
 			command(tick, "dev", OpenQueueAction)
 		case at(30):
 			client.throttle(cycle*5/60, cycle*3/60)
+		case at(36):
+			command(tick, "team-b", CloseQueueAction)
 		case at(40):
 			command(tick, "team-a", OpenQueueAction)
 		case at(50):
-			command(tick, "prod", CloseQueueAction)
-		case at(55):
-			command(tick, "prod", OpenQueueAction)
+			command(tick, "team-b", OpenQueueAction)
 		}
 	}
 }
