@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -51,4 +52,16 @@ func TestGaveUpReport(t *testing.T) {
 	}
 	assert.Equal(t, "gave up on 3 requests (dev/SyncQueue 2x, prod/SyncQueue) and 1 command (admin/open-dev) after 2 retries each", e.gaveUp(true))
 	assert.EqualError(t, e, "the scenario did not play out as scripted: gave up on 3 requests and 1 command after 2 retries each; step 6's condition not reached")
+}
+
+// TestPrintStatusNamesAnUnsetState checks that a Queue whose status was
+// never written shows <none> as its state, not a blank that shifts the
+// columns.
+func TestPrintStatusNamesAnUnsetState(t *testing.T) {
+	store := NewStore()
+	require.NoError(t, store.Queues.create(Queue{Name: "root"}))
+	var out bytes.Buffer
+	printStatus(&out, store)
+	assert.Equal(t, "QUEUE  STATE   CLOSED-BY-PARENT  INQUEUE  PENDING  RUNNING  UNKNOWN  COMPLETED\n"+
+		"root   <none>  false             0        0        0        0        0\n", out.String())
 }
