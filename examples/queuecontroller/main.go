@@ -93,12 +93,13 @@ func main() {
 	}
 }
 
-const exitStatusHelp = `Plays the scenario and prints the timeline, a summary and the final status.
+const exitStatusHelp = `Plays the scenario and prints the timeline, a summary and the final status;
+with -serve, goes on after the scenario, serving, until interrupted.
 Exit status 0 when the scenario played out as scripted; 1 when it did not
 (a request or command given up after -max-requeue retries, or the scenario
 stopped because the controller had nothing left but a backoff longer than
-%v, or was interrupted) or could not start, with the reason on stderr;
-2 for a flag it does not know.
+%v, or was interrupted before its end) or could not start, with the reason
+on stderr; 2 for a flag it does not know.
 `
 
 func (o options) validate() error {
