@@ -354,6 +354,15 @@ func (q *TypedPriorityQueue[T]) GetWithPriority() (item T, priority int, shutdow
 	return item, priority, err != nil
 }
 
+// GetWithPriorityContext is GetContext that also returns the item's
+// priority.
+func (q *TypedPriorityQueue[T]) GetWithPriorityContext(ctx context.Context) (item T, priority int, err error) {
+	if err := ctx.Err(); err != nil {
+		return item, 0, err
+	}
+	return q.get(ctx)
+}
+
 // GetContext is Get with a context; see [Typed.GetContext].
 func (q *TypedPriorityQueue[T]) GetContext(ctx context.Context) (item T, err error) {
 	if err := ctx.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,7 @@ type Result struct {
 	RequeueAfter time.Duration // if positive, forget the item and add it after this
 	Requeue      bool          // add the item with AddRateLimited
 	WaitFor      []string      // park the item until one of these events
-	Priority     *int          // the requeue's priority on a TypedPriorityQueue
+	Priority     *int          // the requeue's priority on a [Prioritized] queue
 }
 
 // WaitFor returns a Result that parks the item until one of events.
@@ -35,7 +36,8 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // Runner runs a controller's worker loop: Get an item, reconcile it, then
 // Forget it, retry it or requeue it as the reconcile asked, and mark it Done.
 // It recovers and logs a panic in a reconcile and counts it as a failure. On a
-// [TypedPriorityQueue], retries and requeues keep the item's priority unless
+// [Prioritized] queue, such as [TypedPriorityQueue] or one from outside this
+// package, retries and requeues keep the item's priority unless
 // [Result.Priority] says otherwise. It logs retried failures at debug level
 // ([WithRetryLogLevel]), a failure while Run stops or during a drain at
 // warn, and panics and items given up on at error. A Runner is safe for concurrent use. The zero
@@ -44,7 +46,7 @@ type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
 	// GetContext, nil if it is not one, found once rather than per item.
-	prio       prioritized[T]
+	prio       Prioritized[T]
 	getter     contextGetter[T]
 	reconcile  ReconcileFunc[T]
 	maxRetries int
@@ -80,6 +82,7 @@ type DeadLetterFunc[T comparable] func(item T, err error)
 type RunnerOption func(*runnerOptions)
 
 type runnerOptions struct {
+	deadLetter any // a DeadLetterFunc of the Runner's item type, or nil
 	maxRetries int
 	timeout    time.Duration
 	logger     *slog.Logger
@@ -95,6 +98,18 @@ const DefaultGracePeriod = 10 * time.Second
 
 // UnlimitedRetries, the default of [WithMaxRetries], never gives up.
 const UnlimitedRetries = -1
+
+// WithDeadLetter hands the items the Runner gives up on to f; nil means
+// none. NewRunner panics if f's item type is not its queue's.
+func WithDeadLetter[T comparable](f DeadLetterFunc[T]) RunnerOption {
+	return func(o *runnerOptions) {
+		if f == nil {
+			o.deadLetter = nil
+			return
+		}
+		o.deadLetter = f
+	}
+}
 
 // WithMaxRetries sets how many times a failing item is retried before the
 // Runner gives up on it; 0 means never. NewRunner panics if n < -1.
@@ -151,18 +166,7 @@ func WithErrorObserver(o ErrorObserver) RunnerOption {
 // NewRunner returns a Runner that reconciles queue's items with reconcile. It
 // panics if queue, reconcile or an option is nil or invalid.
 func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], opts ...RunnerOption) *Runner[T] {
-	return newRunner("NewRunner", queue, reconcile, nil, opts)
-}
-
-// NewRunnerWithDeadLetter is NewRunner that hands given-up items to
-// deadLetter.
-func NewRunnerWithDeadLetter[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], deadLetter DeadLetterFunc[T], opts ...RunnerOption) *Runner[T] {
-	return newRunner("NewRunnerWithDeadLetter", queue, reconcile, deadLetter, opts)
-}
-
-// newRunner is NewRunner and NewRunnerWithDeadLetter; name is the one called,
-// for the panic messages.
-func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], deadLetter DeadLetterFunc[T], opts []RunnerOption) *Runner[T] {
+	const name = "NewRunner"
 	if queue == nil {
 		panic("workqueue: " + name + " needs a queue, got nil")
 	}
@@ -185,6 +189,14 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	if o.grace < 0 {
 		panic(fmt.Sprintf("workqueue: WithGracePeriod(%v): negative grace period", o.grace))
 	}
+	var deadLetter DeadLetterFunc[T]
+	if o.deadLetter != nil {
+		f, ok := o.deadLetter.(DeadLetterFunc[T])
+		if !ok {
+			panic(fmt.Sprintf("workqueue: WithDeadLetter: a %T for a Runner of %v items", o.deadLetter, reflect.TypeFor[T]()))
+		}
+		deadLetter = f
+	}
 	r := &Runner[T]{
 		queue:      queue,
 		reconcile:  reconcile,
@@ -201,7 +213,7 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	if r.logger == nil {
 		r.logger = slog.Default()
 	}
-	r.prio, _ = queue.(prioritized[T])
+	r.prio, _ = queue.(Prioritized[T])
 	r.getter, _ = queue.(contextGetter[T])
 	return r
 }
@@ -219,7 +231,7 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 // It panics on a zero Runner, if workers is less than 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
-		panic("workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter")
+		panic("workqueue: Run on a zero Runner; make one with NewRunner")
 	}
 	if workers < 1 {
 		panic(fmt.Sprintf("workqueue: Run needs at least one worker, got %d", workers))
@@ -317,7 +329,7 @@ func (r *Runner[T]) next(ctx context.Context) (item T, priority int, ok bool) {
 	}
 	switch {
 	case r.prio != nil:
-		item, priority, err := r.prio.get(ctx)
+		item, priority, err := r.prio.GetWithPriorityContext(ctx)
 		return item, priority, err == nil
 	case r.getter != nil:
 		item, err := r.getter.GetContext(ctx)
