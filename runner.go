@@ -38,10 +38,20 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // It recovers and logs a panic in a reconcile and counts it as a failure. On a
 // [Prioritized] queue, such as [TypedPriorityQueue] or one from outside this
 // package, retries and requeues keep the item's priority unless
-// [Result.Priority] says otherwise. It logs retried failures at debug level
-// ([WithRetryLogLevel]), a failure while Run stops or during a drain at
-// warn, and panics and items given up on at error. A Runner is safe for concurrent use. The zero
-// value is not usable: make one with [NewRunner].
+// [Result.Priority] says otherwise.
+//
+// It logs an item's 1st, 2nd, 4th, 8th, ... consecutive retried failure at
+// warn level, so that an item that keeps failing shows in the default logs
+// from its first failure with one line each time its failures double, and
+// its other retried failures at [WithRetryLogLevel] (debug by default). It
+// logs a failure while Run stops or during a drain at warn, and panics and
+// items given up on at error.
+//
+// Over a queue with a [RunnerMetricsProvider] ([MetricsSource]), it records
+// the metrics that interface lists under the queue's name.
+//
+// A Runner is safe for concurrent use. The zero value is not usable: make
+// one with [NewRunner].
 type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
@@ -72,6 +82,11 @@ type Runner[T comparable] struct {
 	// started is set by the one Run a Runner allows, stopping when its
 	// context has ended.
 	started, stopping atomic.Bool
+
+	metrics runnerMetrics
+
+	// pool holds Run's workers, so that SetWorkers can change their number.
+	pool workerPool
 }
 
 // DeadLetterFunc receives an item a [Runner] gives up on and its last error,
@@ -112,7 +127,8 @@ func WithDeadLetter[T comparable](f DeadLetterFunc[T]) RunnerOption {
 }
 
 // WithMaxRetries sets how many times a failing item is retried before the
-// Runner gives up on it; 0 means never. NewRunner panics if n < -1.
+// Runner gives up on it: 0 gives up at its first failure, and
+// [UnlimitedRetries] never gives up. NewRunner panics if n < -1.
 func WithMaxRetries(n int) RunnerOption {
 	return func(o *runnerOptions) { o.maxRetries = n }
 }
@@ -128,7 +144,9 @@ func WithLogger(logger *slog.Logger) RunnerOption {
 	return func(o *runnerOptions) { o.logger = logger }
 }
 
-// WithRetryLogLevel sets the level of a retried failure's log; default debug.
+// WithRetryLogLevel sets the level of the retried failures that are not an
+// item's 1st, 2nd, 4th, 8th, ... in a row, which log at warn or at level,
+// whichever is higher; default debug.
 func WithRetryLogLevel(level slog.Level) RunnerOption {
 	return func(o *runnerOptions) { o.retryLevel = level }
 }
@@ -215,6 +233,7 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 	}
 	r.prio, _ = queue.(Prioritized[T])
 	r.getter, _ = queue.(contextGetter[T])
+	r.metrics = newRunnerMetrics(queue)
 	return r
 }
 
@@ -247,21 +266,16 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for r.processNext(getCtx, workCtx) {
-			}
-		})
-	}
-	allExited := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(allExited)
-	}()
+	allExited := r.pool.start(getCtx, workers, func(getCtx context.Context) {
+		for r.processNext(getCtx, workCtx) {
+		}
+	})
+	r.metrics.workers.Set(float64(workers))
+	defer r.metrics.workers.Set(0)
 	select {
 	case <-ctx.Done():
 		r.stopping.Store(true)
+		r.pool.freeze()
 	case <-allExited: // the queue was shut down by someone else
 		r.queue.ShutDown()
 		return
@@ -284,16 +298,22 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 }
 
 // processNext reconciles one item and reports whether the worker goes on:
-// getCtx ending or the queue's shutdown ends it.
+// getCtx ending, by Run's context or by SetWorkers, or the queue's
+// shutdown ends it.
 func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 	item, priority, ok := r.next(getCtx)
 	if !ok {
 		return false
 	}
 	defer r.queue.Done(item)
+	r.metrics.active.Inc()
+	start := time.Now()
 	result, err := r.reconcileRecovered(workCtx, item)
+	r.metrics.duration.Observe(time.Since(start).Seconds())
+	r.metrics.active.Dec()
 	if err != nil {
-		r.handleFailure(item, priority, err)
+		r.metrics.errors.Inc()
+		r.metrics.reconciles.Inc(r.handleFailure(item, priority, err))
 		return true
 	}
 	r.clearFailures(item)
@@ -303,21 +323,27 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 	if result.Priority != nil {
 		priority = *result.Priority
 	}
+	outcome := ResultSuccess
 	switch {
 	case result.RequeueAfter > 0:
+		outcome = ResultRequeueAfter
 		r.queue.Forget(item)
 		r.requeue(item, priority, AddOpts{After: result.RequeueAfter})
 	case result.Requeue:
+		outcome = ResultRequeue
 		r.requeue(item, priority, AddOpts{RateLimited: true})
 	case len(result.WaitFor) > 0:
 		if p, ok := r.queue.(parker[T]); ok {
+			outcome = ResultParked
 			p.Park(item, result.WaitFor...)
 		} else {
+			outcome = ResultRequeue
 			r.queue.AddRateLimited(item)
 		}
 	default:
 		r.queue.Forget(item)
 	}
+	r.metrics.reconciles.Inc(outcome)
 	return true
 }
 
@@ -370,26 +396,37 @@ func (r *Runner[T]) reconcileRecovered(ctx context.Context, item T) (result Resu
 	return r.reconcile(ctx, item)
 }
 
-func (r *Runner[T]) handleFailure(item T, priority int, err error) {
+// handleFailure retries item, or gives up on it, and returns the result
+// the metrics count.
+func (r *Runner[T]) handleFailure(item T, priority int, err error) string {
 	terminal := IsTerminal(err)
+	var panicked *PanicError
+	outcome := ResultError
+	if errors.As(err, &panicked) {
+		outcome = ResultPanic
+	}
 	failures := r.addFailure(item)
 	if !terminal && (r.maxRetries == UnlimitedRetries || failures <= r.maxRetries) {
 		if r.queue.ShuttingDown() {
 			r.logger.Warn("workqueue: reconcile failed during shutdown, retry dropped", "item", item, "error", err, "failures", failures)
 			r.observeError(item, err, failures, false)
 			r.clearFailures(item)
-			return
+			return outcome
 		}
 		if r.stopping.Load() {
 			r.logger.Warn("workqueue: reconcile failed as the Runner stops; its retry goes to the queue before the shutdown", "item", item, "error", err, "failures", failures)
 			r.observeError(item, err, failures, true)
 			r.requeue(item, priority, AddOpts{RateLimited: true})
-			return
+			return outcome
 		}
-		r.logger.Log(context.Background(), r.retryLevel, "workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
+		level := r.retryLevel
+		if failures&(failures-1) == 0 { // 1, 2, 4, 8, ...
+			level = max(level, slog.LevelWarn)
+		}
+		r.logger.Log(context.Background(), level, "workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
 		r.observeError(item, err, failures, true)
 		r.requeue(item, priority, AddOpts{RateLimited: true})
-		return
+		return outcome
 	}
 	r.logger.Error("workqueue: reconcile failed, giving up", "item", item, "error", err, "failures", failures, "terminal", terminal)
 	r.observeError(item, err, failures, false)
@@ -397,6 +434,14 @@ func (r *Runner[T]) handleFailure(item T, priority int, err error) {
 	r.queue.Forget(item)
 	if r.deadLetter != nil {
 		r.deadLetter(item, err)
+	}
+	switch {
+	case outcome == ResultPanic:
+		return ResultPanic
+	case terminal:
+		return ResultTerminal
+	default:
+		return ResultGivenUp
 	}
 }
 

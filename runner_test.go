@@ -104,9 +104,9 @@ func TestRunnerOutcomes(t *testing.T) {
 		},
 		{
 			name:         "errors are retried with backoff until success",
-			reconcile:    failFirst(2, errBoom),
-			wantAttempts: seconds(0, 1, 3),
-			wantLog:      `level=DEBUG msg="workqueue: reconcile failed, will retry"`,
+			reconcile:    failFirst(3, errBoom),
+			wantAttempts: seconds(0, 1, 3, 7),
+			wantLog:      `level=DEBUG msg="workqueue: reconcile failed, will retry" item=a error=boom failures=3`,
 		},
 		{
 			name:            "max retries 0 never retries",
@@ -894,15 +894,18 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 // handler at info level, as slog.Default() is.
 func TestRunnerLogLevels(t *testing.T) {
 	errBoom := errors.New("boom")
+	const retryWarn = `level=WARN msg="workqueue: reconcile failed, will retry"`
 	tests := []struct {
 		name      string
 		reconcile func(ctx context.Context, attempt int) (Result, error)
 		opts      []RunnerOption
 		want      []string // the level and message of each line
 	}{
-		{"a retried failure is not logged", failFirst(2, errBoom), nil, nil},
-		{"WithRetryLogLevel logs it", failFirst(1, errBoom), []RunnerOption{WithRetryLogLevel(slog.LevelWarn)},
-			[]string{`level=WARN msg="workqueue: reconcile failed, will retry"`}},
+		{"a retried failure logs at warn the first time", failFirst(1, errBoom), nil, []string{retryWarn}},
+		{"then each time an item's failures double", failFirst(9, errBoom), nil,
+			[]string{retryWarn, retryWarn, retryWarn, retryWarn}}, // failures 1, 2, 4 and 8
+		{"WithRetryLogLevel sets the others' level", failFirst(3, errBoom), []RunnerOption{WithRetryLogLevel(slog.LevelInfo)},
+			[]string{retryWarn, retryWarn, `level=INFO msg="workqueue: reconcile failed, will retry"`}},
 		{"giving up is an error", failFirst(1, errBoom), []RunnerOption{WithMaxRetries(0)},
 			[]string{`level=ERROR msg="workqueue: reconcile failed, giving up"`}},
 		{"a panic is an error", func(_ context.Context, attempt int) (Result, error) {
@@ -910,7 +913,7 @@ func TestRunnerLogLevels(t *testing.T) {
 				panic("nil map")
 			}
 			return Result{}, nil
-		}, nil, []string{`level=ERROR msg="workqueue: reconcile panicked"`}},
+		}, nil, []string{`level=ERROR msg="workqueue: reconcile panicked"`, retryWarn}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
