@@ -63,6 +63,7 @@ func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 // MaxParkTime is negative, if Debounce is not valid (see [Debounce]), or if
 // GroupLimits is set with Queue or has a nil Group.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
+	config.MetricsProvider = withDefaultProvider(config.MetricsProvider)
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}

@@ -108,6 +108,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")
 	}
+	config.MetricsProvider = withDefaultProvider(config.MetricsProvider)
 	if config.MaxWait < 0 {
 		panic(fmt.Sprintf("workqueue: NewTypedPriorityQueue: MaxWait must not be negative, got %v", config.MaxWait))
 	}
