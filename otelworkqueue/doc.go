@@ -27,6 +27,15 @@
 //	workqueue.park_timeouts              counter          parks ended by MaxParkTime
 //	workqueue.items_waiting_for_slot     gauge            queued items beyond their group's free slots
 //	workqueue.groups_at_limit            gauge            groups with such items
+//	workqueue.reconciles                 counter          a Runner's reconciles, by result
+//	workqueue.reconcile_errors           counter          reconciles that returned an error or panicked
+//	workqueue.reconcile_duration         histogram, s     how long a reconcile ran
+//	workqueue.active_workers             up-down counter  workers reconciling an item
+//	workqueue.workers                    gauge            workers a Runner runs
+//
+// The last five are a [workqueue.Runner]'s, over a queue that has the
+// provider; workqueue.reconciles has a second attribute, result, one of
+// [workqueue.ResultSuccess] and the constants after it.
 //
 // workqueue.depth_by_priority has a second attribute, priority, with at
 // most [MaxPriorityValues] values per queue and "other" for the rest;

@@ -21,7 +21,7 @@ const ScopeName = "github.com/go-workqueue/workqueue/otelworkqueue"
 // instruments of one meter. It implements [workqueue.MetricsProvider],
 // [workqueue.DelayedItemsMetricsProvider],
 // [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider] and
+// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider] and
 // [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
@@ -39,6 +39,11 @@ type Provider struct {
 	parkTimeouts   metric.Int64Counter
 	waitingForSlot metric.Float64Gauge
 	groupsAtLimit  metric.Float64Gauge
+	reconciles     metric.Int64Counter
+	reconcileErrs  metric.Int64Counter
+	reconcileTime  metric.Float64Histogram
+	activeWorkers  metric.Int64UpDownCounter
+	workers        metric.Float64Gauge
 	updatePeriod   time.Duration
 }
 
@@ -49,6 +54,7 @@ var (
 	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
 	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
+	_ workqueue.RunnerMetricsProvider              = (*Provider)(nil)
 )
 
 // Option configures a [Provider].
@@ -143,8 +149,20 @@ func NewProvider(opts ...Option) *Provider {
 		parkTimeouts:   counter("workqueue.park_timeouts", "Parks in the work queue ended by the longest park time, without an event."),
 		waitingForSlot: gauge("workqueue.items_waiting_for_slot", "Items queued in the work queue beyond the free slots of their group's concurrency limit.", "{item}"),
 		groupsAtLimit:  gauge("workqueue.groups_at_limit", "Groups of the work queue with more items queued than free slots under their concurrency limit.", "{group}"),
+		reconciles:     counter("workqueue.reconciles", "Reconciles of the work queue's items by a Runner, by result."),
+		reconcileErrs:  counter("workqueue.reconcile_errors", "Reconciles of the work queue's items that returned an error or panicked."),
+		reconcileTime:  histogram("workqueue.reconcile_duration", "Seconds a Runner's reconcile of an item of the work queue ran."),
+		activeWorkers:  upDownWorkers(m, handled),
+		workers:        gauge("workqueue.workers", "Workers the work queue's Runner runs.", "{worker}"),
 		updatePeriod:   o.updatePeriod,
 	}
+}
+
+func upDownWorkers(m metric.Meter, handled func(error)) metric.Int64UpDownCounter {
+	i, err := m.Int64UpDownCounter("workqueue.active_workers",
+		metric.WithDescription("Workers of the work queue's Runner reconciling an item."), metric.WithUnit("{worker}"))
+	handled(err)
+	return i
 }
 
 // queueAttrs is the attribute set of one queue's measurements.
@@ -338,3 +356,50 @@ type wakes struct {
 }
 
 func (w *wakes) Inc(event string) { w.c.Add(bg, 1, w.of(event)) }
+
+// NewReconcilesMetric returns the workqueue.reconciles counter of the queue
+// name, with the attributes name and result.
+func (p *Provider) NewReconcilesMetric(name string) workqueue.ResultCounterMetric {
+	r := &reconciles{c: p.reconciles, byResult: map[string]metric.MeasurementOption{}}
+	for _, result := range []string{workqueue.ResultSuccess, workqueue.ResultRequeue, workqueue.ResultRequeueAfter,
+		workqueue.ResultParked, workqueue.ResultError, workqueue.ResultGivenUp, workqueue.ResultTerminal, workqueue.ResultPanic} {
+		r.byResult[result] = metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name), attribute.String("result", result)))
+	}
+	return r
+}
+
+// reconciles counts by result; byResult is written only before it is
+// handed out, so Inc reads it without a lock.
+type reconciles struct {
+	c        metric.Int64Counter
+	byResult map[string]metric.MeasurementOption
+}
+
+func (r *reconciles) Inc(result string) {
+	if o, ok := r.byResult[result]; ok {
+		r.c.Add(bg, 1, o)
+	}
+}
+
+// NewReconcileErrorsMetric returns the workqueue.reconcile_errors counter
+// of the queue name.
+func (p *Provider) NewReconcileErrorsMetric(name string) workqueue.CounterMetric {
+	return counter{p.reconcileErrs, queueAttrs(name)}
+}
+
+// NewReconcileDurationMetric returns the workqueue.reconcile_duration
+// histogram of the queue name.
+func (p *Provider) NewReconcileDurationMetric(name string) workqueue.HistogramMetric {
+	return histogram{p.reconcileTime, queueAttrs(name)}
+}
+
+// NewActiveWorkersMetric returns the workqueue.active_workers up-down
+// counter of the queue name.
+func (p *Provider) NewActiveWorkersMetric(name string) workqueue.GaugeMetric {
+	return upDownGauge{p.activeWorkers, queueAttrs(name)}
+}
+
+// NewWorkersMetric returns the workqueue.workers gauge of the queue name.
+func (p *Provider) NewWorkersMetric(name string) workqueue.SettableGaugeMetric {
+	return gauge{p.workers, queueAttrs(name)}
+}

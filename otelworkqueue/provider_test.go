@@ -2,8 +2,10 @@ package otelworkqueue
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -18,8 +20,8 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
@@ -179,6 +181,7 @@ func TestParkingGroupsAndPriorities(t *testing.T) {
 
 // prometheusNames are the metric families of the prometheus package.
 var prometheusNames = []string{
+	"workqueue_active_workers",
 	"workqueue_adds_total",
 	"workqueue_delayed_items",
 	"workqueue_depth",
@@ -189,10 +192,14 @@ var prometheusNames = []string{
 	"workqueue_park_timeouts_total",
 	"workqueue_parked_items",
 	"workqueue_queue_duration_seconds",
+	"workqueue_reconcile_duration_seconds",
+	"workqueue_reconcile_errors_total",
+	"workqueue_reconciles_total",
 	"workqueue_retries_total",
 	"workqueue_unfinished_work_seconds",
 	"workqueue_wakes_total",
 	"workqueue_work_duration_seconds",
+	"workqueue_workers",
 }
 
 // TestPrometheusExporterKeepsTheNames scrapes OpenTelemetry's Prometheus
@@ -239,6 +246,15 @@ func TestPrometheusExporterKeepsTheNames(t *testing.T) {
 		timed.Done(x)
 		x, _ = timed.Get() // back after its park timed out
 		timed.Done(x)
+
+		runner := workqueue.NewRunner(q, func(context.Context, string) (workqueue.Result, error) {
+			return workqueue.Result{}, errors.New("boom")
+		}, workqueue.WithMaxRetries(0), workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		ctx, cancel := context.WithCancel(t.Context())
+		go runner.Run(ctx, 1)
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
 	})
 
 	server := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -270,6 +286,51 @@ func TestPrometheusExporterKeepsTheNames(t *testing.T) {
 	}
 	slices.Sort(names)
 	assert.Equal(t, prometheusNames, names)
+}
+
+// TestRunnerMetrics checks the values of a Runner's instruments after a
+// success and a terminal error, while Run runs and after it returns.
+func TestRunnerMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{
+				Name: "ctl", MetricsProvider: NewProvider(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))),
+			})
+		release := make(chan struct{})
+		runner := workqueue.NewRunner(q, func(_ context.Context, item string) (workqueue.Result, error) {
+			<-release
+			time.Sleep(2 * time.Second)
+			if item == "bad" {
+				return workqueue.Result{}, workqueue.TerminalError(errors.New("bad spec"))
+			}
+			return workqueue.Result{}, nil
+		}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		q.Add("good")
+		q.Add("bad")
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := make(chan struct{})
+		go func() {
+			runner.Run(ctx, 3)
+			close(exited)
+		}()
+		synctest.Wait()
+		const queue = "name=ctl"
+		got := collect(t, reader)
+		assert.Equal(t, int64(2), got["workqueue.active_workers"][queue])
+		assert.Equal(t, 3.0, got["workqueue.workers"][queue])
+		close(release)
+		time.Sleep(time.Minute)
+		cancel()
+		<-exited
+
+		got = collect(t, reader)
+		assert.Equal(t, map[string]any{"name=ctl,result=success": int64(1), "name=ctl,result=terminal": int64(1)}, got["workqueue.reconciles"])
+		assert.Equal(t, int64(1), got["workqueue.reconcile_errors"][queue])
+		assert.Equal(t, [2]any{uint64(2), 4.0}, got["workqueue.reconcile_duration"][queue])
+		assert.Equal(t, int64(0), got["workqueue.active_workers"][queue])
+		assert.Equal(t, 0.0, got["workqueue.workers"][queue])
+	})
 }
 
 func TestBadConfigurationPanics(t *testing.T) {
