@@ -19,7 +19,7 @@ import (
 //	parker           yes    yes                 yes                     yes
 //	groupLimiter     yes    yes                 yes                     yes
 //	parkingQueue     yes    yes                 -                       yes
-//	prioritized      -      -                   -                       yes
+//	Prioritized      -      -                   -                       yes
 
 // addStopper is implemented by the queues of this package whose shutdown can
 // begin (stopAdds) apart from waiting for a drain, so that a layer above
@@ -58,9 +58,15 @@ type snapshotter[T comparable] interface {
 	Snapshot(n int) Snapshot[T]
 }
 
-// prioritized is what the Runner uses of a priority queue.
-type prioritized[T comparable] interface {
-	get(ctx context.Context) (item T, priority int, err error)
+// Prioritized is a queue that hands out and adds items with priorities:
+// [TypedPriorityQueue], or one from outside this package, such as the Redis
+// queue. A [Runner] over a Prioritized queue gets items with their priority
+// and requeues them at it.
+type Prioritized[T comparable] interface {
+	// GetWithPriorityContext is GetContext that also returns the item's
+	// priority.
+	GetWithPriorityContext(ctx context.Context) (item T, priority int, err error)
+	// AddWithOpts adds items as opts says; see [TypedPriorityQueue.AddWithOpts].
 	AddWithOpts(opts AddOpts, items ...T)
 }
 
@@ -82,7 +88,7 @@ var (
 	_ parkingQueue[int] = (*Typed[int])(nil)
 	_ parkingQueue[int] = (*TypedDelayingQueue[int])(nil)
 	_ parkingQueue[int] = (*TypedPriorityQueue[int])(nil)
-	_ prioritized[int]  = (*TypedPriorityQueue[int])(nil)
+	_ Prioritized[int]  = (*TypedPriorityQueue[int])(nil)
 	_ additions[int]    = (*Typed[int])(nil)
 	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
 	_ additions[int]    = (*TypedRateLimitingQueue[int])(nil)

@@ -117,8 +117,11 @@ type core[T comparable] struct {
 	// below zero, and Prometheus' own metrics are atomics that do not
 	// block. The rate limiters, which may, are called outside mu.
 	metrics *queueMetrics[T]
-	clock   clock.WithTicker
-	logger  *slog.Logger
+	// provider and name are the config's, for MetricsConfig.
+	provider MetricsProvider
+	name     string
+	clock    clock.WithTicker
+	logger   *slog.Logger
 
 	// delays holds the items waiting for a delay to end, and runs the
 	// goroutine that ends delays and parks. A priority queue makes it at
@@ -150,6 +153,7 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 	c.clock = clk
 	c.logger = logger
 	c.maxPark = maxPark
+	c.provider, c.name = provider, name
 	c.flight = newFlightList()
 	c.drained.L = &c.mu
 	warnIfNoProvider(provider, name, logger)

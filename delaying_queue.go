@@ -63,6 +63,7 @@ func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 // MaxParkTime is negative, if Debounce is not valid (see [Debounce]), or if
 // GroupLimits is set with Queue or has a nil Group.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
+	config.MetricsProvider = withDefaultProvider(config.MetricsProvider)
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}
@@ -84,10 +85,12 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		panic("workqueue: NewTypedDelayingQueueWithConfig: GroupLimits with a Queue; set it in the Queue's own config")
 	}
 	q := &TypedDelayingQueue[T]{
-		queue:   config.Queue,
-		logger:  config.Logger,
-		maxPark: maxPark,
-		delays:  newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
+		queue:    config.Queue,
+		provider: config.MetricsProvider,
+		name:     config.Name,
+		logger:   config.Logger,
+		maxPark:  maxPark,
+		delays:   newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
 
 		addCancelsDelay: config.AddCancelsDelay,
 		debounce:        debounce,
@@ -105,9 +108,12 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 // [errors.ErrUnsupported], Park adds the item after MaxParkTime, the others
 // cover the delayed items or nothing.
 type TypedDelayingQueue[T comparable] struct {
-	queue   TypedInterface[T]
-	logger  *slog.Logger
-	maxPark time.Duration // for Park over a queue that cannot park
+	queue TypedInterface[T]
+	// provider and name are the config's, for MetricsConfig.
+	provider MetricsProvider
+	name     string
+	logger   *slog.Logger
+	maxPark  time.Duration // for Park over a queue that cannot park
 	// addCancelsDelay and debounce are the config's.
 	addCancelsDelay bool
 	debounce        Debounce

@@ -176,7 +176,8 @@ func ExampleRunner() {
 		fmt.Printf("%s given up after %d attempts: %v\n", key, attempts[key], err)
 		settled <- struct{}{}
 	}
-	runner := workqueue.NewRunnerWithDeadLetter(queue, reconcile, giveUp,
+	runner := workqueue.NewRunner(queue, reconcile,
+		workqueue.WithDeadLetter(giveUp),
 		workqueue.WithMaxRetries(3),
 		workqueue.WithItemTimeout(time.Minute),
 		workqueue.WithLogger(slog.New(slog.DiscardHandler)))

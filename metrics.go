@@ -168,21 +168,59 @@ type queueMetrics[T comparable] struct {
 	loopDone chan struct{}
 }
 
-// warnedNoProvider is set by the first named queue made without a
-// provider: client-go code that switches to this package loses its
-// metrics, which came from a process-wide provider, and is told once.
-var warnedNoProvider atomic.Bool
+// defaultProvider holds SetProvider's provider, in a box because an
+// atomic.Pointer cannot hold an interface.
+var defaultProvider atomic.Pointer[providerBox]
 
-// warnIfNoProvider logs, once per process, that a named queue without a
+type providerBox struct{ provider MetricsProvider }
+
+// SetProvider sets the MetricsProvider of the queues made after it whose
+// config has none, so that one line gives every queue of a program its
+// metrics, as the blank imports of client-go's providers did. A program
+// that imported k8s.io/component-base/metrics/prometheus/workqueue calls
+// workqueue.SetProvider(prometheus.NewProvider(legacyregistry.Registerer()))
+// with this module's prometheus package, and one that relied on
+// controller-runtime's registry
+// workqueue.SetProvider(prometheus.NewProvider(metrics.Registry)); the
+// series keep their names. A later call replaces the provider for the
+// queues made after it, and nil removes it; queues made before a call keep
+// theirs. It is safe for concurrent use.
+func SetProvider(provider MetricsProvider) {
+	if provider == nil {
+		defaultProvider.Store(nil)
+		return
+	}
+	defaultProvider.Store(&providerBox{provider})
+}
+
+// withDefaultProvider returns provider, or SetProvider's if it is nil.
+func withDefaultProvider(provider MetricsProvider) MetricsProvider {
+	if provider != nil {
+		return provider
+	}
+	if box := defaultProvider.Load(); box != nil {
+		return box.provider
+	}
+	return nil
+}
+
+// warnedNoProvider holds the names of the queues made without a provider
+// that were logged: a program switched from client-go, whose blank import
+// of a provider no longer reaches these queues, is told once per queue.
+var warnedNoProvider sync.Map
+
+// warnIfNoProvider logs, once per queue name, that a named queue without a
 // provider records no metrics, and how to give it one.
 func warnIfNoProvider(provider MetricsProvider, name string, logger *slog.Logger) {
-	if provider != nil || name == "" || !warnedNoProvider.CompareAndSwap(false, true) {
+	if provider != nil || name == "" {
+		return
+	}
+	if _, warned := warnedNoProvider.LoadOrStore(name, true); warned {
 		return
 	}
 	logger.Warn("workqueue: a named queue without a MetricsProvider records no metrics; "+
-		"this package has no process-wide provider as client-go has. Set one in the queue's config, e.g. "+
-		"MetricsProvider: prometheus.NewProvider(prometheus.DefaultRegisterer) "+
-		"with github.com/go-workqueue/workqueue/prometheus (logged once per process)", "queue", name)
+		"set one for every queue with workqueue.SetProvider(prometheus.NewProvider(registry)), "+
+		"or in the queue's config, with github.com/go-workqueue/workqueue/prometheus (logged once per queue name)", "queue", name)
 }
 
 // newQueueMetrics returns nil, meaning no metrics at all, unless both a

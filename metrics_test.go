@@ -303,25 +303,86 @@ func TestDelayedItemsGaugeCoversTheHandOver(t *testing.T) {
 
 // TestNamedQueueWithoutProviderWarnsOnce checks the warning that tells a
 // program switched from client-go why its named queues record no metrics:
-// once per process, for the first named queue without a provider.
+// once for each name of a queue made without a provider.
 func TestNamedQueueWithoutProviderWarnsOnce(t *testing.T) {
-	warnedNoProvider.Store(false)
-	defer warnedNoProvider.Store(true)
+	warnedNoProvider.Clear()
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	configs := []TypedQueueConfig[string]{
 		{Logger: logger}, // no name: nothing to warn of
 		{Name: "with", MetricsProvider: &recordingProvider{}, Logger: logger}, // a provider
 		{Name: "pods", Logger: logger},                                        // warns
-		{Name: "nodes", Logger: logger},                                       // warned already
+		{Name: "nodes", Logger: logger},                                       // warns
+		{Name: "pods", Logger: logger},                                        // warned already
 	}
 	for _, config := range configs {
 		NewTypedWithConfig(config).ShutDown()
 	}
-	require.Equal(t, 1, strings.Count(logs.String(), "\n"), "lines logged: %s", logs.String())
+	require.Equal(t, 2, strings.Count(logs.String(), "\n"), "lines logged: %s", logs.String())
 	assert.Contains(t, logs.String(), `level=WARN msg="workqueue: a named queue without a MetricsProvider records no metrics;`)
-	assert.Contains(t, logs.String(), "MetricsProvider: prometheus.NewProvider(prometheus.DefaultRegisterer)")
+	assert.Contains(t, logs.String(), "workqueue.SetProvider(prometheus.NewProvider(registry))")
 	assert.Contains(t, logs.String(), "queue=pods")
+	assert.Contains(t, logs.String(), "queue=nodes")
+}
+
+type addShutter interface {
+	Add(item string)
+	ShutDown()
+}
+
+// TestSetProvider checks that SetProvider's provider reaches the queues of
+// every kind made after it without one, their Runner included, and not
+// those made before it or with their own.
+func TestSetProvider(t *testing.T) {
+	defer SetProvider(nil)
+	before := NewTypedWithConfig(TypedQueueConfig[string]{Name: "before", Logger: slog.New(slog.DiscardHandler)})
+	defer before.ShutDown()
+	global := runnerRecordingProvider{&recordingProvider{}}
+	SetProvider(global)
+	own := &recordingProvider{}
+	queues := []struct {
+		name string
+		make func() addShutter
+	}{
+		{"typed", func() addShutter {
+			return NewTypedWithConfig(TypedQueueConfig[string]{Name: "typed"})
+		}},
+		{"delaying", func() addShutter {
+			return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "delaying"})
+		}},
+		{"rate-limiting", func() addShutter {
+			return NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](),
+				TypedRateLimitingQueueConfig[string]{Name: "rate-limiting"})
+		}},
+		{"priority", func() addShutter {
+			return NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{Name: "priority"})
+		}},
+		{"own", func() addShutter {
+			return NewTypedWithConfig(TypedQueueConfig[string]{Name: "own", MetricsProvider: own})
+		}},
+	}
+	for _, q := range queues {
+		queue := q.make()
+		queue.Add("a")
+		queue.Add("b")
+		provider, name := queue.(MetricsSource).MetricsConfig()
+		if q.name == "own" {
+			assert.Equal(t, 2.0, own.value("own", "depth"))
+			assert.Same(t, own, provider)
+		} else {
+			assert.Equal(t, 2.0, global.value(q.name, "depth"), "depth of %s", q.name)
+			assert.Equal(t, MetricsProvider(global), provider, "%s's provider", q.name)
+		}
+		assert.Equal(t, q.name, name)
+		queue.ShutDown()
+	}
+	provider, _ := before.MetricsConfig()
+	assert.Nil(t, provider, "a queue made before SetProvider")
+	SetProvider(nil)
+	after := NewTypedWithConfig(TypedQueueConfig[string]{Name: "after", Logger: slog.New(slog.DiscardHandler)})
+	defer after.ShutDown()
+	provider, _ = after.MetricsConfig()
+	assert.Nil(t, provider, "after SetProvider(nil)")
 }
 
 // AddAfter(item, d <= 0) racing a shutdown counts a retry only if its add

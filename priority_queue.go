@@ -108,6 +108,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")
 	}
+	config.MetricsProvider = withDefaultProvider(config.MetricsProvider)
 	if config.MaxWait < 0 {
 		panic(fmt.Sprintf("workqueue: NewTypedPriorityQueue: MaxWait must not be negative, got %v", config.MaxWait))
 	}
@@ -352,6 +353,15 @@ func (q *TypedPriorityQueue[T]) Get() (item T, shutdown bool) {
 func (q *TypedPriorityQueue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 	item, priority, err := q.get(context.Background())
 	return item, priority, err != nil
+}
+
+// GetWithPriorityContext is GetContext that also returns the item's
+// priority.
+func (q *TypedPriorityQueue[T]) GetWithPriorityContext(ctx context.Context) (item T, priority int, err error) {
+	if err := ctx.Err(); err != nil {
+		return item, 0, err
+	}
+	return q.get(ctx)
 }
 
 // GetContext is Get with a context; see [Typed.GetContext].

@@ -41,7 +41,7 @@ func DefaultQueue[T comparable]() Queue[T] {
 // TypedQueueConfig configures [NewTypedWithConfig]. The zero value is valid.
 type TypedQueueConfig[T comparable] struct {
 	Name            string           // the queue's name in metrics
-	MetricsProvider MetricsProvider  // nil records no metrics
+	MetricsProvider MetricsProvider  // nil means SetProvider's; none records no metrics
 	Clock           clock.WithTicker // nil means the real clock
 	Logger          *slog.Logger     // nil means slog.Default()
 	MaxParkTime     time.Duration    // see Typed.Park; 0 means DefaultMaxParkTime
@@ -69,6 +69,7 @@ func NewTyped[T comparable]() *Typed[T] {
 // NewTypedWithConfig returns a new queue. It panics if MaxParkTime < 0, or if
 // GroupLimits is set with a nil Group or with Queue.
 func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
+	config.MetricsProvider = withDefaultProvider(config.MetricsProvider)
 	if config.Clock == nil {
 		config.Clock = clock.RealClock{}
 	}

@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -19,9 +20,11 @@ type TypedRateLimitingInterface[T comparable] interface {
 // TypedRateLimitingQueueConfig configures
 // [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
 type TypedRateLimitingQueueConfig[T comparable] struct {
-	// Name, MetricsProvider, Clock and MaxParkTime are as in
-	// [TypedQueueConfig].
+	// Name, Logger, MetricsProvider, Clock and MaxParkTime are as in
+	// [TypedQueueConfig]. With a DelayingQueue, Name, Logger and
+	// MetricsProvider are ignored: that queue has its own.
 	Name            string
+	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
@@ -67,6 +70,7 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 			Name:            config.Name,
 			MetricsProvider: config.MetricsProvider,
 			Clock:           config.Clock,
+			Logger:          config.Logger,
 			MaxParkTime:     maxPark,
 			AddCancelsDelay: config.AddCancelsDelay,
 			GroupLimits:     config.GroupLimits,

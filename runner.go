@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -20,7 +21,7 @@ type Result struct {
 	RequeueAfter time.Duration // if positive, forget the item and add it after this
 	Requeue      bool          // add the item with AddRateLimited
 	WaitFor      []string      // park the item until one of these events
-	Priority     *int          // the requeue's priority on a TypedPriorityQueue
+	Priority     *int          // the requeue's priority on a [Prioritized] queue
 }
 
 // WaitFor returns a Result that parks the item until one of events.
@@ -35,16 +36,27 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // Runner runs a controller's worker loop: Get an item, reconcile it, then
 // Forget it, retry it or requeue it as the reconcile asked, and mark it Done.
 // It recovers and logs a panic in a reconcile and counts it as a failure. On a
-// [TypedPriorityQueue], retries and requeues keep the item's priority unless
-// [Result.Priority] says otherwise. It logs retried failures at debug level
-// ([WithRetryLogLevel]), a failure while Run stops or during a drain at
-// warn, and panics and items given up on at error. A Runner is safe for concurrent use. The zero
-// value is not usable: make one with [NewRunner].
+// [Prioritized] queue, such as [TypedPriorityQueue] or one from outside this
+// package, retries and requeues keep the item's priority unless
+// [Result.Priority] says otherwise.
+//
+// It logs an item's 1st, 2nd, 4th, 8th, ... consecutive retried failure at
+// warn level, so that an item that keeps failing shows in the default logs
+// from its first failure with one line each time its failures double, and
+// its other retried failures at [WithRetryLogLevel] (debug by default). It
+// logs a failure while Run stops or during a drain at warn, and panics and
+// items given up on at error.
+//
+// Over a queue with a [RunnerMetricsProvider] ([MetricsSource]), it records
+// the metrics that interface lists under the queue's name.
+//
+// A Runner is safe for concurrent use. The zero value is not usable: make
+// one with [NewRunner].
 type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
 	// GetContext, nil if it is not one, found once rather than per item.
-	prio       prioritized[T]
+	prio       Prioritized[T]
 	getter     contextGetter[T]
 	reconcile  ReconcileFunc[T]
 	maxRetries int
@@ -70,6 +82,11 @@ type Runner[T comparable] struct {
 	// started is set by the one Run a Runner allows, stopping when its
 	// context has ended.
 	started, stopping atomic.Bool
+
+	metrics runnerMetrics
+
+	// pool holds Run's workers, so that SetWorkers can change their number.
+	pool workerPool
 }
 
 // DeadLetterFunc receives an item a [Runner] gives up on and its last error,
@@ -80,6 +97,7 @@ type DeadLetterFunc[T comparable] func(item T, err error)
 type RunnerOption func(*runnerOptions)
 
 type runnerOptions struct {
+	deadLetter any // a DeadLetterFunc of the Runner's item type, or nil
 	maxRetries int
 	timeout    time.Duration
 	logger     *slog.Logger
@@ -96,8 +114,21 @@ const DefaultGracePeriod = 10 * time.Second
 // UnlimitedRetries, the default of [WithMaxRetries], never gives up.
 const UnlimitedRetries = -1
 
+// WithDeadLetter hands the items the Runner gives up on to f; nil means
+// none. NewRunner panics if f's item type is not its queue's.
+func WithDeadLetter[T comparable](f DeadLetterFunc[T]) RunnerOption {
+	return func(o *runnerOptions) {
+		if f == nil {
+			o.deadLetter = nil
+			return
+		}
+		o.deadLetter = f
+	}
+}
+
 // WithMaxRetries sets how many times a failing item is retried before the
-// Runner gives up on it; 0 means never. NewRunner panics if n < -1.
+// Runner gives up on it: 0 gives up at its first failure, and
+// [UnlimitedRetries] never gives up. NewRunner panics if n < -1.
 func WithMaxRetries(n int) RunnerOption {
 	return func(o *runnerOptions) { o.maxRetries = n }
 }
@@ -113,7 +144,9 @@ func WithLogger(logger *slog.Logger) RunnerOption {
 	return func(o *runnerOptions) { o.logger = logger }
 }
 
-// WithRetryLogLevel sets the level of a retried failure's log; default debug.
+// WithRetryLogLevel sets the level of the retried failures that are not an
+// item's 1st, 2nd, 4th, 8th, ... in a row, which log at warn or at level,
+// whichever is higher; default debug.
 func WithRetryLogLevel(level slog.Level) RunnerOption {
 	return func(o *runnerOptions) { o.retryLevel = level }
 }
@@ -151,18 +184,7 @@ func WithErrorObserver(o ErrorObserver) RunnerOption {
 // NewRunner returns a Runner that reconciles queue's items with reconcile. It
 // panics if queue, reconcile or an option is nil or invalid.
 func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], opts ...RunnerOption) *Runner[T] {
-	return newRunner("NewRunner", queue, reconcile, nil, opts)
-}
-
-// NewRunnerWithDeadLetter is NewRunner that hands given-up items to
-// deadLetter.
-func NewRunnerWithDeadLetter[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], deadLetter DeadLetterFunc[T], opts ...RunnerOption) *Runner[T] {
-	return newRunner("NewRunnerWithDeadLetter", queue, reconcile, deadLetter, opts)
-}
-
-// newRunner is NewRunner and NewRunnerWithDeadLetter; name is the one called,
-// for the panic messages.
-func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], deadLetter DeadLetterFunc[T], opts []RunnerOption) *Runner[T] {
+	const name = "NewRunner"
 	if queue == nil {
 		panic("workqueue: " + name + " needs a queue, got nil")
 	}
@@ -185,6 +207,14 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	if o.grace < 0 {
 		panic(fmt.Sprintf("workqueue: WithGracePeriod(%v): negative grace period", o.grace))
 	}
+	var deadLetter DeadLetterFunc[T]
+	if o.deadLetter != nil {
+		f, ok := o.deadLetter.(DeadLetterFunc[T])
+		if !ok {
+			panic(fmt.Sprintf("workqueue: WithDeadLetter: a %T for a Runner of %v items", o.deadLetter, reflect.TypeFor[T]()))
+		}
+		deadLetter = f
+	}
 	r := &Runner[T]{
 		queue:      queue,
 		reconcile:  reconcile,
@@ -201,8 +231,9 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 	if r.logger == nil {
 		r.logger = slog.Default()
 	}
-	r.prio, _ = queue.(prioritized[T])
+	r.prio, _ = queue.(Prioritized[T])
 	r.getter, _ = queue.(contextGetter[T])
+	r.metrics = newRunnerMetrics(queue)
 	return r
 }
 
@@ -219,7 +250,7 @@ func newRunner[T comparable](name string, queue TypedRateLimitingInterface[T], r
 // It panics on a zero Runner, if workers is less than 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
-		panic("workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter")
+		panic("workqueue: Run on a zero Runner; make one with NewRunner")
 	}
 	if workers < 1 {
 		panic(fmt.Sprintf("workqueue: Run needs at least one worker, got %d", workers))
@@ -235,21 +266,16 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for r.processNext(getCtx, workCtx) {
-			}
-		})
-	}
-	allExited := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(allExited)
-	}()
+	allExited := r.pool.start(getCtx, workers, func(getCtx context.Context) {
+		for r.processNext(getCtx, workCtx) {
+		}
+	})
+	r.metrics.workers.Set(float64(workers))
+	defer r.metrics.workers.Set(0)
 	select {
 	case <-ctx.Done():
 		r.stopping.Store(true)
+		r.pool.freeze()
 	case <-allExited: // the queue was shut down by someone else
 		r.queue.ShutDown()
 		return
@@ -272,16 +298,22 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 }
 
 // processNext reconciles one item and reports whether the worker goes on:
-// getCtx ending or the queue's shutdown ends it.
+// getCtx ending, by Run's context or by SetWorkers, or the queue's
+// shutdown ends it.
 func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 	item, priority, ok := r.next(getCtx)
 	if !ok {
 		return false
 	}
 	defer r.queue.Done(item)
+	r.metrics.active.Inc()
+	start := time.Now()
 	result, err := r.reconcileRecovered(workCtx, item)
+	r.metrics.duration.Observe(time.Since(start).Seconds())
+	r.metrics.active.Dec()
 	if err != nil {
-		r.handleFailure(item, priority, err)
+		r.metrics.errors.Inc()
+		r.metrics.reconciles.Inc(r.handleFailure(item, priority, err))
 		return true
 	}
 	r.clearFailures(item)
@@ -291,21 +323,27 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 	if result.Priority != nil {
 		priority = *result.Priority
 	}
+	outcome := ResultSuccess
 	switch {
 	case result.RequeueAfter > 0:
+		outcome = ResultRequeueAfter
 		r.queue.Forget(item)
 		r.requeue(item, priority, AddOpts{After: result.RequeueAfter})
 	case result.Requeue:
+		outcome = ResultRequeue
 		r.requeue(item, priority, AddOpts{RateLimited: true})
 	case len(result.WaitFor) > 0:
 		if p, ok := r.queue.(parker[T]); ok {
+			outcome = ResultParked
 			p.Park(item, result.WaitFor...)
 		} else {
+			outcome = ResultRequeue
 			r.queue.AddRateLimited(item)
 		}
 	default:
 		r.queue.Forget(item)
 	}
+	r.metrics.reconciles.Inc(outcome)
 	return true
 }
 
@@ -317,7 +355,7 @@ func (r *Runner[T]) next(ctx context.Context) (item T, priority int, ok bool) {
 	}
 	switch {
 	case r.prio != nil:
-		item, priority, err := r.prio.get(ctx)
+		item, priority, err := r.prio.GetWithPriorityContext(ctx)
 		return item, priority, err == nil
 	case r.getter != nil:
 		item, err := r.getter.GetContext(ctx)
@@ -358,26 +396,37 @@ func (r *Runner[T]) reconcileRecovered(ctx context.Context, item T) (result Resu
 	return r.reconcile(ctx, item)
 }
 
-func (r *Runner[T]) handleFailure(item T, priority int, err error) {
+// handleFailure retries item, or gives up on it, and returns the result
+// the metrics count.
+func (r *Runner[T]) handleFailure(item T, priority int, err error) string {
 	terminal := IsTerminal(err)
+	var panicked *PanicError
+	outcome := ResultError
+	if errors.As(err, &panicked) {
+		outcome = ResultPanic
+	}
 	failures := r.addFailure(item)
 	if !terminal && (r.maxRetries == UnlimitedRetries || failures <= r.maxRetries) {
 		if r.queue.ShuttingDown() {
 			r.logger.Warn("workqueue: reconcile failed during shutdown, retry dropped", "item", item, "error", err, "failures", failures)
 			r.observeError(item, err, failures, false)
 			r.clearFailures(item)
-			return
+			return outcome
 		}
 		if r.stopping.Load() {
 			r.logger.Warn("workqueue: reconcile failed as the Runner stops; its retry goes to the queue before the shutdown", "item", item, "error", err, "failures", failures)
 			r.observeError(item, err, failures, true)
 			r.requeue(item, priority, AddOpts{RateLimited: true})
-			return
+			return outcome
 		}
-		r.logger.Log(context.Background(), r.retryLevel, "workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
+		level := r.retryLevel
+		if failures&(failures-1) == 0 { // 1, 2, 4, 8, ...
+			level = max(level, slog.LevelWarn)
+		}
+		r.logger.Log(context.Background(), level, "workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
 		r.observeError(item, err, failures, true)
 		r.requeue(item, priority, AddOpts{RateLimited: true})
-		return
+		return outcome
 	}
 	r.logger.Error("workqueue: reconcile failed, giving up", "item", item, "error", err, "failures", failures, "terminal", terminal)
 	r.observeError(item, err, failures, false)
@@ -385,6 +434,14 @@ func (r *Runner[T]) handleFailure(item T, priority int, err error) {
 	r.queue.Forget(item)
 	if r.deadLetter != nil {
 		r.deadLetter(item, err)
+	}
+	switch {
+	case outcome == ResultPanic:
+		return ResultPanic
+	case terminal:
+		return ResultTerminal
+	default:
+		return ResultGivenUp
 	}
 }
 

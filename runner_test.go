@@ -44,12 +44,13 @@ func runOneItem(t *testing.T, reconcile func(ctx context.Context, attempt int) (
 	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 	start := time.Now()
 	opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
-	runner := NewRunnerWithDeadLetter(q, func(ctx context.Context, item string) (Result, error) {
-		out.attempts = append(out.attempts, time.Since(start))
-		return reconcile(ctx, len(out.attempts))
-	}, func(item string, err error) {
+	opts = append(opts, WithDeadLetter(func(item string, err error) {
 		assert.Equal(t, "a", item)
 		out.deadLetters = append(out.deadLetters, err)
+	}))
+	runner := NewRunner(q, func(ctx context.Context, item string) (Result, error) {
+		out.attempts = append(out.attempts, time.Since(start))
+		return reconcile(ctx, len(out.attempts))
 	}, opts...)
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -103,9 +104,9 @@ func TestRunnerOutcomes(t *testing.T) {
 		},
 		{
 			name:         "errors are retried with backoff until success",
-			reconcile:    failFirst(2, errBoom),
-			wantAttempts: seconds(0, 1, 3),
-			wantLog:      `level=DEBUG msg="workqueue: reconcile failed, will retry"`,
+			reconcile:    failFirst(3, errBoom),
+			wantAttempts: seconds(0, 1, 3, 7),
+			wantLog:      `level=DEBUG msg="workqueue: reconcile failed, will retry" item=a error=boom failures=3`,
 		},
 		{
 			name:            "max retries 0 never retries",
@@ -363,11 +364,11 @@ func TestRunnerDropsRetriesDuringDrain(t *testing.T) {
 		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 		var attempts atomic.Int32
 		deadLetters := 0
-		runner := NewRunnerWithDeadLetter(q, func(context.Context, string) (Result, error) {
+		runner := NewRunner(q, func(context.Context, string) (Result, error) {
 			attempts.Add(1)
 			time.Sleep(time.Second)
 			return Result{}, errors.New("boom")
-		}, func(string, error) { deadLetters++ },
+		}, WithDeadLetter(func(string, error) { deadLetters++ }),
 			WithDrain(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := startRunner(ctx, runner, 1)
@@ -442,20 +443,14 @@ func TestRunnerMisuse(t *testing.T) {
 		{"max retries -2", func() { NewRunner(q, ok, WithMaxRetries(-2)) }, "workqueue: WithMaxRetries(-2): want -1 (unlimited) or more"},
 		{"negative timeout", func() { NewRunner(q, ok, WithItemTimeout(-time.Second)) }, "workqueue: WithItemTimeout(-1s): negative timeout"},
 		{"negative grace period", func() { NewRunner(q, ok, WithGracePeriod(-time.Second)) }, "workqueue: WithGracePeriod(-1s): negative grace period"},
-		{"nil queue with a dead letter", func() { NewRunnerWithDeadLetter(nil, ok, func(string, error) {}) },
-			"workqueue: NewRunnerWithDeadLetter needs a queue, got nil"},
-		{"nil reconcile with a dead letter", func() { NewRunnerWithDeadLetter(q, nil, func(string, error) {}) },
-			"workqueue: NewRunnerWithDeadLetter needs a reconcile function, got nil"},
-		{"invalid option with a dead letter", func() { NewRunnerWithDeadLetter(q, ok, nil, WithMaxRetries(-2)) },
-			"workqueue: WithMaxRetries(-2): want -1 (unlimited) or more"},
+		{"dead letter of another item type", func() { NewRunner(q, ok, WithDeadLetter(func(int, error) {})) },
+			"workqueue: WithDeadLetter: a workqueue.DeadLetterFunc[int] for a Runner of string items"},
 		{"zero workers", func() { NewRunner(q, ok).Run(context.Background(), 0) }, "workqueue: Run needs at least one worker, got 0"},
 		{"nil option", func() { NewRunner(q, ok, WithMaxRetries(1), nil) }, "workqueue: NewRunner got a nil option at position 1"},
-		{"nil option with a dead letter", func() { NewRunnerWithDeadLetter(q, ok, nil, nil) },
-			"workqueue: NewRunnerWithDeadLetter got a nil option at position 0"},
 		{"Run on a zero Runner", func() { new(Runner[string]).Run(context.Background(), 1) },
-			"workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter"},
+			"workqueue: Run on a zero Runner; make one with NewRunner"},
 		{"Run on a nil Runner", func() { (*Runner[string])(nil).Run(context.Background(), 1) },
-			"workqueue: Run on a zero Runner; make one with NewRunner or NewRunnerWithDeadLetter"},
+			"workqueue: Run on a zero Runner; make one with NewRunner"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -463,14 +458,14 @@ func TestRunnerMisuse(t *testing.T) {
 		})
 	}
 	assert.NotPanics(t, func() { NewRunner(q, ok, WithLogger(nil), WithMaxRetries(0), WithItemTimeout(0)) })
-	assert.NotPanics(t, func() { NewRunnerWithDeadLetter(q, ok, nil, WithMaxRetries(0)) }, "a nil dead letter means none")
+	assert.NotPanics(t, func() { NewRunner(q, ok, WithDeadLetter[string](nil), WithMaxRetries(0)) }, "a nil dead letter means none")
 }
 
-// TestRunnerDeadLetterTypeIsCheckedAtCompileTime type-checks small programs
-// against this package: a dead-letter callback for another item type than
-// the queue's must not compile, and one option value must configure Runners
-// of different item types.
-func TestRunnerDeadLetterTypeIsCheckedAtCompileTime(t *testing.T) {
+// TestRunnerOptionsCompileForEveryItemType type-checks small programs
+// against this package: a dead letter of the queue's item type compiles,
+// and one option value configures Runners of different item types. A dead
+// letter of another item type panics at construction (TestRunnerMisuse).
+func TestRunnerOptionsCompileForEveryItemType(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the go command for this package's export data")
 	}
@@ -481,18 +476,13 @@ func TestRunnerDeadLetterTypeIsCheckedAtCompileTime(t *testing.T) {
 	}{
 		{
 			name: "dead letter of the queue's type",
-			body: `workqueue.NewRunnerWithDeadLetter(strings, ok, func(key string, err error) {}, workqueue.WithMaxRetries(10))`,
-		},
-		{
-			name:    "dead letter of another type",
-			body:    `workqueue.NewRunnerWithDeadLetter(strings, ok, func(key int, err error) {}, workqueue.WithMaxRetries(10))`,
-			wantErr: "func(key int, err error) literal) does not match inferred type workqueue.DeadLetterFunc[string]",
+			body: `workqueue.NewRunner(strings, ok, workqueue.WithDeadLetter(func(key string, err error) {}), workqueue.WithMaxRetries(10))`,
 		},
 		{
 			name: "one option value for Runners of two item types",
 			body: `opts := []workqueue.RunnerOption{workqueue.WithMaxRetries(10), workqueue.WithItemTimeout(time.Minute)}
 	workqueue.NewRunner(strings, ok, opts...)
-	workqueue.NewRunnerWithDeadLetter(ints, func(context.Context, int) (workqueue.Result, error) { return workqueue.Result{}, nil }, func(int, error) {}, opts...)`,
+	workqueue.NewRunner(ints, func(context.Context, int) (workqueue.Result, error) { return workqueue.Result{}, nil }, append(opts, workqueue.WithDeadLetter(func(int, error) {}))...)`,
 		},
 	}
 	const header = `package p
@@ -717,10 +707,10 @@ func TestRunnerErrorObserverOrder(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var calls observerLog
 				q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
-				runner := NewRunnerWithDeadLetter(q, func(context.Context, string) (Result, error) {
+				runner := NewRunner(q, func(context.Context, string) (Result, error) {
 					time.Sleep(time.Second)
 					return Result{}, errors.New("boom")
-				}, func(item string, _ error) { calls.record("dead letter %s", item) },
+				}, WithDeadLetter(func(item string, _ error) { calls.record("dead letter %s", item) }),
 					WithMaxRetries(tt.maxRetries), WithDrain(), WithErrorObserver(&calls), WithLogger(slog.New(slog.DiscardHandler)))
 				ctx, cancel := context.WithCancel(t.Context())
 				exited := startRunner(ctx, runner, 1)
@@ -800,9 +790,47 @@ func (r *requeueRecorder) AddWithOpts(opts AddOpts, items ...string) {
 	r.TypedPriorityQueue.AddWithOpts(opts, items...)
 }
 
-// TestRunnerKeepsThePriority checks that on a priority queue a retry and a
-// requeue keep the priority the item was handed out at, and that
-// Result.Priority changes a requeue's.
+// outsidePriorityQueue is a priority queue as one from outside this package
+// would be (the Redis queue, say): a rate-limiting queue with the methods of
+// Prioritized, which keeps each item's priority from its last AddWithOpts
+// and records the priority of each.
+type outsidePriorityQueue struct {
+	*TypedRateLimitingQueue[string]
+	mu         sync.Mutex
+	priority   map[string]int
+	priorities []int
+}
+
+var _ Prioritized[string] = (*outsidePriorityQueue)(nil)
+
+func (q *outsidePriorityQueue) AddWithOpts(opts AddOpts, items ...string) {
+	q.mu.Lock()
+	for _, item := range items {
+		q.priority[item] = *opts.Priority
+		q.priorities = append(q.priorities, *opts.Priority)
+	}
+	q.mu.Unlock()
+	for _, item := range items {
+		switch {
+		case opts.RateLimited:
+			q.AddRateLimited(item)
+		default:
+			q.AddAfter(item, opts.After)
+		}
+	}
+}
+
+func (q *outsidePriorityQueue) GetWithPriorityContext(ctx context.Context) (string, int, error) {
+	item, err := q.GetContext(ctx)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return item, q.priority[item], err
+}
+
+// TestRunnerKeepsThePriority checks that on a priority queue, this
+// package's or one from outside it, a retry and a requeue keep the priority
+// the item was handed out at, and that Result.Priority changes a
+// requeue's.
 func TestRunnerKeepsThePriority(t *testing.T) {
 	low, high := -100, 7
 	tests := []struct {
@@ -817,28 +845,48 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 		{"Result.Priority sets a requeue's", Result{Requeue: true, Priority: &high}, nil, high},
 		{"Result.Priority is ignored with an error", Result{Priority: &high}, errors.New("boom"), low},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				q := &requeueRecorder{TypedPriorityQueue: NewTypedPriorityQueue(
-					NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second), TypedPriorityQueueConfig[string]{})}
-				var reconciles atomic.Int32
-				runner := NewRunner(q, func(context.Context, string) (Result, error) {
-					if reconciles.Add(1) == 1 {
-						return tt.result, tt.err
-					}
-					return Result{}, nil
-				}, WithLogger(slog.New(slog.DiscardHandler)))
-				q.TypedPriorityQueue.AddWithOpts(AddOpts{Priority: &low}, "a")
-				ctx, cancel := context.WithCancel(t.Context())
-				exited := startRunner(ctx, runner, 1)
-				time.Sleep(time.Minute)
-				cancel()
-				<-exited
-				assert.Equal(t, int32(2), reconciles.Load(), "the requeued item is reconciled again")
-				assert.Equal(t, []int{tt.want}, q.priorities, "the requeue's priority")
+	limiter := func() TypedRateLimiter[string] {
+		return NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second)
+	}
+	queues := []struct {
+		name string
+		// make returns the queue with "a" added at priority, and the
+		// priorities of the adds since.
+		make func(priority int) (TypedRateLimitingInterface[string], func() []int)
+	}{
+		{"TypedPriorityQueue", func(priority int) (TypedRateLimitingInterface[string], func() []int) {
+			q := &requeueRecorder{TypedPriorityQueue: NewTypedPriorityQueue(limiter(), TypedPriorityQueueConfig[string]{})}
+			q.TypedPriorityQueue.AddWithOpts(AddOpts{Priority: &priority}, "a")
+			return q, func() []int { return q.priorities }
+		}},
+		{"a queue from outside the package", func(priority int) (TypedRateLimitingInterface[string], func() []int) {
+			q := &outsidePriorityQueue{TypedRateLimitingQueue: NewTypedRateLimitingQueue(limiter()), priority: map[string]int{"a": priority}}
+			q.Add("a")
+			return q, func() []int { return q.priorities }
+		}},
+	}
+	for _, queue := range queues {
+		for _, tt := range tests {
+			t.Run(queue.name+"/"+tt.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					q, priorities := queue.make(low)
+					var reconciles atomic.Int32
+					runner := NewRunner(q, func(context.Context, string) (Result, error) {
+						if reconciles.Add(1) == 1 {
+							return tt.result, tt.err
+						}
+						return Result{}, nil
+					}, WithLogger(slog.New(slog.DiscardHandler)))
+					ctx, cancel := context.WithCancel(t.Context())
+					exited := startRunner(ctx, runner, 1)
+					time.Sleep(time.Minute)
+					cancel()
+					<-exited
+					assert.Equal(t, int32(2), reconciles.Load(), "the requeued item is reconciled again")
+					assert.Equal(t, []int{tt.want}, priorities(), "the requeue's priority")
+				})
 			})
-		})
+		}
 	}
 }
 
@@ -846,15 +894,18 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 // handler at info level, as slog.Default() is.
 func TestRunnerLogLevels(t *testing.T) {
 	errBoom := errors.New("boom")
+	const retryWarn = `level=WARN msg="workqueue: reconcile failed, will retry"`
 	tests := []struct {
 		name      string
 		reconcile func(ctx context.Context, attempt int) (Result, error)
 		opts      []RunnerOption
 		want      []string // the level and message of each line
 	}{
-		{"a retried failure is not logged", failFirst(2, errBoom), nil, nil},
-		{"WithRetryLogLevel logs it", failFirst(1, errBoom), []RunnerOption{WithRetryLogLevel(slog.LevelWarn)},
-			[]string{`level=WARN msg="workqueue: reconcile failed, will retry"`}},
+		{"a retried failure logs at warn the first time", failFirst(1, errBoom), nil, []string{retryWarn}},
+		{"then each time an item's failures double", failFirst(9, errBoom), nil,
+			[]string{retryWarn, retryWarn, retryWarn, retryWarn}}, // failures 1, 2, 4 and 8
+		{"WithRetryLogLevel sets the others' level", failFirst(3, errBoom), []RunnerOption{WithRetryLogLevel(slog.LevelInfo)},
+			[]string{retryWarn, retryWarn, `level=INFO msg="workqueue: reconcile failed, will retry"`}},
 		{"giving up is an error", failFirst(1, errBoom), []RunnerOption{WithMaxRetries(0)},
 			[]string{`level=ERROR msg="workqueue: reconcile failed, giving up"`}},
 		{"a panic is an error", func(_ context.Context, attempt int) (Result, error) {
@@ -862,7 +913,7 @@ func TestRunnerLogLevels(t *testing.T) {
 				panic("nil map")
 			}
 			return Result{}, nil
-		}, nil, []string{`level=ERROR msg="workqueue: reconcile panicked"`}},
+		}, nil, []string{`level=ERROR msg="workqueue: reconcile panicked"`, retryWarn}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

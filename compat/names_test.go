@@ -52,8 +52,6 @@ var leftOut = map[string]string{
 	"RateLimitingQueueConfig":                   "untyped",
 	"Type":                                      "untyped",
 	"WithMaxWaitRateLimiter":                    "untyped",
-	// No global metrics provider: a queue\'s config takes one.
-	"SetProvider": "global",
 }
 
 // exportedNames returns the exported top-level names (types, functions,

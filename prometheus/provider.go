@@ -24,8 +24,21 @@
 //	workqueue_park_timeouts_total                counter    parks ended by MaxParkTime
 //	workqueue_items_waiting_for_slot             gauge      queued items beyond their group's free slots
 //	workqueue_groups_at_limit                    gauge      groups with such items
+//	workqueue_reconciles_total                   counter    a Runner's reconciles, by result
+//	workqueue_reconcile_errors_total             counter    reconciles that returned an error or panicked
+//	workqueue_reconcile_duration_seconds         histogram  how long a reconcile ran
+//	workqueue_active_workers                     gauge      workers reconciling an item
+//	workqueue_workers                            gauge      workers a Runner runs
 //
-// The last seven are not in Kubernetes. workqueue_depth_by_priority has a
+// The last twelve are not in Kubernetes; the last five are a
+// [workqueue.Runner]'s, over a queue that has the provider. They are
+// controller-runtime's controller_runtime_reconcile_total,
+// controller_runtime_reconcile_errors_total,
+// controller_runtime_reconcile_time_seconds,
+// controller_runtime_active_workers and
+// controller_runtime_max_concurrent_reconciles under the queue's name
+// label, with the results of [workqueue.ResultSuccess] and the constants
+// after it as workqueue_reconciles_total's label result. workqueue_depth_by_priority has a
 // second label, priority; it shows at most [MaxPriorityLabels] priorities
 // per queue, and counts the depth at further priorities under the
 // priority "other", so that callers choosing priorities cannot grow the
@@ -49,7 +62,7 @@ import (
 // one registry. It implements [workqueue.MetricsProvider],
 // [workqueue.DelayedItemsMetricsProvider],
 // [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider] and
+// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider] and
 // [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
@@ -67,6 +80,11 @@ type Provider struct {
 	parkTimeouts   *prometheus.CounterVec
 	waitingForSlot *prometheus.GaugeVec
 	groupsAtLimit  *prometheus.GaugeVec
+	reconciles     *prometheus.CounterVec // labels name and result
+	reconcileErrs  *prometheus.CounterVec
+	reconcileTime  *prometheus.HistogramVec
+	activeWorkers  *prometheus.GaugeVec
+	workers        *prometheus.GaugeVec
 	updatePeriod   time.Duration
 }
 
@@ -77,6 +95,7 @@ var (
 	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
 	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
+	_ workqueue.RunnerMetricsProvider              = (*Provider)(nil)
 )
 
 // Option configures a [Provider].
@@ -199,7 +218,15 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
 		parkTimeouts:   counter("park_timeouts_total", "Parks in the work queue ended by the longest park time, without an event."),
 		waitingForSlot: gauge("items_waiting_for_slot", "Items queued in the work queue beyond the free slots of their group's concurrency limit."),
 		groupsAtLimit:  gauge("groups_at_limit", "Groups of the work queue with more items queued than free slots under their concurrency limit."),
-		updatePeriod:   o.updatePeriod,
+		reconciles: register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: o.namespace, Subsystem: o.subsystem, Name: "reconciles_total", ConstLabels: o.constLabels,
+			Help: "Reconciles of the work queue's items by a Runner, by result.",
+		}, []string{"name", "result"})),
+		reconcileErrs: counter("reconcile_errors_total", "Reconciles of the work queue's items that returned an error or panicked."),
+		reconcileTime: histogram("reconcile_duration_seconds", "Seconds a Runner's reconcile of an item of the work queue ran."),
+		activeWorkers: gauge("active_workers", "Workers of the work queue's Runner reconciling an item."),
+		workers:       gauge("workers", "Workers the work queue's Runner runs."),
+		updatePeriod:  o.updatePeriod,
 	}
 }
 
@@ -229,6 +256,7 @@ func (p *Provider) DeleteQueue(name string) {
 	}
 	p.byPriority.DeletePartialMatch(prometheus.Labels{"name": name})
 	p.wakes.DeletePartialMatch(prometheus.Labels{"name": name})
+	p.reconciles.DeletePartialMatch(prometheus.Labels{"name": name})
 }
 
 // metricVector is what the gauge, counter and histogram vectors share.
@@ -238,7 +266,8 @@ type metricVector interface {
 }
 
 func (p *Provider) vectors() []metricVector {
-	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority, p.parked, p.wakes, p.parkTimeouts, p.waitingForSlot, p.groupsAtLimit}
+	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority, p.parked, p.wakes, p.parkTimeouts, p.waitingForSlot, p.groupsAtLimit,
+		p.reconciles, p.reconcileErrs, p.reconcileTime, p.activeWorkers, p.workers}
 }
 
 // NewDepthMetric returns the workqueue_depth gauge of the queue name.
@@ -397,3 +426,36 @@ type wakes struct {
 }
 
 func (w *wakes) Inc(event string) { w.get(event).Inc() }
+
+// NewReconcilesMetric returns the workqueue_reconciles_total counter of the
+// queue name, by result.
+func (p *Provider) NewReconcilesMetric(name string) workqueue.ResultCounterMetric {
+	return reconciles{p.reconciles.MustCurryWith(prometheus.Labels{"name": name})}
+}
+
+type reconciles struct{ vec *prometheus.CounterVec }
+
+func (r reconciles) Inc(result string) { r.vec.WithLabelValues(result).Inc() }
+
+// NewReconcileErrorsMetric returns the workqueue_reconcile_errors_total
+// counter of the queue name.
+func (p *Provider) NewReconcileErrorsMetric(name string) workqueue.CounterMetric {
+	return p.reconcileErrs.WithLabelValues(name)
+}
+
+// NewReconcileDurationMetric returns the
+// workqueue_reconcile_duration_seconds histogram of the queue name.
+func (p *Provider) NewReconcileDurationMetric(name string) workqueue.HistogramMetric {
+	return p.reconcileTime.WithLabelValues(name)
+}
+
+// NewActiveWorkersMetric returns the workqueue_active_workers gauge of the
+// queue name.
+func (p *Provider) NewActiveWorkersMetric(name string) workqueue.GaugeMetric {
+	return p.activeWorkers.WithLabelValues(name)
+}
+
+// NewWorkersMetric returns the workqueue_workers gauge of the queue name.
+func (p *Provider) NewWorkersMetric(name string) workqueue.SettableGaugeMetric {
+	return p.workers.WithLabelValues(name)
+}

@@ -17,6 +17,9 @@ import (
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
+// A Runner over the Redis queue keeps priorities.
+var _ workqueue.Prioritized[string] = (*Queue[string])(nil)
+
 // newPriorityRef returns the in-memory priority queue the Redis queue's
 // AddWithOpts, GetWithPriority and Remove are compared with: no backoff,
 // so that a rate-limited add is immediate on both.

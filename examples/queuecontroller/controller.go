@@ -133,8 +133,8 @@ func (c *controller) run(ctx context.Context) {
 			workqueue.WithErrorObserver(failures), // none without an inspector
 		}
 	}
-	requests := workqueue.NewRunnerWithDeadLetter(c.queue, c.reconcileRequest, c.requestGivenUp, opts(c.requestFailures)...)
-	commands := workqueue.NewRunnerWithDeadLetter(c.commandQueue, c.reconcileCommand, c.commandGivenUp, opts(c.commandFailures)...)
+	requests := workqueue.NewRunner(c.queue, c.reconcileRequest, append(opts(c.requestFailures), workqueue.WithDeadLetter(c.requestGivenUp))...)
+	commands := workqueue.NewRunner(c.commandQueue, c.reconcileCommand, append(opts(c.commandFailures), workqueue.WithDeadLetter(c.commandGivenUp))...)
 	var wg sync.WaitGroup
 	wg.Go(func() { requests.Run(ctx, c.config.workers) })
 	wg.Go(func() { commands.Run(ctx, c.config.workers) })

@@ -1,0 +1,121 @@
+package workqueue
+
+import "fmt"
+
+// The results a [RunnerMetricsProvider]'s reconciles metric counts, one per
+// reconcile.
+const (
+	ResultSuccess      = "success"       // no error, and nothing requeued
+	ResultRequeue      = "requeue"       // Result.Requeue, or WaitFor on a queue that cannot park
+	ResultRequeueAfter = "requeue_after" // Result.RequeueAfter
+	ResultParked       = "parked"        // Result.WaitFor
+	ResultError        = "error"         // an error, retried or dropped by a shutdown
+	ResultGivenUp      = "given_up"      // an error after the last retry WithMaxRetries allows
+	ResultTerminal     = "terminal"      // a TerminalError
+	ResultPanic        = "panic"         // a panic, retried or given up on
+)
+
+// ResultCounterMetric counts by result; it must be safe for concurrent use.
+type ResultCounterMetric interface {
+	Inc(result string)
+}
+
+// RunnerMetricsProvider is a [MetricsProvider] that also records the
+// metrics of a [Runner] over a queue that uses it ([MetricsSource]).
+type RunnerMetricsProvider interface {
+	MetricsProvider
+	NewReconcilesMetric(name string) ResultCounterMetric    // reconciles ended, by result (ResultSuccess, ...)
+	NewReconcileErrorsMetric(name string) CounterMetric     // reconciles that returned an error or panicked
+	NewReconcileDurationMetric(name string) HistogramMetric // seconds a reconcile ran
+	NewActiveWorkersMetric(name string) GaugeMetric         // workers reconciling an item
+	NewWorkersMetric(name string) SettableGaugeMetric       // workers Run runs, 0 when it is not running
+}
+
+// MetricsSource is a queue that records its metrics with a provider under a
+// name; a [Runner] over it records its own there too. This package's queues
+// are MetricsSources that return their config's MetricsProvider and Name,
+// nil and "" when the config has none.
+type MetricsSource interface {
+	MetricsConfig() (provider MetricsProvider, name string)
+}
+
+var (
+	_ MetricsSource = (*Typed[int])(nil)
+	_ MetricsSource = (*TypedDelayingQueue[int])(nil)
+	_ MetricsSource = (*TypedRateLimitingQueue[int])(nil)
+	_ MetricsSource = (*TypedPriorityQueue[int])(nil)
+)
+
+// MetricsConfig returns the config's MetricsProvider and Name.
+func (q *Typed[T]) MetricsConfig() (MetricsProvider, string) {
+	return q.core.provider, q.core.name
+}
+
+// MetricsConfig returns the config's MetricsProvider and Name.
+func (q *TypedPriorityQueue[T]) MetricsConfig() (MetricsProvider, string) {
+	return q.core.provider, q.core.name
+}
+
+// MetricsConfig returns the config's MetricsProvider and Name.
+func (q *TypedDelayingQueue[T]) MetricsConfig() (MetricsProvider, string) {
+	return q.provider, q.name
+}
+
+// MetricsConfig returns those of the delaying queue below: its config's
+// MetricsProvider and Name, which are this config's unless it has a
+// DelayingQueue; nil and "" if that queue is not a [MetricsSource].
+func (q *TypedRateLimitingQueue[T]) MetricsConfig() (MetricsProvider, string) {
+	if src, ok := q.delaying.(MetricsSource); ok {
+		return src.MetricsConfig()
+	}
+	return nil, ""
+}
+
+// runnerMetrics are a Runner's metrics; each does nothing when the queue
+// records none.
+type runnerMetrics struct {
+	reconciles ResultCounterMetric
+	errors     CounterMetric
+	duration   HistogramMetric
+	active     GaugeMetric
+	workers    SettableGaugeMetric
+}
+
+func newRunnerMetrics(queue any) runnerMetrics {
+	m := runnerMetrics{reconciles: noopEventCounter{}, errors: noopMetric{}, duration: noopMetric{}, active: noopMetric{}, workers: noopMetric{}}
+	src, ok := queue.(MetricsSource)
+	if !ok {
+		return m
+	}
+	provider, name := src.MetricsConfig()
+	p, ok := provider.(RunnerMetricsProvider)
+	if !ok || name == "" {
+		return m
+	}
+	if m.reconciles = p.NewReconcilesMetric(name); m.reconciles == nil {
+		m.reconciles = noopEventCounter{}
+	}
+	m.errors = orNoop(p.NewReconcileErrorsMetric(name))
+	m.duration = orNoop(p.NewReconcileDurationMetric(name))
+	m.active = orNoop(p.NewActiveWorkersMetric(name))
+	m.workers = orNoop(p.NewWorkersMetric(name))
+	return m
+}
+
+// SetWorkers changes the number of workers of a running Run to n. It starts
+// the workers missing at once; each worker beyond n leaves after its
+// current reconcile, or at once if it waits for an item on a queue with
+// GetContext (on a queue without it, after reconciling the next item it
+// gets). It reports whether Run was running: before Run, once Run's context
+// has ended and after Run returns it does nothing and returns false. It
+// panics if n is less than 1. It is safe for concurrent use.
+func (r *Runner[T]) SetWorkers(n int) bool {
+	if n < 1 {
+		panic(fmt.Sprintf("workqueue: SetWorkers needs at least one worker, got %d", n))
+	}
+	if !r.pool.resize(n) {
+		return false
+	}
+	r.metrics.workers.Set(float64(n))
+	return true
+}
