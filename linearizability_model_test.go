@@ -198,17 +198,9 @@ type linCommon struct {
 	shutdown   bool
 	released   bool // a ShutDown has released every drain
 
-	// parked and parking hold a bit per key: parked since its Done, and
-	// parked by its worker, to take effect at Done. parkOrder lists both
-	// in the order of their Park calls, parkEvents holds the events each
-	// waits for, and firedSinceGet the events woken since each processing
-	// key's Get.
-	parked        uint8
-	parking       uint8
-	parkEvents    [linMaxKeys]uint8
-	firedSinceGet [linMaxKeys]uint8
-	parkOrder     [linMaxKeys]int8
-	parks         int8
+	// parks are the parks, by the specification the model walks apply
+	// too.
+	parks parkSpec
 
 	// grouped is set for a queue with group limits: a and b form a
 	// group whose limit is groupLimit (0 for none), c has no group.
@@ -228,25 +220,14 @@ func (c *linCommon) eligible(key int8) bool {
 // handOut marks key, just handed out by Get, as processing.
 func (c *linCommon) handOut(key int8) {
 	c.processing |= 1 << key
-	c.firedSinceGet[key] = 0
+	c.parks.handOut(int(key))
 }
 
 // unpark ends key's park, if it has one, and reports whether it was
 // parked since its Done and whether it was parked by its worker.
 func (c *linCommon) unpark(key int8) (parked, parking bool) {
-	bit := uint8(1) << key
-	parked, parking = c.parked&bit != 0, c.parking&bit != 0
-	if !parked && !parking {
-		return false, false
-	}
-	c.parked &^= bit
-	c.parking &^= bit
-	c.parkEvents[key] = 0
-	i := slices.Index(c.parkOrder[:c.parks], key)
-	copy(c.parkOrder[i:], c.parkOrder[i+1:c.parks])
-	c.parks--
-	c.parkOrder[c.parks] = 0
-	return parked, parking
+	had, settled := c.parks.drop(int(key))
+	return settled, had && !settled
 }
 
 // park applies a worker's Park(key, events): nothing after a shutdown, for
@@ -258,15 +239,9 @@ func (c *linCommon) park(key int8, events uint8) {
 	if c.shutdown || c.processing&bit == 0 || c.dirty&bit != 0 {
 		return
 	}
-	c.unpark(key)
-	if c.firedSinceGet[key]&events != 0 {
+	if c.parks.park(int(key), events) {
 		c.dirty |= bit
-		return
 	}
-	c.parking |= bit
-	c.parkEvents[key] = events
-	c.parkOrder[c.parks] = key
-	c.parks++
 }
 
 // wake applies Wake(events): it ends the parks waiting for them, in the
@@ -277,53 +252,35 @@ func (c *linCommon) wake(events uint8) (woken []int8, n int) {
 	if c.shutdown {
 		return nil, 0
 	}
-	for key := range int8(linMaxKeys) {
-		if c.processing&(1<<key) != 0 {
-			c.firedSinceGet[key] |= events
-		}
-	}
-	for _, key := range slices.Clone(c.parkOrder[:c.parks]) {
-		if c.parkEvents[key]&events == 0 {
-			continue
-		}
-		n++
-		if parked, _ := c.unpark(key); parked {
-			woken = append(woken, key)
+	ended := c.parks.wake(events)
+	for _, p := range ended {
+		if p.settled {
+			woken = append(woken, int8(p.item))
 		} else {
-			c.dirty |= 1 << key
+			c.dirty |= 1 << p.item
 		}
 	}
-	return woken, n
+	return woken, len(ended)
 }
 
 // wakeItem applies WakeItem(key): it ends key's park, if it has one, and
 // reports whether it did and whether to queue key now (parked since its
 // Done). A key still processing is queued again at its Done.
 func (c *linCommon) wakeItem(key int8) (woken, queue bool) {
-	parked, parking := c.unpark(key)
-	if parking {
+	woken, settled := c.parks.wakeItem(int(key))
+	if woken && !settled {
 		c.dirty |= 1 << key
 	}
-	return parked || parking, parked
+	return woken, settled
 }
 
 // dropParks is the shutdown's part: every park ends, and nothing is
 // queued.
-func (c *linCommon) dropParks() {
-	for c.parks > 0 {
-		c.unpark(c.parkOrder[0])
-	}
-}
+func (c *linCommon) dropParks() { c.parks.shutDown() }
 
 // settle makes the park of key, whose Done ends its processing, take
 // effect.
-func (c *linCommon) settle(key int8) {
-	bit := uint8(1) << key
-	if c.parking&bit != 0 {
-		c.parking &^= bit
-		c.parked |= bit
-	}
-}
+func (c *linCommon) settle(key int8) { c.parks.done(int(key)) }
 
 // stepCommon applies in if it does not depend on the order, and reports
 // whether it did and whether out is what the queue could have returned.
@@ -374,7 +331,8 @@ func validKey(in linInput) bool {
 
 // hash mixes c into h.
 func (c linCommon) hash(h uint64) uint64 {
-	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44 | uint64(c.parked)<<32 | uint64(c.parking)<<36
+	parked, parking := c.parks.masks()
+	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44 | uint64(parked)<<32 | uint64(parking)<<36
 	for i, n := range c.failures {
 		h ^= uint64(n) << (48 + 4*i)
 	}
@@ -407,14 +365,15 @@ func (c linCommon) describe(b *strings.Builder, pending func(key int8) string) {
 			fmt.Fprintf(b, " failures(%s)=%d", linKeyNames[key], n)
 		}
 	}
-	if c.parks > 0 {
+	if c.parks.parks > 0 {
+		_, parking := c.parks.masks()
 		b.WriteString(" parks [")
-		for i, key := range c.parkOrder[:c.parks] {
+		for i, key := range c.parks.order[:c.parks.parks] {
 			if i > 0 {
 				b.WriteString(" ")
 			}
-			b.WriteString(linKeyNames[key] + "(" + strings.Join(linEvents(c.parkEvents[key]), ",") + ")")
-			if c.parking&(1<<key) != 0 {
+			b.WriteString(linKeyNames[key] + "(" + strings.Join(linEvents(c.parks.events[key]), ",") + ")")
+			if parking&(1<<key) != 0 {
 				b.WriteString("@Done")
 			}
 		}

@@ -19,7 +19,8 @@ import (
 // This file checks the rate-limiting queue against a small reference model
 // that is obviously correct: a FIFO slice, a dirty set, a processing set, a
 // map of waiting items with their ready times, failure counts, and the
-// parking model both reference models share (parking_model_test.go). Seeded
+// parking specification that every model shares (parkSpec, in
+// parking_test.go). Seeded
 // random walks and the fuzz target drive both with the same operations and
 // compare everything observable after every step.
 
@@ -728,7 +729,7 @@ func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	var gotParked []string
 	for _, p := range s.ParkedItems {
 		gotParked = append(gotParked, p.Item)
-		if want := linEvents(m.parking.parks[slices.Index(modelKeys, p.Item)].events); !slices.Equal(p.Events, want) {
+		if want := linEvents(m.parking.events[slices.Index(modelKeys, p.Item)]); !slices.Equal(p.Events, want) {
 			return fmt.Sprintf("Snapshot lists %q parked until %v; model %v", p.Item, p.Events, want)
 		}
 	}

@@ -3,6 +3,11 @@
 # race detector, then each fuzz target for a short time. Extra arguments go
 # to `go test`, e.g. ./test.sh -short.
 #
+# WORKQUEUE_SOAK=1 runs the root package's long tests at full size (the
+# model walks, the linearizability histories, the racy rounds and the
+# stress runs; CI sets it): some minutes more than the default sizes, which
+# keep the run within minutes. -short makes them smaller still.
+#
 # FUZZTIME sets how long each fuzz target runs (default 10s); to fuzz
 # longer: FUZZTIME=30m ./test.sh, or in the module of the target:
 #   go test -run '^$' -fuzz '^FuzzModel$' -fuzztime 30m .
