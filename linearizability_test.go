@@ -119,7 +119,7 @@ func TestLinearizability(t *testing.T) {
 // the histories.
 
 var (
-	linHistories = flag.Int("linhistories", 0, "histories TestLinearizability checks per configuration; 0 means 1500 with WORKQUEUE_SOAK=1, 300 by default, and 300 with -short")
+	linHistories = flag.Int("linhistories", 0, "histories TestLinearizability checks per configuration; 0 means 1500 with WORKQUEUE_SOAK=1 and 300 otherwise")
 	linSeed      = flag.Uint64("linseed", 0, "seed of the scripts of TestLinearizability; 0 picks one at random")
 	linVisDir    = flag.String("linvis", "", "directory for the HTML visualizations of rejected histories; empty means a new temporary directory")
 )

@@ -14,7 +14,7 @@ func TestMain(m *testing.M) {
 
 // soak is set by WORKQUEUE_SOAK=1 in the environment (CI sets it): the
 // long tests (the model walks, the linearizability histories, the racy
-// rounds and the stress runs) then run at full size.
+// rounds and the drain rounds) then run at full size.
 var soak = os.Getenv("WORKQUEUE_SOAK") == "1"
 
 // sized returns short with -short, full when soaking, and def otherwise.

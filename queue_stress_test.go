@@ -69,7 +69,10 @@ func TestStress(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			addsEach := tt.addsEach / sized(1, 2, 5)
+			addsEach := tt.addsEach
+			if testing.Short() {
+				addsEach /= 5
+			}
 			q := tt.queue()
 			var (
 				stamp                     atomic.Uint64
@@ -162,7 +165,7 @@ func TestStress(t *testing.T) {
 // ShutDown always releases a waiting drain.
 func TestDrainCompleteness(t *testing.T) {
 	const items = 10_000
-	rounds := sized(100, 30, 10)
+	rounds := sized(100, 20, 10)
 	var totalRounds, earlyReturns int
 	for _, workers := range []int{1, 8, 64} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {

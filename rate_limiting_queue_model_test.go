@@ -822,7 +822,7 @@ func decodeOps(data []byte) []modelOp {
 var modelDebounces = []Debounce{{}, {Quiet: 100 * time.Millisecond, MaxDelay: 105 * time.Millisecond}, {Quiet: time.Second}}
 
 var (
-	modelOps  = flag.Int64("modelops", 0, "operations TestModelRandomWalks checks; 0 means 10,000,000 with WORKQUEUE_SOAK=1, 500,000 by default, and 100,000 with -short")
+	modelOps  = flag.Int64("modelops", 0, "operations TestModelRandomWalks checks; 0 means 3,000,000 with WORKQUEUE_SOAK=1, 300,000 by default, and 100,000 with -short")
 	modelSeed = flag.Uint64("modelseed", 0, "first seed of TestModelRandomWalks; change it to soak with new walks")
 )
 
@@ -830,7 +830,7 @@ func TestModelRandomWalks(t *testing.T) {
 	const walkLength = 2000
 	target := *modelOps
 	if target == 0 {
-		target = sized[int64](10_000_000, 500_000, 100_000)
+		target = sized[int64](3_000_000, 300_000, 100_000)
 	}
 	// Walks of two interleaved series run in parallel, one per core, until
 	// the operations applied reach the target.

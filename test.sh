@@ -4,9 +4,10 @@
 # to `go test`, e.g. ./test.sh -short.
 #
 # WORKQUEUE_SOAK=1 runs the root package's long tests at full size (the
-# model walks, the linearizability histories, the racy rounds and the
-# stress runs; CI sets it): some minutes more than the default sizes, which
-# keep the run within minutes. -short makes them smaller still.
+# model walks, the linearizability histories, the racy and the drain
+# rounds; .ci/run sets it), some minutes longer than the default sizes;
+# -short makes them smaller still. A longer soak of the model walk:
+#   WORKQUEUE_SOAK=1 go test -race -run '^TestModelRandomWalks$' -modelops 10000000 .
 #
 # FUZZTIME sets how long each fuzz target runs (default 10s); to fuzz
 # longer: FUZZTIME=30m ./test.sh, or in the module of the target:
