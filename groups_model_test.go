@@ -593,10 +593,7 @@ func randomGroupOps(r *rand.Rand, n int) []groupModelOp {
 }
 
 func TestGroupLimitsModelWalks(t *testing.T) {
-	walks, steps := 60, 300
-	if testing.Short() {
-		walks = 10
-	}
+	walks, steps := sized(60, 20, 10), 300
 	for _, config := range groupModelConfigs {
 		t.Run(config.name, func(t *testing.T) {
 			total := 0

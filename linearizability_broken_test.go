@@ -2,9 +2,15 @@ package workqueue
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"sync"
+	"testing"
 	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The reference queues of the linearizability test: queues written to be
@@ -358,4 +364,100 @@ func (q *linRefPriorityQueue) ShutDownWithDrain() {
 func (q *linRefPriorityQueue) ShuttingDown() (down bool) {
 	q.do(func() { down = q.s.shutdown })
 	return down
+}
+
+// TestLinearizabilityCheckerCatchesBrokenQueues shows that the harness finds
+// real bugs: it runs histories on the reference queue, which must all pass,
+// and on two broken ones, which must each be caught. A fixed script that
+// any single worker could run catches both broken queues every time; the
+// random histories must catch them too, within a bound that random scripts
+// meet with overwhelming probability (each history gives every bug many
+// chances).
+func TestLinearizabilityCheckerCatchesBrokenQueues(t *testing.T) {
+	// Add a, Get a, Add a (now dirty), Len, Done a (queued again), Len.
+	scripted := linPlan{
+		keys: 1,
+		workers: [][]linInput{{
+			{kind: linAdd, key: 0}, {kind: linGet, key: -1}, {kind: linAdd, key: 0},
+			{kind: linLen, key: -1}, {kind: linDone, key: -1}, {kind: linLen, key: -1},
+		}},
+		shutters: []linShutter{{after: []linInput{{kind: linShutDown, key: -1}}}},
+		trigger:  -1,
+	}
+	tests := []struct {
+		name string
+		bug  linBug
+	}{
+		{"reference", linNoBug},
+		{"double handout", linBugDoubleHandout},
+		{"lost dirty mark", linBugLoseDirty},
+	}
+	seed := linBaseSeed(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := runLinHistory(t, linSubject{q: newLinRefQueue(tt.bug)}, scripted, seed)
+			assert.Equalf(t, tt.bug == linNoBug, checkLinHistory(t, linModel, ops), "scripted history:\n%s", formatLinHistory(ops))
+
+			checkBrokenQueue(t, linModel, seed, tt.bug != linNoBug, false, func() linSubject {
+				q := newLinRefQueue(tt.bug)
+				return linSubject{q: q, rl: q, ext: q}
+			})
+		})
+	}
+}
+
+// checkBrokenQueue runs random histories, with priorities or without, on
+// the queues build makes. If broken, one of the first linCatchLimit must
+// be rejected; otherwise every history of linHistoryCount must pass.
+func checkBrokenQueue(t *testing.T, model porcupine.Model, seed uint64, broken, priorities bool, build func() linSubject) {
+	t.Helper()
+	histories := linCatchLimit
+	if !broken {
+		histories = linHistoryCount()
+	}
+	for h := range histories {
+		historySeed := seed + uint64(h)
+		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities, false, false, false)
+		ops := runLinHistory(t, build(), plan, historySeed)
+		if !checkLinHistory(t, model, ops) {
+			if !broken {
+				require.Failf(t, "reference queue rejected", "history %d (view: %s):\n%s", h, visualizeLinHistory(t, model, ops, t.Name()), formatLinHistory(ops))
+			}
+			t.Logf("caught by random history %d", h+1)
+			return
+		}
+	}
+	if broken {
+		require.Failf(t, "bug not caught", "no history of %d caught the bug", histories)
+	}
+}
+
+// linCatchLimit bounds the random histories that must catch a broken
+// queue; the bugs are caught within a few dozen.
+const linCatchLimit = 300
+
+// TestLinearizabilityCheckerCatchesBrokenPriorityQueues shows that the
+// priority histories can fail: they must accept a reference priority queue
+// and catch three broken ones, each within linCatchLimit histories.
+func TestLinearizabilityCheckerCatchesBrokenPriorityQueues(t *testing.T) {
+	tests := []struct {
+		name string
+		fair bool
+		bug  linPrioBug
+	}{
+		{"reference", false, linPrioNoBug},
+		{"reference with fairness", true, linPrioNoBug},
+		{"raise keeps its place", false, linBugRaiseKeepsPlace},
+		{"requeued at priority 0", false, linBugRequeueAtZero},
+		{"fairness ignored", true, linBugUnfair},
+	}
+	seed := linBaseSeed(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkBrokenQueue(t, linPrioModelFor(tt.fair), seed, tt.bug != linPrioNoBug, true, func() linSubject {
+				q := newLinRefPriorityQueue(tt.fair, tt.bug)
+				return linSubject{q: q, rl: q, ext: q, prio: q}
+			})
+		})
+	}
 }

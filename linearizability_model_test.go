@@ -5,8 +5,11 @@ import (
 	"math/bits"
 	"slices"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
 )
 
 // The sequential specification of the queues for the linearizability test:
@@ -71,7 +74,7 @@ const (
 	linSetGroupLimit
 	// linRescheduleZero and linRescheduleLater are Reschedule with no
 	// delay and with an hour, which the histories' clock never reaches
-	// (linearizability_debounce_test.go).
+	// (linDebounced).
 	linRescheduleZero
 	linRescheduleLater
 )
@@ -195,17 +198,9 @@ type linCommon struct {
 	shutdown   bool
 	released   bool // a ShutDown has released every drain
 
-	// parked and parking hold a bit per key: parked since its Done, and
-	// parked by its worker, to take effect at Done. parkOrder lists both
-	// in the order of their Park calls, parkEvents holds the events each
-	// waits for, and firedSinceGet the events woken since each processing
-	// key's Get.
-	parked        uint8
-	parking       uint8
-	parkEvents    [linMaxKeys]uint8
-	firedSinceGet [linMaxKeys]uint8
-	parkOrder     [linMaxKeys]int8
-	parks         int8
+	// parks are the parks, by the specification the model walks apply
+	// too.
+	parks parkSpec
 
 	// grouped is set for a queue with group limits: a and b form a
 	// group whose limit is groupLimit (0 for none), c has no group.
@@ -225,25 +220,14 @@ func (c *linCommon) eligible(key int8) bool {
 // handOut marks key, just handed out by Get, as processing.
 func (c *linCommon) handOut(key int8) {
 	c.processing |= 1 << key
-	c.firedSinceGet[key] = 0
+	c.parks.handOut(int(key))
 }
 
 // unpark ends key's park, if it has one, and reports whether it was
 // parked since its Done and whether it was parked by its worker.
 func (c *linCommon) unpark(key int8) (parked, parking bool) {
-	bit := uint8(1) << key
-	parked, parking = c.parked&bit != 0, c.parking&bit != 0
-	if !parked && !parking {
-		return false, false
-	}
-	c.parked &^= bit
-	c.parking &^= bit
-	c.parkEvents[key] = 0
-	i := slices.Index(c.parkOrder[:c.parks], key)
-	copy(c.parkOrder[i:], c.parkOrder[i+1:c.parks])
-	c.parks--
-	c.parkOrder[c.parks] = 0
-	return parked, parking
+	had, settled := c.parks.drop(int(key))
+	return settled, had && !settled
 }
 
 // park applies a worker's Park(key, events): nothing after a shutdown, for
@@ -255,15 +239,9 @@ func (c *linCommon) park(key int8, events uint8) {
 	if c.shutdown || c.processing&bit == 0 || c.dirty&bit != 0 {
 		return
 	}
-	c.unpark(key)
-	if c.firedSinceGet[key]&events != 0 {
+	if c.parks.park(int(key), events) {
 		c.dirty |= bit
-		return
 	}
-	c.parking |= bit
-	c.parkEvents[key] = events
-	c.parkOrder[c.parks] = key
-	c.parks++
 }
 
 // wake applies Wake(events): it ends the parks waiting for them, in the
@@ -274,53 +252,35 @@ func (c *linCommon) wake(events uint8) (woken []int8, n int) {
 	if c.shutdown {
 		return nil, 0
 	}
-	for key := range int8(linMaxKeys) {
-		if c.processing&(1<<key) != 0 {
-			c.firedSinceGet[key] |= events
-		}
-	}
-	for _, key := range slices.Clone(c.parkOrder[:c.parks]) {
-		if c.parkEvents[key]&events == 0 {
-			continue
-		}
-		n++
-		if parked, _ := c.unpark(key); parked {
-			woken = append(woken, key)
+	ended := c.parks.wake(events)
+	for _, p := range ended {
+		if p.settled {
+			woken = append(woken, int8(p.item))
 		} else {
-			c.dirty |= 1 << key
+			c.dirty |= 1 << p.item
 		}
 	}
-	return woken, n
+	return woken, len(ended)
 }
 
 // wakeItem applies WakeItem(key): it ends key's park, if it has one, and
 // reports whether it did and whether to queue key now (parked since its
 // Done). A key still processing is queued again at its Done.
 func (c *linCommon) wakeItem(key int8) (woken, queue bool) {
-	parked, parking := c.unpark(key)
-	if parking {
+	woken, settled := c.parks.wakeItem(int(key))
+	if woken && !settled {
 		c.dirty |= 1 << key
 	}
-	return parked || parking, parked
+	return woken, settled
 }
 
 // dropParks is the shutdown's part: every park ends, and nothing is
 // queued.
-func (c *linCommon) dropParks() {
-	for c.parks > 0 {
-		c.unpark(c.parkOrder[0])
-	}
-}
+func (c *linCommon) dropParks() { c.parks.shutDown() }
 
 // settle makes the park of key, whose Done ends its processing, take
 // effect.
-func (c *linCommon) settle(key int8) {
-	bit := uint8(1) << key
-	if c.parking&bit != 0 {
-		c.parking &^= bit
-		c.parked |= bit
-	}
-}
+func (c *linCommon) settle(key int8) { c.parks.done(int(key)) }
 
 // stepCommon applies in if it does not depend on the order, and reports
 // whether it did and whether out is what the queue could have returned.
@@ -371,7 +331,8 @@ func validKey(in linInput) bool {
 
 // hash mixes c into h.
 func (c linCommon) hash(h uint64) uint64 {
-	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44 | uint64(c.parked)<<32 | uint64(c.parking)<<36
+	parked, parking := c.parks.masks()
+	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44 | uint64(parked)<<32 | uint64(parking)<<36
 	for i, n := range c.failures {
 		h ^= uint64(n) << (48 + 4*i)
 	}
@@ -404,14 +365,15 @@ func (c linCommon) describe(b *strings.Builder, pending func(key int8) string) {
 			fmt.Fprintf(b, " failures(%s)=%d", linKeyNames[key], n)
 		}
 	}
-	if c.parks > 0 {
+	if c.parks.parks > 0 {
+		_, parking := c.parks.masks()
 		b.WriteString(" parks [")
-		for i, key := range c.parkOrder[:c.parks] {
+		for i, key := range c.parks.order[:c.parks.parks] {
 			if i > 0 {
 				b.WriteString(" ")
 			}
-			b.WriteString(linKeyNames[key] + "(" + strings.Join(linEvents(c.parkEvents[key]), ",") + ")")
-			if c.parking&(1<<key) != 0 {
+			b.WriteString(linKeyNames[key] + "(" + strings.Join(linEvents(c.parks.events[key]), ",") + ")")
+			if parking&(1<<key) != 0 {
 				b.WriteString("@Done")
 			}
 		}
@@ -594,4 +556,282 @@ func linModelOf[S linSpec[S]](init S) porcupine.Model {
 		},
 		DescribeState: func(state any) string { return state.(S).String() },
 	}
+}
+
+// TestLinearizabilityModel checks the model and porcupine on hand-written
+// histories: operations with the same number run one after the other,
+// call i*10 to return i*10+5; overlap stretches an operation's return.
+func TestLinearizabilityModel(t *testing.T) {
+	type op = linStep
+	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
+	get := func(key int8) op { return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key}} }
+	getShutdown := op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: -1, shutdown: true}}
+	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
+	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
+	requeues := func(key int8, n int) op {
+		return op{in: linInput{kind: linNumRequeues, key: key}, out: linOutput{n: n}}
+	}
+	rateLimited := func(key int8) op { return op{in: linInput{kind: linAddRateLimited, key: key}} }
+	shutDown := op{in: linInput{kind: linShutDown, key: -1}}
+	drain := func(overlap int) []op {
+		return []op{{in: linInput{kind: linDrainBegin, key: -1}, overlap: overlap}, {in: linInput{kind: linDrainEnd, key: -1}, overlap: overlap}}
+	}
+	overlapping := func(o op, by int) op { o.overlap = by; return o }
+
+	tests := []struct {
+		name  string
+		steps [][]op // steps[i] run at time i*10; the operations of one step overlap
+		want  bool
+	}{
+		{"fifo", [][]op{{add(0)}, {add(1)}, {add(0)}, {length(2)}, {get(0)}, {get(1)}, {length(0)}}, true},
+		{"fifo inverted", [][]op{{add(0)}, {add(1)}, {get(1)}}, false},
+		{"concurrent adds in either order", [][]op{{add(0), add(1)}, {get(1)}, {get(0)}}, true},
+		{"dirty item queued again by Done", [][]op{{add(0)}, {get(0)}, {add(0)}, {length(0)}, {done(0)}, {length(1)}, {get(0)}}, true},
+		{"dirty item handed out twice", [][]op{{add(0)}, {get(0)}, {add(0)}, {get(0)}}, false},
+		{"dirty mark lost", [][]op{{add(0)}, {get(0)}, {add(0)}, {done(0)}, {length(0)}}, false},
+		{"Len 0 after own Add", [][]op{{add(0)}, {length(0)}}, false},
+		{"Len during Add", [][]op{{overlapping(add(0), 10)}, {length(0)}}, true},
+		{"Get after shutdown drains", [][]op{{add(0)}, {shutDown}, {get(0)}, {getShutdown}}, true},
+		{"shutdown Get while queued", [][]op{{add(0)}, {shutDown}, {getShutdown}}, false},
+		{"Add after shutdown ignored", [][]op{{shutDown}, {add(0)}, {length(0)}, {getShutdown}}, true},
+		{"rate limited after shutdown records nothing", [][]op{{shutDown}, {rateLimited(0)}, {requeues(0, 0)}}, true},
+		{"rate limited dropped yet counted", [][]op{{overlapping(rateLimited(0), 10), shutDown}, {getShutdown}, {requeues(0, 1)}}, false},
+		{"drain waits for Done", [][]op{{add(0)}, {get(0)}, append(drain(10), done(0))}, true},
+		{"drain ends while processing", [][]op{{add(0)}, {get(0)}, drain(0), {done(0)}}, false},
+		{"drain released by ShutDown", [][]op{{add(0)}, {get(0)}, append(drain(10), shutDown)}, true},
+		{"drain ends while queued", [][]op{{add(0)}, drain(0), {get(0)}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := linStepOps(tt.steps)
+			assert.Equalf(t, tt.want, checkLinHistory(t, linModel, ops), "history:\n%s", formatLinHistory(ops))
+		})
+	}
+}
+
+// TestLinearizabilityParkingModel checks the parking rules of the model on
+// hand-written histories, among them the lost wakeup: a wake between an
+// item's Get and its park must not leave it parked.
+func TestLinearizabilityParkingModel(t *testing.T) {
+	type op = linStep
+	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
+	get := func(key int8) op { return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key}} }
+	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
+	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
+	park := func(key int8, events uint8) op { return op{in: linInput{kind: linPark, key: key, events: events}} }
+	wake := func(events uint8, n int) op {
+		return op{in: linInput{kind: linWake, key: -1, events: events}, out: linOutput{n: n}}
+	}
+	wakeItem := func(key int8, ok bool) op {
+		o := op{in: linInput{kind: linWakeItem, key: key}}
+		if ok {
+			o.out.n = 1
+		}
+		return o
+	}
+	remove := func(key int8, ok bool) op {
+		o := op{in: linInput{kind: linRemove, key: key}}
+		if ok {
+			o.out.n = 1
+		}
+		return o
+	}
+	shutDown := op{in: linInput{kind: linShutDown, key: -1}}
+	// parked returns the steps that park key until events, then after.
+	parked := func(key int8, events uint8, after ...[]op) [][]op {
+		return append([][]op{{add(key)}, {get(key)}, {park(key, events)}, {done(key)}}, after...)
+	}
+	tests := []struct {
+		name  string
+		steps [][]op
+		want  bool
+	}{
+		{"parked items are not queued", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {length(0)}}, true},
+		{"a wake queues them", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {wake(1, 1)}, {length(1)}, {get(0)}}, true},
+		{"another event does not", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {wake(2, 0)}, {length(0)}}, true},
+		{"wake after Get, before Park: lost", [][]op{{add(0)}, {get(0)}, {wake(1, 0)}, {park(0, 1)}, {done(0)}, {length(0)}}, false},
+		{"wake after Get, before Park: queued at Done", [][]op{{add(0)}, {get(0)}, {wake(1, 0)}, {park(0, 1)}, {done(0)}, {length(1)}}, true},
+		{"wake before Get is waited for", [][]op{{wake(1, 0)}, {add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {length(0)}}, true},
+		{"wake between Park and Done", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {wake(1, 1)}, {length(0)}, {done(0)}, {length(1)}}, true},
+		{"a wake queues in park order", slices.Concat(parked(1, 1), parked(0, 1, []op{wake(1, 2)}, []op{get(1)}, []op{get(0)})), true},
+		{"a wake queues in key order", slices.Concat(parked(1, 1), parked(0, 1, []op{wake(1, 2)}, []op{get(0)})), false},
+		{"an add queues a parked item", parked(0, 1, []op{add(0)}, []op{length(1)}, []op{wake(1, 0)}), true},
+		{"an add since Get wins", [][]op{{add(0)}, {get(0)}, {add(0)}, {park(0, 1)}, {done(0)}, {length(1)}}, true},
+		{"WakeItem", parked(0, 1, []op{wakeItem(0, true)}, []op{wakeItem(0, false)}, []op{get(0)}), true},
+		{"Remove", parked(0, 1, []op{remove(0, true)}, []op{wake(1, 0)}, []op{length(0)}), true},
+		{"shutdown drops parked items", parked(0, 1, []op{shutDown}, []op{wake(1, 0)}, []op{length(0)}), true},
+		{"concurrent wake and park: either order", [][]op{{add(0)}, {get(0)}, {park(0, 1), wake(1, 1)}, {done(0)}, {length(1)}}, true},
+		{"concurrent wake and park: never lost", [][]op{{add(0)}, {get(0)}, {park(0, 1), wake(1, 0)}, {done(0)}, {length(0)}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := linStepOps(tt.steps)
+			assert.Equalf(t, tt.want, checkLinHistory(t, linModel, ops), "history:\n%s", formatLinHistory(ops))
+		})
+	}
+}
+
+// linStep is one operation of a hand-written history.
+type linStep struct {
+	in      linInput
+	out     linOutput
+	overlap int // extra length of the interval, to overlap later operations
+}
+
+// linStepOps turns a hand-written history into operations: those of
+// steps[i] start at time i*10, overlap each other, and return at i*10+5
+// plus their overlap.
+func linStepOps(steps [][]linStep) []porcupine.Operation {
+	var ops []porcupine.Operation
+	for i, step := range steps {
+		for c, o := range step {
+			ops = append(ops, porcupine.Operation{
+				ClientId: c, Input: o.in, Output: o.out,
+				Call: int64(i * 10), Return: int64(i*10 + 5 + o.overlap),
+			})
+		}
+	}
+	return ops
+}
+
+// The linearizability specification of Debounce and Reschedule on a clock
+// that never moves: the histories' Debounce waits an hour, so a debounced
+// add, like a Reschedule of an hour, leaves its key waiting until a call
+// takes it back (Remove, a Reschedule of no delay, AddRateLimited, whose
+// delay is zero) or a shutdown drops it. linDebounced wraps a sequential
+// queue of the other models with the set of waiting keys.
+
+// linDebounceQuiet is the histories' Debounce.Quiet; their clock never
+// reaches it.
+const linDebounceQuiet = time.Hour
+
+// debounceConfig returns the setup's Debounce.
+func (c linSetup) debounceConfig() Debounce {
+	if !c.debounce {
+		return Debounce{}
+	}
+	return Debounce{Quiet: linDebounceQuiet}
+}
+
+// linDebounceInner is what linDebounced needs of the queue it wraps.
+type linDebounceInner[S any] interface {
+	linSpec[S]
+	// holdsReady reports whether key is queued, or processing and to be
+	// queued again at Done.
+	holdsReady(key int8) bool
+	// withoutPark returns the state with key's park ended and nothing
+	// queued for it: what an add does first on the priority queue.
+	withoutPark(key int8) S
+	isShutdown() bool
+}
+
+func (s linState) holdsReady(key int8) bool {
+	bit := uint8(1) << key
+	return s.dirty&bit != 0 || slices.Contains(s.fifo[:s.queued], key) && s.hidden&bit == 0
+}
+
+func (s linState) withoutPark(key int8) linState { s.unpark(key); return s }
+func (s linState) isShutdown() bool              { return s.shutdown }
+
+func (s linPrioState) holdsReady(key int8) bool {
+	return s.dirty&(1<<key) != 0 || s.isQueued(key)
+}
+
+func (s linPrioState) withoutPark(key int8) linPrioState { s.unpark(key); return s }
+func (s linPrioState) isShutdown() bool                  { return s.shutdown }
+
+// linDebounced is a sequential queue with Debounce on a clock that never
+// moves. prio selects the priority queue's rules, where a key waits in the
+// core: an add ends its park first, a Reschedule of a ready key changes
+// nothing, and a Park of a waiting key does nothing. On the delaying
+// layer the waiting keys are apart from the queue below, whose parks and
+// queued keys they leave alone.
+type linDebounced[S linDebounceInner[S]] struct {
+	inner   S
+	waiting uint8 // bit per key
+	prio    bool
+}
+
+func (s linDebounced[S]) step(in linInput, out linOutput) (bool, linDebounced[S]) {
+	key := in.key
+	var bit uint8
+	if key >= 0 && key < linMaxKeys {
+		bit = 1 << key
+	}
+	switch in.kind {
+	case linAdd, linAddAfterZero, linAddAfterNegative, linRescheduleLater:
+		if bit == 0 {
+			return false, s
+		}
+		debounced := in.kind != linRescheduleLater
+		if s.inner.isShutdown() || s.inner.holdsReady(key) && (debounced || s.prio) {
+			return true, s
+		}
+		if s.prio {
+			s.inner = s.inner.withoutPark(key)
+		}
+		s.waiting |= bit
+		return true, s
+	case linRescheduleZero:
+		if bit == 0 {
+			return false, s
+		}
+		if !s.inner.isShutdown() {
+			s.waiting &^= bit
+		}
+		ok, inner := s.inner.step(linInput{kind: linAdd, key: key}, out)
+		s.inner = inner
+		return ok, s
+	case linAddRateLimited:
+		if bit != 0 && !s.inner.isShutdown() {
+			s.waiting &^= bit // its zero delay wins
+		}
+	case linRemove:
+		if bit == 0 {
+			return false, s
+		}
+		removedInner, inner := s.inner.step(in, linOutput{n: 1})
+		removed := removedInner || s.waiting&bit != 0
+		s.inner, s.waiting = inner, s.waiting&^bit
+		return out.n == 1 == removed, s
+	case linPark:
+		if s.prio && s.waiting&bit != 0 {
+			return true, s
+		}
+	case linShutDown, linDrainBegin:
+		s.waiting = 0
+	}
+	ok, inner := s.inner.step(in, out)
+	s.inner = inner
+	return ok, s
+}
+
+func (s linDebounced[S]) hash() uint64 { return s.inner.hash() ^ uint64(s.waiting)<<56 }
+
+func (s linDebounced[S]) String() string {
+	var b strings.Builder
+	b.WriteString(s.inner.String())
+	if s.waiting != 0 {
+		b.WriteString(" waiting {")
+		sep := ""
+		for key := range int8(linMaxKeys) {
+			if s.waiting&(1<<key) != 0 {
+				b.WriteString(sep + linKeyNames[key])
+				sep = " "
+			}
+		}
+		b.WriteString("}")
+	}
+	return b.String()
+}
+
+// linDebounceModel returns the specification of c's queue with Debounce.
+func linDebounceModel(c linSetup) porcupine.Model {
+	switch {
+	case c.priority:
+		return linModelOf(linDebounced[linPrioState]{inner: newLinPrioState(c.fairness), prio: true})
+	case c.custom:
+		panic(fmt.Sprintf("linDebounceModel: no model for %+v", c))
+	}
+	return linModelOf(linDebounced[linState]{})
 }

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
 )
 
 // The sequential specification of TypedPriorityQueue for the
-// linearizability test: the histories of linearizability_harness_test.go, with
-// adds at priorities 0 to 2 and, with fairness, two fairness keys.
+// linearizability test: the histories of linearizability_test.go, with adds
+// at priorities 0 to 2 and, with fairness, two fairness keys.
 
 // linLevels is the number of priorities the histories add at: 0, 1 and 2.
 const linLevels = 3
@@ -299,4 +301,42 @@ func linPrioGroupModelFor(fair bool) porcupine.Model {
 	s := newLinPrioState(fair)
 	s.grouped, s.groupLimit = true, 1
 	return linModelOf(s)
+}
+
+// TestLinearizabilityPriorityModel checks the priority model and porcupine
+// on hand-written histories, one operation at a time unless they overlap.
+func TestLinearizabilityPriorityModel(t *testing.T) {
+	type op = linStep
+	add := func(key, prio int8) op { return op{in: linInput{kind: linAddPriority, key: key, prio: prio}} }
+	get := func(key, prio int8) op {
+		return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key, prio: prio}}
+	}
+	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
+	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
+	tests := []struct {
+		name  string
+		fair  bool
+		steps [][]op // steps[i] run at time i*10; the operations of one step overlap
+		want  bool
+	}{
+		{"higher first", false, [][]op{{add(0, 0)}, {add(1, 2)}, {get(1, 2)}, {get(0, 0)}}, true},
+		{"lower first", false, [][]op{{add(0, 0)}, {add(1, 2)}, {get(0, 0)}}, false},
+		{"wrong priority reported", false, [][]op{{add(0, 1)}, {get(0, 0)}}, false},
+		{"a raise goes to the back of its level", false, [][]op{{add(0, 0)}, {add(1, 1)}, {add(0, 1)}, {get(1, 1)}, {get(0, 1)}}, true},
+		{"a raise keeps its place", false, [][]op{{add(0, 0)}, {add(1, 1)}, {add(0, 1)}, {get(0, 1)}}, false},
+		{"a lower re-add keeps the priority", false, [][]op{{add(0, 2)}, {add(0, 0)}, {length(1)}, {get(0, 2)}}, true},
+		{"Done queues at the highest asked meanwhile", false, [][]op{{add(0, 0)}, {get(0, 0)}, {add(0, 1)}, {add(0, 2)}, {add(0, 0)}, {done(0)}, {get(0, 2)}}, true},
+		{"Done queues at 0", false, [][]op{{add(0, 0)}, {get(0, 0)}, {add(0, 2)}, {done(0)}, {get(0, 0)}}, false},
+		{"concurrent adds either way", false, [][]op{{add(0, 1), add(1, 1)}, {get(1, 1)}, {get(0, 1)}}, true},
+		{"fairness: keys take turns", true, [][]op{{add(0, 0)}, {add(1, 0)}, {add(2, 0)}, {get(0, 0)}, {get(2, 0)}, {get(1, 0)}}, true},
+		{"fairness: FIFO is not fair", true, [][]op{{add(0, 0)}, {add(1, 0)}, {add(2, 0)}, {get(0, 0)}, {get(1, 0)}}, false},
+		{"fairness: a key joins the back", true, [][]op{{add(0, 0)}, {add(1, 0)}, {get(0, 0)}, {add(2, 0)}, {get(1, 0)}, {get(2, 0)}}, true},
+		{"fairness within a priority only", true, [][]op{{add(0, 1)}, {add(1, 1)}, {add(2, 0)}, {get(0, 1)}, {get(1, 1)}, {get(2, 0)}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ops := linStepOps(tt.steps)
+			assert.Equalf(t, tt.want, checkLinHistory(t, linPrioModelFor(tt.fair), ops), "history:\n%s", formatLinHistory(ops))
+		})
+	}
 }

@@ -1,13 +1,26 @@
 package workqueue
 
 import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/bits"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 // The linearizability test checks that the queues are linearizable: that every history of
@@ -24,12 +37,12 @@ import (
 // (a ShutDown that releases no drain) and drain-end (legal once nothing is
 // queued or processing, or once a ShutDown has released drains).
 //
-// The test is in four files: this one holds the tests,
-// linearizability_model_test.go the sequential specification (and
-// linearizability_priority_test.go the priority queue's),
-// linearizability_harness_test.go the recording of histories and the
-// wiring to porcupine, and linearizability_broken_test.go the reference
-// queues, right and deliberately broken, that show the checker works.
+// The test is in four files: this one holds the test, the recording of
+// histories and the wiring to porcupine; linearizability_model_test.go the
+// sequential specification and its tests (and
+// linearizability_priority_test.go the priority queue's); and
+// linearizability_broken_test.go the reference queues, right and
+// deliberately broken, and the tests that show the checker catches them.
 
 // TestLinearizability checks histories of concurrent calls on every
 // configuration of the queue. A failure prints the shortest rejected
@@ -99,272 +112,715 @@ func TestLinearizability(t *testing.T) {
 	}
 }
 
-// TestLinearizabilityCheckerCatchesBrokenQueues shows that the harness finds
-// real bugs: it runs histories on the reference queue, which must all pass,
-// and on two broken ones, which must each be caught. A fixed script that
-// any single worker could run catches both broken queues every time; the
-// random histories must catch them too, within a bound that random scripts
-// meet with overwhelming probability (each history gives every bug many
-// chances).
-func TestLinearizabilityCheckerCatchesBrokenQueues(t *testing.T) {
-	// Add a, Get a, Add a (now dirty), Len, Done a (queued again), Len.
-	scripted := linPlan{
-		keys: 1,
-		workers: [][]linInput{{
-			{kind: linAdd, key: 0}, {kind: linGet, key: -1}, {kind: linAdd, key: 0},
-			{kind: linLen, key: -1}, {kind: linDone, key: -1}, {kind: linLen, key: -1},
-		}},
-		shutters: []linShutter{{after: []linInput{{kind: linShutDown, key: -1}}}},
-		trigger:  -1,
-	}
-	tests := []struct {
-		name string
-		bug  linBug
-	}{
-		{"reference", linNoBug},
-		{"double handout", linBugDoubleHandout},
-		{"lost dirty mark", linBugLoseDirty},
-	}
-	seed := linBaseSeed(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ops := runLinHistory(t, linSubject{q: newLinRefQueue(tt.bug)}, scripted, seed)
-			assert.Equalf(t, tt.bug == linNoBug, checkLinHistory(t, linModel, ops), "scripted history:\n%s", formatLinHistory(ops))
+// The harness of the linearizability test: the queue a history runs on
+// (linSubject, built from a linSetup), the random plans of workers and
+// shutters, the goroutines that run them and record when each call started
+// and returned (linRun), and the wiring to porcupine that checks and shows
+// the histories.
 
-			checkBrokenQueue(t, linModel, seed, tt.bug != linNoBug, false, func() linSubject {
-				q := newLinRefQueue(tt.bug)
-				return linSubject{q: q, rl: q, ext: q}
-			})
-		})
+var (
+	linHistories = flag.Int("linhistories", 0, "histories TestLinearizability checks per configuration; 0 means 1500 with WORKQUEUE_SOAK=1 and 300 otherwise")
+	linSeed      = flag.Uint64("linseed", 0, "seed of the scripts of TestLinearizability; 0 picks one at random")
+	linVisDir    = flag.String("linvis", "", "directory for the HTML visualizations of rejected histories; empty means a new temporary directory")
+)
+
+// linSubject is the queue a history runs on. rl is nil for a queue without
+// the rate-limiting methods; typed is the core queue, whose invariant is
+// checked once the history has ended.
+type linSubject struct {
+	q     TypedInterface[string]
+	rl    TypedRateLimitingInterface[string]
+	ext   linExtras
+	prio  linPrioritized // nil for a queue without priorities
+	typed *Typed[string]
+	pq    *TypedPriorityQueue[string]
+	park  linParking // nil for a history without parks
+	// groups sets the limit of the group of a and b, in a history with
+	// group limits.
+	groups groupLimiter
+	// resched is the queue's Reschedule; nil for the plain queue.
+	resched interface {
+		Reschedule(item string, duration time.Duration)
 	}
 }
 
-// checkBrokenQueue runs random histories, with priorities or without, on
-// the queues build makes. If broken, one of the first linCatchLimit must
-// be rejected; otherwise every history of linHistoryCount must pass.
-func checkBrokenQueue(t *testing.T, model porcupine.Model, seed uint64, broken, priorities bool, build func() linSubject) {
-	t.Helper()
-	histories := linCatchLimit
-	if !broken {
-		histories = linHistoryCount()
+// linParking are the parking methods.
+type linParking interface {
+	Park(item string, events ...string)
+	Wake(event string) int
+	WakeItem(item string) bool
+}
+
+// linPrioritized are the methods of a priority queue.
+type linPrioritized interface {
+	AddWithOpts(opts AddOpts, items ...string)
+	GetWithPriority() (item string, priority int, shutdown bool)
+}
+
+// linExtras are the methods this package adds to client-go's.
+type linExtras interface {
+	GetContext(ctx context.Context) (string, error)
+	Remove(item string) bool
+}
+
+// linLimiter is a rate limiter that delays nothing and counts failures.
+type linLimiter struct {
+	mu       sync.Mutex
+	failures map[string]int
+}
+
+func (l *linLimiter) When(item string) time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.failures == nil {
+		l.failures = make(map[string]int)
 	}
-	for h := range histories {
-		historySeed := seed + uint64(h)
-		plan := randomLinPlan(rand.New(rand.NewPCG(historySeed, 0)), true, priorities, false, false, false)
-		ops := runLinHistory(t, build(), plan, historySeed)
-		if !checkLinHistory(t, model, ops) {
-			if !broken {
-				require.Failf(t, "reference queue rejected", "history %d (view: %s):\n%s", h, visualizeLinHistory(t, model, ops, t.Name()), formatLinHistory(ops))
+	l.failures[item]++
+	return 0
+}
+
+func (l *linLimiter) Forget(item string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.failures, item)
+}
+
+func (l *linLimiter) NumRequeues(item string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failures[item]
+}
+
+// linMetric and linMetricsProvider record metrics with atomics only, so
+// that they add no lock of their own to the histories.
+type linMetric struct{ v atomic.Int64 }
+
+func (m *linMetric) Inc()            { m.v.Add(1) }
+func (m *linMetric) Dec()            { m.v.Add(-1) }
+func (m *linMetric) Set(v float64)   { m.v.Store(int64(v)) }
+func (m *linMetric) Observe(float64) { m.v.Add(1) }
+
+type linMetricsProvider struct{}
+
+var _ DelayedItemsMetricsProvider = linMetricsProvider{}
+
+func (linMetricsProvider) NewDepthMetric(string) GaugeMetric            { return new(linMetric) }
+func (linMetricsProvider) NewAddsMetric(string) CounterMetric           { return new(linMetric) }
+func (linMetricsProvider) NewLatencyMetric(string) HistogramMetric      { return new(linMetric) }
+func (linMetricsProvider) NewWorkDurationMetric(string) HistogramMetric { return new(linMetric) }
+func (linMetricsProvider) NewUnfinishedWorkSecondsMetric(string) SettableGaugeMetric {
+	return new(linMetric)
+}
+func (linMetricsProvider) NewLongestRunningProcessorSecondsMetric(string) SettableGaugeMetric {
+	return new(linMetric)
+}
+func (linMetricsProvider) NewRetriesMetric(string) CounterMetric            { return new(linMetric) }
+func (linMetricsProvider) NewDelayedItemsMetric(string) SettableGaugeMetric { return new(linMetric) }
+
+// linSetup options: the ingredients of a configuration.
+type linSetup struct {
+	metrics      bool
+	custom       bool
+	rateLimiting bool
+	// priority makes a TypedPriorityQueue, whose histories add at
+	// priorities 0 to 2 too; fairness gives it a fairness dimension that
+	// puts a and b under one key and c under another (linTenant).
+	priority bool
+	fairness bool
+	// maxWait gives the priority queue a MaxWait that the histories'
+	// fake clock never reaches: the age list is kept, never used.
+	maxWait bool
+	// parking adds parks and wakes to the histories. MaxParkTime is never
+	// reached on the fake clock.
+	parking bool
+	// addCancelsDelay sets AddCancelsDelay on the delaying layer. The
+	// histories add with no delay, so the specification is the same; it
+	// runs Add and AddRateLimited through the delaying layer's lock,
+	// against every other call.
+	addCancelsDelay bool
+	// debounce sets a Debounce that the histories' clock never ends, and
+	// adds Reschedule to the histories; the priority queue's then add at
+	// priority 0 only.
+	debounce bool
+	// groups gives the queue group limits: a and b in a group of limit 1
+	// at first, c in none; the histories change the limit.
+	groups bool
+}
+
+// linGroupLimits are the group limits of the histories with groups.
+var linGroupLimits = GroupLimits[string]{
+	Group: func(item string) string {
+		if item == "c" {
+			return ""
+		}
+		return "ab"
+	},
+	Default: 1,
+}
+
+// model returns the specification the setup's queue must meet.
+func (c linSetup) model() porcupine.Model {
+	if c.debounce {
+		return linDebounceModel(c)
+	}
+	switch {
+	case c.groups && c.priority:
+		return linPrioGroupModelFor(c.fairness)
+	case c.groups:
+		return linGroupModel
+	case c.priority && c.fairness:
+		return linFairModel
+	case c.priority:
+		return linPriorityModel
+	case c.custom:
+		return linCustomModel
+	}
+	return linModel
+}
+
+func (c linSetup) build() linSubject {
+	clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+	config := TypedQueueConfig[string]{Clock: clock, MaxParkTime: time.Hour}
+	if c.metrics {
+		config.Name, config.MetricsProvider = "lin", linMetricsProvider{}
+	}
+	if c.custom {
+		config.Queue = DefaultQueue[string]() // custom storage, with FIFO order
+	}
+	if c.groups {
+		config.GroupLimits = &linGroupLimits
+	}
+	if c.priority {
+		pqConfig := TypedPriorityQueueConfig[string]{Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, MaxParkTime: time.Hour, ParkBackoff: &linLimiter{},
+			Debounce: c.debounceConfig()}
+		if c.fairness {
+			pqConfig.Fairness = []func(string) string{func(item string) string { return fmt.Sprint(linTenant(linKeyIndex(item))) }}
+		}
+		if c.maxWait {
+			pqConfig.MaxWait = time.Hour
+		}
+		pqConfig.GroupLimits = config.GroupLimits
+		pq := NewTypedPriorityQueue[string](&linLimiter{}, pqConfig)
+		return linSubject{q: pq, rl: pq, ext: pq, prio: pq, pq: pq, park: pq, groups: pq, resched: pq}
+	}
+	typed := NewTypedWithConfig(config)
+	if !c.rateLimiting {
+		return linSubject{q: typed, ext: typed, typed: typed, park: typed, groups: typed}
+	}
+	delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{
+		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, Queue: typed,
+		AddCancelsDelay: c.addCancelsDelay, Debounce: c.debounceConfig(),
+	})
+	rl := NewTypedRateLimitingQueueWithConfig[string](&linLimiter{}, TypedRateLimitingQueueConfig[string]{
+		Name: config.Name, MetricsProvider: config.MetricsProvider, Clock: clock, DelayingQueue: delaying, ParkBackoff: &linLimiter{},
+	})
+	return linSubject{q: rl, rl: rl, ext: rl, typed: typed, park: rl, groups: rl, resched: rl}
+}
+
+// linPlan is what the goroutines of one history do.
+type linPlan struct {
+	keys int
+	// workers are the scripts of the workers. A worker then marks done what
+	// it still holds, and gets and marks done items until Get reports
+	// shutdown, so that every drain ends.
+	workers [][]linInput
+	// shutters are the goroutines that shut the queue down; they never
+	// call Get.
+	shutters []linShutter
+	// trigger is how many worker operations start before the shutters go
+	// on; they go on earlier if every worker is waiting in Get or done.
+	// With trigger -1 they go on when every worker has run its script,
+	// whose Gets must then never wait: the history is sequential.
+	trigger int
+	// yield makes the goroutines call runtime.Gosched between operations
+	// at random, for other interleavings.
+	yield bool
+}
+
+type linShutter struct {
+	before []linInput // run before the trigger
+	after  []linInput // run after it: shutdowns and then checks
+}
+
+// randomLinPlan returns a plan for a queue with (rateLimiting) or without
+// the rate-limiting methods, with priorities or without, with parks and
+// wakes or without, with Reschedule or without, and with group limits or
+// without.
+func randomLinPlan(rng *rand.Rand, rateLimiting, priorities, parking, reschedule, groups bool) linPlan {
+	p := linPlan{keys: 2 + rng.IntN(linMaxKeys-1), yield: rng.IntN(2) == 0}
+	key := func() int8 { return int8(rng.IntN(p.keys)) }
+	type weighted struct {
+		kind   linKind
+		weight int
+	}
+	kinds := []weighted{{linAdd, 30}, {linGet, 20}, {linGetContext, 8}, {linRemove, 6}, {linLen, 10}, {linShuttingDown, 4}}
+	if rateLimiting {
+		kinds = append(kinds, []weighted{{linAddAfterZero, 8}, {linAddAfterNegative, 4}, {linAddRateLimited, 12}, {linForget, 5}, {linNumRequeues, 10}}...)
+	}
+	if priorities {
+		kinds = append(kinds, weighted{linAddPriority, 40})
+	}
+	if parking {
+		kinds = append(kinds, []weighted{{linPark, 14}, {linWake, 10}, {linWakeItem, 4}}...)
+	}
+	if reschedule {
+		kinds = append(kinds, []weighted{{linRescheduleZero, 8}, {linRescheduleLater, 10}}...)
+	}
+	// A worker of a queue with group limits gets only while it holds
+	// nothing: one that held an item of a full group could wait for a
+	// slot it holds itself.
+	maxHeld := 2
+	if groups {
+		kinds = append(kinds, weighted{linSetGroupLimit, 6})
+		maxHeld = 1
+	}
+	total := 0
+	for _, k := range kinds {
+		total += k.weight
+	}
+	// pick picks an operation for a worker that holds held items, or for a
+	// shutter (held -1): only a worker that holds fewer than two gets, and
+	// only one that holds one parks.
+	pick := func(held int) linKind {
+		for {
+			r := rng.IntN(total)
+			for _, k := range kinds {
+				if r < k.weight {
+					if (k.kind == linGet || k.kind == linGetContext) && (held < 0 || held >= maxHeld) || k.kind == linPark && held <= 0 {
+						break
+					}
+					return k.kind
+				}
+				r -= k.weight
 			}
-			t.Logf("caught by random history %d", h+1)
+		}
+	}
+	input := func(kind linKind) linInput {
+		switch kind {
+		case linLen, linShuttingDown, linGet, linGetContext, linShutDown, linDrain:
+			return linInput{kind: kind, key: -1}
+		case linAddPriority:
+			return linInput{kind: kind, key: key(), prio: int8(rng.IntN(linLevels))}
+		case linSetGroupLimit:
+			return linInput{kind: kind, key: -1, prio: int8(rng.IntN(3))}
+		case linPark:
+			return linInput{kind: kind, key: -1, events: uint8(1 + rng.IntN(3))}
+		case linWake:
+			return linInput{kind: kind, key: -1, events: uint8(1 << rng.IntN(2))}
+		}
+		return linInput{kind: kind, key: key()}
+	}
+
+	workers := 3
+	ops := 0
+	for range workers {
+		n := 8 + rng.IntN(5)
+		script := make([]linInput, 0, n)
+		held := 0
+		for range n {
+			if held > 0 && rng.IntN(3) == 0 {
+				script = append(script, linInput{kind: linDone, key: -1})
+				held--
+				continue
+			}
+			kind := pick(held)
+			if kind == linGet || kind == linGetContext {
+				held++
+			}
+			script = append(script, input(kind))
+		}
+		p.workers = append(p.workers, script)
+		ops += len(script)
+	}
+	p.trigger = rng.IntN(ops + 1)
+
+	checks := func() []linInput {
+		in := []linInput{input(linShuttingDown), input(linLen), input(linAdd)}
+		if rateLimiting {
+			in = append(in, input(linAddRateLimited))
+			for k := range p.keys {
+				in = append(in, linInput{kind: linNumRequeues, key: int8(k)})
+			}
+		}
+		return in
+	}
+	main := linShutter{}
+	for range rng.IntN(4) {
+		main.before = append(main.before, input(pick(-1)))
+	}
+	for range rng.IntN(2) {
+		main.after = append(main.after, input(pick(-1)))
+	}
+	var second *linShutter
+	switch rng.IntN(8) {
+	case 0, 1:
+		main.after = append(main.after, input(linShutDown))
+	case 2, 3:
+		main.after = append(main.after, input(linDrain))
+	case 4:
+		main.after = append(main.after, input(linShutDown), input(linDrain))
+	case 5:
+		main.after = append(main.after, input(linDrain), input(linShutDown))
+	case 6:
+		main.after = append(main.after, input(linDrain))
+		second = &linShutter{after: []linInput{input(linShutDown)}}
+	case 7:
+		main.after = append(main.after, input(linDrain))
+		second = &linShutter{after: []linInput{input(linDrain)}}
+	}
+	main.after = append(main.after, checks()...)
+	p.shutters = append(p.shutters, main)
+	if second != nil {
+		if rng.IntN(2) == 0 {
+			second.before = []linInput{input(pick(-1))}
+		}
+		second.after = append(second.after, input(linShuttingDown))
+		p.shutters = append(p.shutters, *second)
+	}
+	return p
+}
+
+// linGate tells the shutters when to go on: once trigger worker operations
+// have started, or once every worker is waiting in Get or has finished, so
+// that a Get never waits for a shutdown that waits for it. With trigger -1,
+// once every worker has run its script.
+type linGate struct {
+	started atomic.Int64
+	trigger int64
+	// waiting is the number of workers still running in its high half and
+	// the number of them in Get in its low half.
+	waiting atomic.Int64
+	// scripts is the number of workers still running their scripts.
+	scripts atomic.Int64
+	once    sync.Once
+	ch      chan struct{}
+}
+
+func newLinGate(workers, trigger int) *linGate {
+	g := &linGate{trigger: int64(trigger), ch: make(chan struct{})}
+	g.waiting.Store(int64(workers) << 32)
+	g.scripts.Store(int64(workers))
+	if trigger == 0 {
+		g.fire()
+	}
+	return g
+}
+
+func (g *linGate) fire() { g.once.Do(func() { close(g.ch) }) }
+
+func (g *linGate) check(waiting int64) {
+	if g.trigger >= 0 && waiting&(1<<32-1) >= waiting>>32 {
+		g.fire()
+	}
+}
+
+func (g *linGate) scriptEnded() {
+	if g.scripts.Add(-1) == 0 && g.trigger < 0 {
+		g.fire()
+	}
+}
+
+func (g *linGate) opStarted() {
+	if g.started.Add(1) == g.trigger {
+		g.fire()
+	}
+}
+func (g *linGate) enterGet()    { g.check(g.waiting.Add(1)) }
+func (g *linGate) leaveGet()    { g.waiting.Add(-1) }
+func (g *linGate) workerEnded() { g.check(g.waiting.Add(-1 << 32)) }
+
+// linRun records one history.
+type linRun struct {
+	subject linSubject
+	plan    linPlan
+	clock   atomic.Int64
+	gate    *linGate
+	// arrived counts the goroutines at the starting line; they start
+	// together once all are there.
+	arrived atomic.Int32
+	clients int32
+	// logs holds each goroutine's operations; each goroutine appends to
+	// its own.
+	logs [][]porcupine.Operation
+	// runaway is set by a worker whose final loop got too many items: a
+	// queue that hands items out forever.
+	runaway atomic.Bool
+}
+
+// linTailLimit bounds the items a worker's final loop gets.
+const linTailLimit = 100
+
+// call runs one operation of client and records it.
+func (r *linRun) call(client int, in linInput, rng *rand.Rand) linOutput {
+	if r.plan.yield && rng.IntN(3) == 0 {
+		runtime.Gosched()
+	}
+	q := r.subject.q
+	var key string
+	if in.key >= 0 {
+		key = linKeyNames[in.key]
+	}
+	var out linOutput
+	begin := r.clock.Add(1)
+	switch in.kind {
+	case linAdd:
+		q.Add(key)
+	case linAddAfterZero:
+		r.subject.rl.AddAfter(key, 0)
+	case linAddAfterNegative:
+		r.subject.rl.AddAfter(key, -time.Second)
+	case linAddRateLimited:
+		r.subject.rl.AddRateLimited(key)
+	case linForget:
+		r.subject.rl.Forget(key)
+	case linNumRequeues:
+		out.n = r.subject.rl.NumRequeues(key)
+	case linLen:
+		out.n = q.Len()
+	case linShuttingDown:
+		out.shutdown = q.ShuttingDown()
+	case linAddPriority:
+		priority := int(in.prio)
+		r.subject.prio.AddWithOpts(AddOpts{Priority: &priority}, key)
+	case linGet:
+		out.prio = -1
+		if r.subject.prio != nil {
+			item, priority, shutdown := r.subject.prio.GetWithPriority()
+			out.key, out.shutdown = linKeyIndex(item), shutdown
+			if !shutdown {
+				out.prio = int8(priority)
+			}
+			break
+		}
+		item, shutdown := q.Get()
+		out.key, out.shutdown = linKeyIndex(item), shutdown
+	case linGetContext:
+		out.prio = -1
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(30))*time.Microsecond)
+		if rng.IntN(4) == 0 {
+			cancel()
+		}
+		item, err := r.subject.ext.GetContext(ctx)
+		cancel()
+		out.key, out.shutdown = linKeyIndex(item), errors.Is(err, ErrShutDown)
+		out.cancelled = err != nil && !out.shutdown
+	case linRemove:
+		if r.subject.ext.Remove(key) {
+			out.n = 1
+		}
+	case linSetGroupLimit:
+		r.subject.groups.SetGroupLimit("ab", int(in.prio))
+	case linDone:
+		q.Done(key)
+	case linShutDown:
+		q.ShutDown()
+	case linDrain:
+		q.ShutDownWithDrain()
+	case linPark:
+		r.subject.park.Park(key, linEvents(in.events)...)
+	case linWake:
+		out.n = r.subject.park.Wake(linEventNames[bits.TrailingZeros8(in.events)])
+	case linWakeItem:
+		if r.subject.park.WakeItem(key) {
+			out.n = 1
+		}
+	case linRescheduleZero:
+		r.subject.resched.Reschedule(key, 0)
+	case linRescheduleLater:
+		r.subject.resched.Reschedule(key, time.Hour)
+	default:
+		panic(fmt.Sprintf("linRun.call: unexpected operation %v", in.kind))
+	}
+	end := r.clock.Add(1)
+	record := func(in linInput) {
+		r.logs[client] = append(r.logs[client], porcupine.Operation{ClientId: client, Input: in, Call: begin, Output: out, Return: end})
+	}
+	if in.kind == linDrain {
+		record(linInput{kind: linDrainBegin, key: -1})
+		record(linInput{kind: linDrainEnd, key: -1})
+	} else {
+		record(in)
+	}
+	return out
+}
+
+// startLine waits until every goroutine of the history is running. A
+// channel closed for all would wake them one by one, and the first could
+// finish before the last is awake.
+func (r *linRun) startLine() {
+	r.arrived.Add(1)
+	for r.arrived.Load() < r.clients {
+		runtime.Gosched()
+	}
+}
+
+func (r *linRun) get(client int, kind linKind, rng *rand.Rand) linOutput {
+	r.gate.enterGet()
+	defer r.gate.leaveGet()
+	return r.call(client, linInput{kind: kind, key: -1}, rng)
+}
+
+func (r *linRun) worker(client int, script []linInput, rng *rand.Rand) {
+	defer r.gate.workerEnded()
+	r.startLine()
+	var held []int8
+	for _, in := range script {
+		r.gate.opStarted()
+		switch in.kind {
+		case linGet, linGetContext:
+			if out := r.get(client, in.kind, rng); !out.shutdown && !out.cancelled {
+				held = append(held, out.key)
+			}
+		case linDone:
+			if len(held) > 0 {
+				r.call(client, linInput{kind: linDone, key: held[0]}, rng)
+				held = held[1:]
+			}
+		case linPark:
+			if len(held) > 0 {
+				r.call(client, linInput{kind: in.kind, key: held[0], events: in.events}, rng)
+			}
+		default:
+			r.call(client, in, rng)
+		}
+	}
+	for _, key := range held {
+		r.call(client, linInput{kind: linDone, key: key}, rng)
+	}
+	r.gate.scriptEnded()
+	for range linTailLimit {
+		out := r.get(client, linGet, rng)
+		if out.shutdown {
 			return
 		}
+		r.call(client, linInput{kind: linDone, key: out.key}, rng)
 	}
-	if broken {
-		require.Failf(t, "bug not caught", "no history of %d caught the bug", histories)
+	r.runaway.Store(true)
+}
+
+func (r *linRun) shutter(client int, s linShutter, rng *rand.Rand) {
+	r.startLine()
+	for _, in := range s.before {
+		r.call(client, in, rng)
+	}
+	<-r.gate.ch
+	for _, in := range s.after {
+		r.call(client, in, rng)
 	}
 }
 
-// linCatchLimit bounds the random histories that must catch a broken
-// queue; the bugs are caught within a few dozen.
-const linCatchLimit = 300
+// linHistoryTimeout bounds one history; a correct queue takes milliseconds.
+const linHistoryTimeout = time.Minute
 
-// TestLinearizabilityModel checks the model and porcupine on hand-written
-// histories: operations with the same number run one after the other,
-// call i*10 to return i*10+5; overlap stretches an operation's return.
-func TestLinearizabilityModel(t *testing.T) {
-	type op = linStep
-	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
-	get := func(key int8) op { return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key}} }
-	getShutdown := op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: -1, shutdown: true}}
-	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
-	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
-	requeues := func(key int8, n int) op {
-		return op{in: linInput{kind: linNumRequeues, key: key}, out: linOutput{n: n}}
+// runLinHistory runs plan on subject and returns the operations in the
+// order of their calls. The queue is shut down when it returns.
+func runLinHistory(t *testing.T, subject linSubject, plan linPlan, seed uint64) []porcupine.Operation {
+	t.Helper()
+	r := &linRun{
+		subject: subject,
+		plan:    plan,
+		gate:    newLinGate(len(plan.workers), plan.trigger),
+		clients: int32(len(plan.workers) + len(plan.shutters)),
+		logs:    make([][]porcupine.Operation, len(plan.workers)+len(plan.shutters)),
 	}
-	rateLimited := func(key int8) op { return op{in: linInput{kind: linAddRateLimited, key: key}} }
-	shutDown := op{in: linInput{kind: linShutDown, key: -1}}
-	drain := func(overlap int) []op {
-		return []op{{in: linInput{kind: linDrainBegin, key: -1}, overlap: overlap}, {in: linInput{kind: linDrainEnd, key: -1}, overlap: overlap}}
+	var wg sync.WaitGroup
+	for i, script := range plan.workers {
+		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		wg.Go(func() { r.worker(i, script, rng) })
 	}
-	overlapping := func(o op, by int) op { o.overlap = by; return o }
-
-	tests := []struct {
-		name  string
-		steps [][]op // steps[i] run at time i*10; the operations of one step overlap
-		want  bool
-	}{
-		{"fifo", [][]op{{add(0)}, {add(1)}, {add(0)}, {length(2)}, {get(0)}, {get(1)}, {length(0)}}, true},
-		{"fifo inverted", [][]op{{add(0)}, {add(1)}, {get(1)}}, false},
-		{"concurrent adds in either order", [][]op{{add(0), add(1)}, {get(1)}, {get(0)}}, true},
-		{"dirty item queued again by Done", [][]op{{add(0)}, {get(0)}, {add(0)}, {length(0)}, {done(0)}, {length(1)}, {get(0)}}, true},
-		{"dirty item handed out twice", [][]op{{add(0)}, {get(0)}, {add(0)}, {get(0)}}, false},
-		{"dirty mark lost", [][]op{{add(0)}, {get(0)}, {add(0)}, {done(0)}, {length(0)}}, false},
-		{"Len 0 after own Add", [][]op{{add(0)}, {length(0)}}, false},
-		{"Len during Add", [][]op{{overlapping(add(0), 10)}, {length(0)}}, true},
-		{"Get after shutdown drains", [][]op{{add(0)}, {shutDown}, {get(0)}, {getShutdown}}, true},
-		{"shutdown Get while queued", [][]op{{add(0)}, {shutDown}, {getShutdown}}, false},
-		{"Add after shutdown ignored", [][]op{{shutDown}, {add(0)}, {length(0)}, {getShutdown}}, true},
-		{"rate limited after shutdown records nothing", [][]op{{shutDown}, {rateLimited(0)}, {requeues(0, 0)}}, true},
-		{"rate limited dropped yet counted", [][]op{{overlapping(rateLimited(0), 10), shutDown}, {getShutdown}, {requeues(0, 1)}}, false},
-		{"drain waits for Done", [][]op{{add(0)}, {get(0)}, append(drain(10), done(0))}, true},
-		{"drain ends while processing", [][]op{{add(0)}, {get(0)}, drain(0), {done(0)}}, false},
-		{"drain released by ShutDown", [][]op{{add(0)}, {get(0)}, append(drain(10), shutDown)}, true},
-		{"drain ends while queued", [][]op{{add(0)}, drain(0), {get(0)}}, false},
+	for i, s := range plan.shutters {
+		client := len(plan.workers) + i
+		rng := rand.New(rand.NewPCG(seed, uint64(client)))
+		wg.Go(func() { r.shutter(client, s, rng) })
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ops := linStepOps(tt.steps)
-			assert.Equalf(t, tt.want, checkLinHistory(t, linModel, ops), "history:\n%s", formatLinHistory(ops))
-		})
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	timer := time.NewTimer(linHistoryTimeout)
+	defer timer.Stop()
+	select {
+	case <-finished:
+	case <-timer.C:
+		subject.q.ShutDown() // releases every Get and drain, unrecorded
+		<-finished
+		require.FailNowf(t, "history did not finish", "after %v; partial history:\n%s", linHistoryTimeout, formatLinHistory(r.operations()))
 	}
-}
-
-// TestLinearizabilityParkingModel checks the parking rules of the model on
-// hand-written histories, among them the lost wakeup: a wake between an
-// item's Get and its park must not leave it parked.
-func TestLinearizabilityParkingModel(t *testing.T) {
-	type op = linStep
-	add := func(key int8) op { return op{in: linInput{kind: linAdd, key: key}} }
-	get := func(key int8) op { return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key}} }
-	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
-	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
-	park := func(key int8, events uint8) op { return op{in: linInput{kind: linPark, key: key, events: events}} }
-	wake := func(events uint8, n int) op {
-		return op{in: linInput{kind: linWake, key: -1, events: events}, out: linOutput{n: n}}
+	ops := r.operations()
+	require.Falsef(t, r.runaway.Load(), "a worker got more than %d items after its script:\n%s", linTailLimit, formatLinHistory(ops))
+	if subject.pq != nil {
+		require.NoError(t, verifyPriorityQueue(subject.pq), "the queue's invariant after the history:\n%s", formatLinHistory(ops))
 	}
-	wakeItem := func(key int8, ok bool) op {
-		o := op{in: linInput{kind: linWakeItem, key: key}}
-		if ok {
-			o.out.n = 1
-		}
-		return o
-	}
-	remove := func(key int8, ok bool) op {
-		o := op{in: linInput{kind: linRemove, key: key}}
-		if ok {
-			o.out.n = 1
-		}
-		return o
-	}
-	shutDown := op{in: linInput{kind: linShutDown, key: -1}}
-	// parked returns the steps that park key until events, then after.
-	parked := func(key int8, events uint8, after ...[]op) [][]op {
-		return append([][]op{{add(key)}, {get(key)}, {park(key, events)}, {done(key)}}, after...)
-	}
-	tests := []struct {
-		name  string
-		steps [][]op
-		want  bool
-	}{
-		{"parked items are not queued", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {length(0)}}, true},
-		{"a wake queues them", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {wake(1, 1)}, {length(1)}, {get(0)}}, true},
-		{"another event does not", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {wake(2, 0)}, {length(0)}}, true},
-		{"wake after Get, before Park: lost", [][]op{{add(0)}, {get(0)}, {wake(1, 0)}, {park(0, 1)}, {done(0)}, {length(0)}}, false},
-		{"wake after Get, before Park: queued at Done", [][]op{{add(0)}, {get(0)}, {wake(1, 0)}, {park(0, 1)}, {done(0)}, {length(1)}}, true},
-		{"wake before Get is waited for", [][]op{{wake(1, 0)}, {add(0)}, {get(0)}, {park(0, 1)}, {done(0)}, {length(0)}}, true},
-		{"wake between Park and Done", [][]op{{add(0)}, {get(0)}, {park(0, 1)}, {wake(1, 1)}, {length(0)}, {done(0)}, {length(1)}}, true},
-		{"a wake queues in park order", slices.Concat(parked(1, 1), parked(0, 1, []op{wake(1, 2)}, []op{get(1)}, []op{get(0)})), true},
-		{"a wake queues in key order", slices.Concat(parked(1, 1), parked(0, 1, []op{wake(1, 2)}, []op{get(0)})), false},
-		{"an add queues a parked item", parked(0, 1, []op{add(0)}, []op{length(1)}, []op{wake(1, 0)}), true},
-		{"an add since Get wins", [][]op{{add(0)}, {get(0)}, {add(0)}, {park(0, 1)}, {done(0)}, {length(1)}}, true},
-		{"WakeItem", parked(0, 1, []op{wakeItem(0, true)}, []op{wakeItem(0, false)}, []op{get(0)}), true},
-		{"Remove", parked(0, 1, []op{remove(0, true)}, []op{wake(1, 0)}, []op{length(0)}), true},
-		{"shutdown drops parked items", parked(0, 1, []op{shutDown}, []op{wake(1, 0)}, []op{length(0)}), true},
-		{"concurrent wake and park: either order", [][]op{{add(0)}, {get(0)}, {park(0, 1), wake(1, 1)}, {done(0)}, {length(1)}}, true},
-		{"concurrent wake and park: never lost", [][]op{{add(0)}, {get(0)}, {park(0, 1), wake(1, 0)}, {done(0)}, {length(0)}}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ops := linStepOps(tt.steps)
-			assert.Equalf(t, tt.want, checkLinHistory(t, linModel, ops), "history:\n%s", formatLinHistory(ops))
-		})
-	}
-}
-
-// linStep is one operation of a hand-written history.
-type linStep struct {
-	in      linInput
-	out     linOutput
-	overlap int // extra length of the interval, to overlap later operations
-}
-
-// linStepOps turns a hand-written history into operations: those of
-// steps[i] start at time i*10, overlap each other, and return at i*10+5
-// plus their overlap.
-func linStepOps(steps [][]linStep) []porcupine.Operation {
-	var ops []porcupine.Operation
-	for i, step := range steps {
-		for c, o := range step {
-			ops = append(ops, porcupine.Operation{
-				ClientId: c, Input: o.in, Output: o.out,
-				Call: int64(i * 10), Return: int64(i*10 + 5 + o.overlap),
-			})
-		}
+	if subject.typed != nil {
+		require.NoError(t, verifyQueue(subject.typed), "the queue's invariant after the history:\n%s", formatLinHistory(ops))
 	}
 	return ops
 }
 
-// TestLinearizabilityCheckerCatchesBrokenPriorityQueues shows that the
-// priority histories can fail: they must accept a reference priority queue
-// and catch three broken ones, each within linCatchLimit histories.
-func TestLinearizabilityCheckerCatchesBrokenPriorityQueues(t *testing.T) {
-	tests := []struct {
-		name string
-		fair bool
-		bug  linPrioBug
-	}{
-		{"reference", false, linPrioNoBug},
-		{"reference with fairness", true, linPrioNoBug},
-		{"raise keeps its place", false, linBugRaiseKeepsPlace},
-		{"requeued at priority 0", false, linBugRequeueAtZero},
-		{"fairness ignored", true, linBugUnfair},
-	}
-	seed := linBaseSeed(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			checkBrokenQueue(t, linPrioModelFor(tt.fair), seed, tt.bug != linPrioNoBug, true, func() linSubject {
-				q := newLinRefPriorityQueue(tt.fair, tt.bug)
-				return linSubject{q: q, rl: q, ext: q, prio: q}
-			})
-		})
-	}
+func (r *linRun) operations() []porcupine.Operation {
+	ops := slices.Concat(r.logs...)
+	slices.SortFunc(ops, func(a, b porcupine.Operation) int { return int(a.Call - b.Call) })
+	return ops
 }
 
-// TestLinearizabilityPriorityModel checks the priority model and porcupine
-// on hand-written histories, one operation at a time unless they overlap.
-func TestLinearizabilityPriorityModel(t *testing.T) {
-	type op = linStep
-	add := func(key, prio int8) op { return op{in: linInput{kind: linAddPriority, key: key, prio: prio}} }
-	get := func(key, prio int8) op {
-		return op{in: linInput{kind: linGet, key: -1}, out: linOutput{key: key, prio: prio}}
+func formatLinHistory(ops []porcupine.Operation) string {
+	var b strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&b, "  [%3d,%3d] client %d: %s\n", op.Call, op.Return, op.ClientId,
+			linDescribe(op.Input.(linInput), op.Output.(linOutput)))
 	}
-	done := func(key int8) op { return op{in: linInput{kind: linDone, key: key}} }
-	length := func(n int) op { return op{in: linInput{kind: linLen, key: -1}, out: linOutput{n: n}} }
-	tests := []struct {
-		name  string
-		fair  bool
-		steps [][]op // steps[i] run at time i*10; the operations of one step overlap
-		want  bool
-	}{
-		{"higher first", false, [][]op{{add(0, 0)}, {add(1, 2)}, {get(1, 2)}, {get(0, 0)}}, true},
-		{"lower first", false, [][]op{{add(0, 0)}, {add(1, 2)}, {get(0, 0)}}, false},
-		{"wrong priority reported", false, [][]op{{add(0, 1)}, {get(0, 0)}}, false},
-		{"a raise goes to the back of its level", false, [][]op{{add(0, 0)}, {add(1, 1)}, {add(0, 1)}, {get(1, 1)}, {get(0, 1)}}, true},
-		{"a raise keeps its place", false, [][]op{{add(0, 0)}, {add(1, 1)}, {add(0, 1)}, {get(0, 1)}}, false},
-		{"a lower re-add keeps the priority", false, [][]op{{add(0, 2)}, {add(0, 0)}, {length(1)}, {get(0, 2)}}, true},
-		{"Done queues at the highest asked meanwhile", false, [][]op{{add(0, 0)}, {get(0, 0)}, {add(0, 1)}, {add(0, 2)}, {add(0, 0)}, {done(0)}, {get(0, 2)}}, true},
-		{"Done queues at 0", false, [][]op{{add(0, 0)}, {get(0, 0)}, {add(0, 2)}, {done(0)}, {get(0, 0)}}, false},
-		{"concurrent adds either way", false, [][]op{{add(0, 1), add(1, 1)}, {get(1, 1)}, {get(0, 1)}}, true},
-		{"fairness: keys take turns", true, [][]op{{add(0, 0)}, {add(1, 0)}, {add(2, 0)}, {get(0, 0)}, {get(2, 0)}, {get(1, 0)}}, true},
-		{"fairness: FIFO is not fair", true, [][]op{{add(0, 0)}, {add(1, 0)}, {add(2, 0)}, {get(0, 0)}, {get(1, 0)}}, false},
-		{"fairness: a key joins the back", true, [][]op{{add(0, 0)}, {add(1, 0)}, {get(0, 0)}, {add(2, 0)}, {get(1, 0)}, {get(2, 0)}}, true},
-		{"fairness within a priority only", true, [][]op{{add(0, 1)}, {add(1, 1)}, {add(2, 0)}, {get(0, 1)}, {get(1, 1)}, {get(2, 0)}}, true},
+	return b.String()
+}
+
+// linCheckTimeout bounds porcupine's search on one history; the histories
+// here take it milliseconds.
+const linCheckTimeout = time.Minute
+
+// checkLinHistory reports whether porcupine finds ops linearizable. Unknown
+// (the search timed out) fails the test.
+func checkLinHistory(t *testing.T, model porcupine.Model, ops []porcupine.Operation) bool {
+	t.Helper()
+	result := porcupine.CheckOperationsTimeout(model, ops, linCheckTimeout)
+	require.NotEqualf(t, porcupine.Unknown, result, "porcupine timed out on:\n%s", formatLinHistory(ops))
+	return result == porcupine.Ok
+}
+
+// linTempDir is the directory of a run's visualizations, made at the first:
+// not t.TempDir, which is removed when the failed test ends.
+var linTempDir = sync.OnceValues(func() (string, error) {
+	return os.MkdirTemp("", "workqueue-linearizability-")
+})
+
+// visualizeLinHistory writes porcupine's HTML view of ops, with the longest
+// orders it found, and returns the file's path.
+func visualizeLinHistory(t *testing.T, model porcupine.Model, ops []porcupine.Operation, name string) string {
+	t.Helper()
+	_, info := porcupine.CheckOperationsVerbose(model, ops, linCheckTimeout)
+	dir := *linVisDir
+	if dir == "" {
+		var err error
+		dir, err = linTempDir()
+		require.NoError(t, err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ops := linStepOps(tt.steps)
-			assert.Equalf(t, tt.want, checkLinHistory(t, linPrioModelFor(tt.fair), ops), "history:\n%s", formatLinHistory(ops))
-		})
+	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(name)+".html")
+	require.NoError(t, porcupine.VisualizePath(model, info, path))
+	return path
+}
+
+// linHistoryCount is the number of histories per configuration.
+func linHistoryCount() int {
+	if *linHistories > 0 {
+		return *linHistories
 	}
+	return sized(1500, 300, 300)
+}
+
+func linBaseSeed(t *testing.T) uint64 {
+	seed := *linSeed
+	if seed == 0 {
+		seed = rand.Uint64()
+	}
+	t.Logf("scripts from -linseed=%d", seed)
+	return seed
 }

@@ -3,7 +3,9 @@ package workqueue
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -587,4 +589,287 @@ func TestStoragePushPanicEndingAPark(t *testing.T) {
 			require.NoError(t, verifyQueue(q))
 		})
 	}
+}
+
+// parkSpec is the sequential specification of parking, written once: the
+// model walks (through parkingModel, which adds the clock) and the
+// linearizability histories (through linCommon) both apply it. It is a
+// value, so that porcupine can keep its states and compare them with ==,
+// over keys 0 to parkKeys-1.
+//
+// The rules: a Park ends at once if one of its events woke since the key's
+// Get; otherwise it waits for a wake of one of its events and takes effect
+// (settles) at the key's Done. A wake ends the parks waiting for it in the
+// order of their Park calls; an add, a Remove, a WakeItem or a shutdown
+// ends a park too, and after a shutdown nothing parks or wakes. What an
+// ended park's key becomes (queued, or added again at its Done) is the
+// owner's to say, as is which keys may park at all (processing, neither
+// added again nor woken since their Get, no shutdown).
+type parkSpec struct {
+	order   [parkKeys]int8 // the keys with a park, in the order of their Park calls
+	parks   int8           // the length of order
+	settled [parkKeys]int8 // the keys whose park took effect, in the order of their Done
+	inForce int8           // the length of settled
+	held    uint16         // bit per key: handed out and not yet done
+	events  [parkKeys]uint8
+	fired   [parkKeys]uint8 // the events woken since each held key's Get
+	down    bool
+}
+
+// parkKeys is the number of keys a parkSpec holds: the model walks' items.
+const parkKeys = modelItems
+
+// endedPark is a park that has ended: settled says it had taken effect
+// (its item's Done came); on the walks' clock, its item is ready once
+// until has passed.
+type endedPark struct {
+	item    int
+	settled bool
+	until   time.Duration
+}
+
+// handOut notes that Get handed key out: no event has woken since.
+func (p *parkSpec) handOut(key int) {
+	p.held |= 1 << key
+	p.fired[key] = 0
+}
+
+// has reports whether key has a park, settled or to settle at its Done.
+func (p *parkSpec) has(key int) bool { return slices.Contains(p.order[:p.parks], int8(key)) }
+
+// park applies Park(key, events), for a key the owner found may park: a
+// park asked for before is replaced. It reports whether the park ended at
+// once, as it does if one of events woke since key's Get.
+func (p *parkSpec) park(key int, events uint8) (endedAtOnce bool) {
+	p.drop(key)
+	if p.fired[key]&events != 0 {
+		return true
+	}
+	p.order[p.parks] = int8(key)
+	p.parks++
+	p.events[key] = events
+	return false
+}
+
+// done notes that key's processing ended: its park, if it has one, takes
+// effect, and done reports whether one did.
+func (p *parkSpec) done(key int) (settled bool) {
+	p.held &^= 1 << key
+	p.fired[key] = 0
+	if !p.has(key) || slices.Contains(p.settled[:p.inForce], int8(key)) {
+		return false
+	}
+	p.settled[p.inForce] = int8(key)
+	p.inForce++
+	return true
+}
+
+// wake applies Wake of the events in bits: it ends the parks waiting for
+// them and returns them in the order of their Park calls.
+func (p *parkSpec) wake(bits uint8) []endedPark {
+	if p.down {
+		return nil
+	}
+	for key := range parkKeys {
+		if p.held&(1<<key) != 0 {
+			p.fired[key] |= bits
+		}
+	}
+	var ended []endedPark
+	for _, key := range slices.Clone(p.order[:p.parks]) {
+		if p.events[key]&bits != 0 {
+			_, settled := p.drop(int(key))
+			ended = append(ended, endedPark{item: int(key), settled: settled})
+		}
+	}
+	return ended
+}
+
+// wakeItem applies WakeItem(key): it ends key's park, if it has one, and
+// reports whether it did and whether that park had taken effect.
+func (p *parkSpec) wakeItem(key int) (woken, settled bool) { return p.drop(key) }
+
+// drop ends key's park without waking it, as an add or a Remove does, and
+// reports whether it had one and whether that one had taken effect.
+func (p *parkSpec) drop(key int) (had, settled bool) {
+	i := slices.Index(p.order[:p.parks], int8(key))
+	if i < 0 {
+		return false, false
+	}
+	p.parks = remove8(&p.order, p.parks, i)
+	if j := slices.Index(p.settled[:p.inForce], int8(key)); j >= 0 {
+		p.inForce = remove8(&p.settled, p.inForce, j)
+		settled = true
+	}
+	p.events[key] = 0
+	return true, settled
+}
+
+// remove8 takes the element at i out of the first n of a and returns the
+// new length, leaving the rest of a zero.
+func remove8(a *[parkKeys]int8, n int8, i int) int8 {
+	copy(a[i:], a[i+1:n])
+	n--
+	a[n] = 0
+	return n
+}
+
+// shutDown drops every park; from here on nothing parks or wakes.
+func (p *parkSpec) shutDown() {
+	for p.parks > 0 {
+		p.drop(int(p.order[0]))
+	}
+	p.down = true
+}
+
+// settledOrder returns the keys of the parks in effect, oldest first.
+func (p *parkSpec) settledOrder() []int {
+	keys := make([]int, 0, p.inForce)
+	for _, key := range p.settled[:p.inForce] {
+		keys = append(keys, int(key))
+	}
+	return keys
+}
+
+// masks returns a bit per key: parked since its Done, and parked by its
+// worker, to take effect at Done.
+func (p *parkSpec) masks() (parked, parking uint16) {
+	for _, key := range p.order[:p.parks] {
+		parking |= 1 << key
+	}
+	for _, key := range p.settled[:p.inForce] {
+		parked |= 1 << key
+	}
+	return parked, parking &^ parked
+}
+
+// parkingModel is parkSpec on the model walks' clock: each park takes a
+// backoff from the walks' park limiter (counts holds the parks since each
+// item's last Forget or Remove), and a settled park ends by itself maxPark
+// after its Done, oldest settled first. An ended park's item is ready once
+// its backoff has passed. The methods that end parks hand them to the
+// owner's release.
+type parkingModel struct {
+	parkSpec
+	maxPark      time.Duration
+	counts       map[int]int
+	backoffUntil map[int]time.Duration // of each park
+	since        map[int]time.Duration // when each settled park took effect
+}
+
+func newParkingModel(maxPark time.Duration) parkingModel {
+	return parkingModel{maxPark: maxPark, counts: map[int]int{}, backoffUntil: map[int]time.Duration{}, since: map[int]time.Duration{}}
+}
+
+// park applies Park(item, events) at now to an item the owner found may
+// park, and returns the park backoff it took; a park that ends at once
+// goes to release.
+func (p *parkingModel) park(now time.Duration, item int, events uint8, release func(...endedPark)) time.Duration {
+	backoff := modelBackoff(p.counts, item)
+	if p.parkSpec.park(item, events) {
+		release(endedPark{item: item, until: now + backoff})
+	}
+	p.backoffUntil[item] = now + backoff
+	return backoff
+}
+
+// done notes that item's processing ended at now.
+func (p *parkingModel) done(now time.Duration, item int) {
+	if p.parkSpec.done(item) {
+		p.since[item] = now
+	}
+}
+
+// wake applies Wake of the events in bit, hands the parks it ended to
+// release in the order of their Park calls, and returns how many it ended.
+func (p *parkingModel) wake(bit uint8, release func(...endedPark)) int {
+	woken := p.parkSpec.wake(bit)
+	for i := range woken {
+		woken[i].until = p.backoffUntil[woken[i].item]
+	}
+	release(woken...)
+	return len(woken)
+}
+
+// wakeItem applies WakeItem(item) at now: it ends item's park, if it has
+// one, with no backoff left, hands it to release, and reports whether it
+// did.
+func (p *parkingModel) wakeItem(now time.Duration, item int, release func(...endedPark)) bool {
+	woken, settled := p.parkSpec.wakeItem(item)
+	if woken {
+		release(endedPark{item: item, settled: settled, until: now})
+	}
+	return woken
+}
+
+// nextExpiry returns the first instant at which a settled park has lasted
+// maxPark.
+func (p *parkingModel) nextExpiry() (time.Duration, bool) {
+	next, ok := time.Duration(0), false
+	for _, item := range p.settledOrder() {
+		if t := p.since[item] + p.maxPark; !ok || t < next {
+			next, ok = t, true
+		}
+	}
+	return next, ok
+}
+
+// expire ends the parks that have lasted maxPark at t, oldest settled
+// first.
+func (p *parkingModel) expire(t time.Duration) []endedPark {
+	var expired []endedPark
+	for _, item := range p.settledOrder() {
+		if p.since[item]+p.maxPark == t {
+			p.parkSpec.drop(item)
+			expired = append(expired, endedPark{item: item, settled: true, until: p.backoffUntil[item]})
+		}
+	}
+	return expired
+}
+
+// drop ends item's park without waking it, as an Add or a Remove does, and
+// reports whether it had one.
+func (p *parkingModel) drop(item int) bool {
+	had, _ := p.parkSpec.drop(item)
+	return had
+}
+
+// forget resets item's park backoff, as Forget and Remove do.
+func (p *parkingModel) forget(item int) { delete(p.counts, item) }
+
+// parked returns the number of parks in effect.
+func (p *parkingModel) parked() int { return int(p.inForce) }
+
+// parkingRef is a reference model that parks: queueModel or pqModel.
+type parkingRef interface {
+	// park applies a worker's Park(item, events), and reports whether it
+	// took effect and then the park backoff it took.
+	park(item int, events uint8) (backoff time.Duration, parked bool)
+}
+
+// modelParkOp applies a worker's Park(item, events) to q and to the model
+// m, and describes how the park backoff q took differs from m's, or "". A
+// park consults the queue's ParkBackoff (parkLimiter), never its rate
+// limiter.
+func modelParkOp(q parkingUnderTest, limiter, parkLimiter *recordingLimiter, m parkingRef, item int, events uint8) string {
+	limiter.last, parkLimiter.last = -1, -1
+	q.Park(modelKeys[item], linEvents(events)...)
+	if limiter.last != -1 {
+		return "Park consulted the rate limiter"
+	}
+	want, parked := m.park(item, events)
+	if !parked {
+		want = -1
+	}
+	if parkLimiter.last != want {
+		return fmt.Sprintf("park backoff = %v, model %v", parkLimiter.last, want)
+	}
+	return ""
+}
+
+// clone returns a copy of p that can be changed without changing p.
+func (p *parkingModel) clone() parkingModel {
+	c := *p
+	c.counts, c.backoffUntil, c.since = maps.Clone(p.counts), maps.Clone(p.backoffUntil), maps.Clone(p.since)
+	return c
 }

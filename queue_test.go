@@ -1,16 +1,22 @@
 package workqueue
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/go-workqueue/workqueue/internal/ring"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/go-workqueue/workqueue/internal/ring"
 )
 
 // queueOp is one step of a scripted single-goroutine queue test. Get and
@@ -444,12 +450,7 @@ func pingPong(t *testing.T, workers, rounds int) {
 
 // racyRounds is how many times each racy scenario is played: a fault shows
 // in 1 to 10 percent of rounds, or less.
-func racyRounds() int {
-	if testing.Short() {
-		return 20
-	}
-	return 100
-}
+func racyRounds() int { return sized(100, 50, 20) }
 
 // contenders runs n goroutines that add other keys, and once they have
 // added a thousand, body, while they go on: the faults show only on a
@@ -726,4 +727,437 @@ func TestStoragePushPanicInDone(t *testing.T) {
 		q.ShutDownWithDrain()
 	}), "the drain did not return once x was done")
 	q.ShutDown()
+}
+
+// contextQueue is what the GetContext tests need of each layer.
+type contextQueue interface {
+	TypedInterface[string]
+	GetContext(ctx context.Context) (string, error)
+}
+
+// contextLayers builds each layer of this package, so that every test runs
+// on all of them.
+var contextLayers = []struct {
+	name string
+	new  func() contextQueue
+}{
+	{"queue", func() contextQueue { return NewTyped[string]() }},
+	{"delaying", func() contextQueue { return NewTypedDelayingQueue[string]() }},
+	{"rate-limiting", func() contextQueue {
+		return NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+	}},
+}
+
+// getResult is what a GetContext call returned.
+type getResult struct {
+	item string
+	err  error
+}
+
+// goGetContext calls q.GetContext(ctx) in a new goroutine, which sends the
+// result on the returned channel.
+func goGetContext(q contextGetter[string], ctx context.Context) <-chan getResult {
+	out := make(chan getResult, 1)
+	go func() {
+		item, err := q.GetContext(ctx)
+		out <- getResult{item, err}
+	}()
+	return out
+}
+
+func TestGetContext(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup prepares the queue and returns the context to call with,
+		// and what to do once the call is asleep.
+		setup    func(q contextQueue) (context.Context, func())
+		wantItem string
+		wantErr  error
+		wantLen  int
+	}{
+		{"an item is queued", func(q contextQueue) (context.Context, func()) {
+			q.Add("a")
+			return context.Background(), func() {}
+		}, "a", nil, 0},
+		{"an item is added while it waits", func(q contextQueue) (context.Context, func()) {
+			return context.Background(), func() { q.Add("a") }
+		}, "a", nil, 0},
+		{"the context has ended already, with an item queued", func(q contextQueue) (context.Context, func()) {
+			q.Add("a")
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			return ctx, func() {}
+		}, "", context.Canceled, 1},
+		{"the context is cancelled while it waits", func(q contextQueue) (context.Context, func()) {
+			ctx, cancel := context.WithCancel(context.Background())
+			return ctx, cancel
+		}, "", context.Canceled, 0},
+		{"the deadline passes while it waits", func(q contextQueue) (context.Context, func()) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			return ctx, func() {
+				time.Sleep(time.Second)
+				synctest.Wait() // the call has returned
+				cancel()
+			}
+		}, "", context.DeadlineExceeded, 0},
+		{"shut down while it waits", func(q contextQueue) (context.Context, func()) {
+			return context.Background(), q.ShutDown
+		}, "", ErrShutDown, 0},
+		{"shut down with an item queued", func(q contextQueue) (context.Context, func()) {
+			q.Add("a")
+			q.ShutDown()
+			return context.Background(), func() {}
+		}, "a", nil, 0},
+	}
+	for _, layer := range contextLayers {
+		for _, tt := range tests {
+			t.Run(layer.name+"/"+tt.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					q := layer.new()
+					defer q.ShutDown()
+					ctx, whileAsleep := tt.setup(q)
+					out := goGetContext(q, ctx)
+					synctest.Wait()
+					whileAsleep()
+					got := <-out
+					assert.Equal(t, tt.wantItem, got.item)
+					assert.ErrorIs(t, got.err, tt.wantErr)
+					assert.Equal(t, tt.wantLen, q.Len())
+				})
+			})
+		}
+	}
+}
+
+// TestGetContextPassesOnItsWakeup wakes a GetContext caller with an add
+// and ends its context, both while the test holds the queue's lock, so the
+// caller sees both when it gets the lock. Whichever its select chose, the
+// item is handed out once, and never left queued while a Get caller
+// sleeps: a caller whose context won passes the wakeup on.
+func TestGetContextPassesOnItsWakeup(t *testing.T) {
+	tests := []struct {
+		name string
+		// cancelFirst ends the context before the add; the select of the
+		// sleeping caller then picks the context.
+		cancelFirst bool
+		wantFirst   error
+	}{
+		{"woken, then the context ends", false, nil},
+		{"the context ends, then woken", true, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := NewTyped[string]()
+				defer q.ShutDown()
+				ctx, cancel := context.WithCancel(context.Background())
+				first := make(chan error, 1)
+				go func() {
+					item, err := q.GetContext(ctx)
+					if err == nil {
+						q.Done(item)
+					}
+					first <- err
+				}()
+				synctest.Wait()
+				second := make(chan string, 1)
+				go func() {
+					item, _ := q.Get()
+					second <- item
+				}()
+				synctest.Wait()
+				q.core.mu.Lock()
+				if tt.cancelFirst {
+					cancel()
+				}
+				q.addLocked("x", q.core.items.Hash("x")) // wakes the first caller
+				cancel()
+				q.core.mu.Unlock()
+				synctest.Wait()
+				require.ErrorIs(t, <-first, tt.wantFirst)
+				select {
+				case item := <-second:
+					require.NotNil(t, tt.wantFirst, "both callers got %q", item)
+					require.Equal(t, "x", item)
+				default:
+					require.Nil(t, tt.wantFirst, "x left queued (Len %d) while a Get caller sleeps", q.Len())
+				}
+				require.NoError(t, verifyQueue(q))
+			})
+		})
+	}
+}
+
+// TestGetContextStress runs producers of distinct items against consumers
+// whose contexts end at random, then drains: every item must be handed out
+// exactly once, and the queue's invariant hold at the end.
+func TestGetContextStress(t *testing.T) {
+	const producers, consumers, perProducer = 4, 6, 2000
+	for _, layer := range contextLayers {
+		t.Run(layer.name, func(t *testing.T) {
+			q := layer.new()
+			var mu sync.Mutex
+			got := map[int]int{}
+			var consumersDone sync.WaitGroup
+			for c := range consumers {
+				consumersDone.Go(func() {
+					rng := rand.New(rand.NewPCG(uint64(c), 1))
+					for {
+						ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(20))*time.Microsecond)
+						item, err := q.GetContext(ctx)
+						cancel()
+						switch {
+						case errors.Is(err, ErrShutDown):
+							return
+						case err != nil:
+							continue
+						}
+						n, _ := strconv.Atoi(item)
+						mu.Lock()
+						got[n]++
+						mu.Unlock()
+						q.Done(item)
+					}
+				})
+			}
+			var producersDone sync.WaitGroup
+			for p := range producers {
+				producersDone.Go(func() {
+					for i := p * perProducer; i < (p+1)*perProducer; i++ {
+						q.Add(strconv.Itoa(i))
+					}
+				})
+			}
+			producersDone.Wait()
+			q.ShutDownWithDrain()
+			consumersDone.Wait()
+			require.Len(t, got, producers*perProducer)
+			for n, times := range got {
+				require.Equalf(t, 1, times, "item %d handed out %d times", n, times)
+			}
+			if typed, ok := q.(*Typed[string]); ok {
+				require.NoError(t, verifyQueue(typed))
+			}
+		})
+	}
+}
+
+// TestGetContextUnsupported checks the outcome on a layer over a queue from
+// outside this package that has no GetContext: an error, not a hang.
+func TestGetContextUnsupported(t *testing.T) {
+	q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Queue: foreignQueue{NewTyped[string]()}})
+	defer q.ShutDown()
+	q.Add("a")
+	_, err := q.GetContext(context.Background())
+	assert.ErrorIs(t, err, errors.ErrUnsupported)
+	assert.Equal(t, 1, q.Len(), "the item stays queued")
+	assert.False(t, q.Remove("a"), "a foreign queue without Remove keeps its items")
+}
+
+// foreignQueue hides every method of the queue it wraps beyond
+// TypedInterface, as a queue from outside this package would.
+type foreignQueue struct{ TypedInterface[string] }
+
+// removeStep is one step of a scripted Remove test: runQueueOps's steps
+// plus "remove", whose want is what Remove reports.
+type removeStep struct {
+	queueOp
+	removed bool
+}
+
+func runRemoveSteps(t *testing.T, q *Typed[string], steps []removeStep) {
+	t.Helper()
+	for i, step := range steps {
+		if step.op == "remove" {
+			require.Equalf(t, step.removed, q.Remove(step.item), "step %d: Remove(%q)", i, step.item)
+		} else {
+			runQueueOps(t, q, []queueOp{step.queueOp})
+		}
+		require.NoErrorf(t, verifyQueue(q), "step %d", i)
+	}
+}
+
+func TestRemove(t *testing.T) {
+	op := func(op, item string, want any) removeStep {
+		return removeStep{queueOp: queueOp{op: op, item: item, want: want}}
+	}
+	remove := func(item string, removed bool) removeStep {
+		return removeStep{queueOp: queueOp{op: "remove", item: item}, removed: removed}
+	}
+	tests := []struct {
+		name string
+		// custom runs the steps on custom FIFO storage instead of the
+		// default storage, where they differ.
+		custom bool
+		steps  []removeStep
+	}{
+		{"a queued item leaves the queue", false, []removeStep{
+			op("add", "a", nil), op("add", "b", nil), op("add", "c", nil),
+			remove("b", true), op("len", "", 2),
+			op("get", "", "a"), op("get", "", "c"), op("len", "", 0),
+		}},
+		{"an unknown item", false, []removeStep{
+			op("add", "a", nil), remove("x", false), op("len", "", 1),
+		}},
+		{"removed twice", false, []removeStep{
+			op("add", "a", nil), remove("a", true), remove("a", false), op("len", "", 0),
+		}},
+		{"a processing item keeps being processed", false, []removeStep{
+			op("add", "a", nil), op("get", "", "a"), remove("a", false),
+			op("add", "a", nil), op("done", "a", nil), op("get", "", "a"),
+		}},
+		{"a dirty item is not queued again by Done", false, []removeStep{
+			op("add", "a", nil), op("get", "", "a"), op("add", "a", nil),
+			remove("a", true), op("done", "a", nil), op("len", "", 0),
+			op("add", "b", nil), op("get", "", "b"),
+		}},
+		{"added again after removal, it goes to the back", false, []removeStep{
+			op("add", "a", nil), op("add", "b", nil), remove("a", true), op("add", "a", nil),
+			op("len", "", 2), op("get", "", "b"), op("get", "", "a"), op("len", "", 0),
+		}},
+		{"added again and removed again", false, []removeStep{
+			op("add", "a", nil), remove("a", true), op("add", "a", nil), remove("a", true),
+			op("add", "a", nil), op("len", "", 1), op("get", "", "a"), op("len", "", 0),
+		}},
+		{"custom storage: a queued item leaves the queue", true, []removeStep{
+			op("add", "a", nil), op("add", "b", nil), op("add", "c", nil),
+			remove("b", true), op("len", "", 2),
+			op("get", "", "a"), op("get", "", "c"), op("len", "", 0),
+		}},
+		{"custom storage: added again, it keeps its old place", true, []removeStep{
+			op("add", "a", nil), op("add", "b", nil), remove("a", true), op("add", "a", nil),
+			op("len", "", 2), op("get", "", "a"), op("get", "", "b"),
+		}},
+		{"custom storage: Done of a removed item does nothing", true, []removeStep{
+			op("add", "a", nil), remove("a", true), op("done", "a", nil), op("len", "", 0),
+			op("add", "b", nil), op("get", "", "b"), op("len", "", 0),
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			config := TypedQueueConfig[string]{}
+			if tt.custom {
+				config.Queue = DefaultQueue[string]()
+			}
+			q := NewTypedWithConfig(config)
+			defer q.ShutDown()
+			runRemoveSteps(t, q, tt.steps)
+		})
+	}
+}
+
+// TestRemoveReleasesMemory checks that removed items do not pin the
+// queue's memory: once nothing is held, the table and the FIFO's links have
+// let go of what the burst made them grow to.
+func TestRemoveReleasesMemory(t *testing.T) {
+	q := NewTyped[int]()
+	defer q.ShutDown()
+	for i := range 5000 {
+		q.Add(i)
+	}
+	for i := range 4999 {
+		require.True(t, q.Remove(i))
+	}
+	got, _ := q.Get()
+	assert.Equal(t, 4999, got)
+	q.Done(got)
+	require.NoError(t, verifyQueue(q))
+	assert.Zero(t, q.core.items.IDLimit(), "entries held after every item left")
+	assert.Zero(t, q.core.order.(*fifoOrder).links.Size(), "links kept after every item left")
+}
+
+func TestRemoveEndsADrain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTyped[string]()
+		q.Add("a")
+		drained := make(chan struct{})
+		go func() {
+			q.ShutDownWithDrain()
+			close(drained)
+		}()
+		synctest.Wait()
+		select {
+		case <-drained:
+			t.Fatal("drain returned with an item queued")
+		default:
+		}
+		require.True(t, q.Remove("a"))
+		synctest.Wait()
+		select {
+		case <-drained:
+		default:
+			t.Fatal("drain still waits after the last item was removed")
+		}
+	})
+}
+
+func TestRemoveMetrics(t *testing.T) {
+	provider := &recordingProvider{}
+	q := NewTypedWithConfig(TypedQueueConfig[string]{Name: "q", MetricsProvider: provider})
+	defer q.ShutDown()
+	q.Add("a")
+	q.Add("b")
+	q.Remove("a")
+	assert.Equal(t, 1.0, provider.value("q", "depth"))
+	got, _ := q.Get()
+	require.Equal(t, "b", got)
+	q.Add("b") // dirty: counted in the depth until removed
+	assert.Equal(t, 1.0, provider.value("q", "depth"))
+	q.Remove("b")
+	assert.Equal(t, 0.0, provider.value("q", "depth"))
+	q.Done("b")
+	assert.Equal(t, 0.0, provider.value("q", "depth"))
+	assert.Len(t, provider.observations("q", "latency"), 1, "only b's Get waited")
+}
+
+// TestRemoveLayers checks Remove on the delaying and rate-limiting layers:
+// it takes an item back from the heap and the queue, and the rate-limiting
+// layer forgets its failures.
+func TestRemoveLayers(t *testing.T) {
+	tests := []struct {
+		name        string
+		setup       func(q rateLimitingQueue[string])
+		removed     bool
+		wantLen     int
+		wantRequeue int
+	}{
+		{"waiting for its delay", func(q rateLimitingQueue[string]) { q.AddAfter("a", time.Second) }, true, 0, 0},
+		{"queued", func(q rateLimitingQueue[string]) { q.Add("a") }, true, 0, 0},
+		{"waiting and queued", func(q rateLimitingQueue[string]) {
+			q.Add("a")
+			q.AddAfter("a", time.Second)
+		}, true, 0, 0},
+		{"retrying", func(q rateLimitingQueue[string]) {
+			q.AddRateLimited("a")
+			q.AddRateLimited("a")
+		}, true, 0, 0},
+		{"only failures", func(q rateLimitingQueue[string]) {
+			q.AddRateLimited("a")
+			q.Remove("a")
+			q.AddRateLimited("b") // so the limiter holds something else
+		}, false, 0, 0},
+		{"another item", func(q rateLimitingQueue[string]) { q.AddAfter("b", time.Second) }, false, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				clock := clocktesting.NewFakeClock(time.Unix(0, 0))
+				limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Minute)
+				q := NewTypedRateLimitingQueueWithConfig[string](limiter, TypedRateLimitingQueueConfig[string]{Clock: clock})
+				defer q.ShutDown()
+				tt.setup(q)
+				synctest.Wait()
+				assert.Equal(t, tt.removed, q.Remove("a"))
+				assert.Equal(t, tt.wantRequeue, q.NumRequeues("a"))
+				clock.Step(time.Hour) // whatever still waits is now ready
+				synctest.Wait()
+				for q.Len() > 0 {
+					item, _ := q.Get()
+					assert.NotEqual(t, "a", item, "a was handed out after Remove")
+					q.Done(item)
+				}
+				assert.Equal(t, tt.wantLen, q.Len())
+			})
+		})
+	}
 }

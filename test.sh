@@ -3,6 +3,14 @@
 # race detector, then each fuzz target for a short time. Extra arguments go
 # to `go test`, e.g. ./test.sh -short.
 #
+# WORKQUEUE_SOAK=1 (.ci/run sets it) runs the root package's long tests at
+# the sizes CI runs, some minutes longer than the default ones: 3,000,000
+# model-walk operations instead of 300,000, 1500 linearizability histories
+# per configuration instead of 300, 60 priority and group walks instead of
+# 20, 100 racy and drain rounds instead of 50 and 20. -short makes them
+# smaller still. A longer soak of one test, in the repository's root:
+#   go test -race -run '^TestModelRandomWalks$' -modelops 10000000 .
+#
 # FUZZTIME sets how long each fuzz target runs (default 10s); to fuzz
 # longer: FUZZTIME=30m ./test.sh, or in the module of the target:
 #   go test -run '^$' -fuzz '^FuzzModel$' -fuzztime 30m .

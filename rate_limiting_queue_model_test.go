@@ -19,7 +19,8 @@ import (
 // This file checks the rate-limiting queue against a small reference model
 // that is obviously correct: a FIFO slice, a dirty set, a processing set, a
 // map of waiting items with their ready times, failure counts, and the
-// parking model both reference models share (parking_model_test.go). Seeded
+// parking specification that every model shares (parkSpec, in
+// parking_test.go). Seeded
 // random walks and the fuzz target drive both with the same operations and
 // compare everything observable after every step.
 
@@ -728,7 +729,7 @@ func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	var gotParked []string
 	for _, p := range s.ParkedItems {
 		gotParked = append(gotParked, p.Item)
-		if want := linEvents(m.parking.parks[slices.Index(modelKeys, p.Item)].events); !slices.Equal(p.Events, want) {
+		if want := linEvents(m.parking.events[slices.Index(modelKeys, p.Item)]); !slices.Equal(p.Events, want) {
 			return fmt.Sprintf("Snapshot lists %q parked until %v; model %v", p.Item, p.Events, want)
 		}
 	}
@@ -821,15 +822,15 @@ func decodeOps(data []byte) []modelOp {
 var modelDebounces = []Debounce{{}, {Quiet: 100 * time.Millisecond, MaxDelay: 105 * time.Millisecond}, {Quiet: time.Second}}
 
 var (
-	modelOps  = flag.Int64("modelops", 10_000_000, "operations TestModelRandomWalks checks")
+	modelOps  = flag.Int64("modelops", 0, "operations TestModelRandomWalks checks; 0 means 3,000,000 with WORKQUEUE_SOAK=1, 300,000 by default, and 100,000 with -short")
 	modelSeed = flag.Uint64("modelseed", 0, "first seed of TestModelRandomWalks; change it to soak with new walks")
 )
 
 func TestModelRandomWalks(t *testing.T) {
 	const walkLength = 2000
 	target := *modelOps
-	if testing.Short() {
-		target /= 100
+	if target == 0 {
+		target = sized[int64](3_000_000, 300_000, 100_000)
 	}
 	// Walks of two interleaved series run in parallel, one per core, until
 	// the operations applied reach the target.

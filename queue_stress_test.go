@@ -165,10 +165,7 @@ func TestStress(t *testing.T) {
 // ShutDown always releases a waiting drain.
 func TestDrainCompleteness(t *testing.T) {
 	const items = 10_000
-	rounds := 100
-	if testing.Short() {
-		rounds = 10
-	}
+	rounds := sized(100, 20, 10)
 	var totalRounds, earlyReturns int
 	for _, workers := range []int{1, 8, 64} {
 		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {

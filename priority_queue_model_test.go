@@ -707,10 +707,7 @@ func randomPQOps(r *rand.Rand, n int) []pqModelOp {
 }
 
 func TestPriorityQueueModelWalks(t *testing.T) {
-	walks, steps := 60, 400
-	if testing.Short() {
-		walks = 10
-	}
+	walks, steps := sized(60, 20, 10), 400
 	for _, config := range pqModelConfigs {
 		t.Run(config.name, func(t *testing.T) {
 			total := 0
