@@ -86,7 +86,7 @@ func TestRoundTripsBatched(t *testing.T) {
 	for i := range items {
 		items[i] = fmt.Sprint("batch", i)
 	}
-	scripts := &scriptCounter{script: addScript}
+	scripts := &scriptCounter{script: opAdd}
 	client.AddHook(scripts)
 	require.NoError(t, q.AddBatchContext(context.Background(), items))
 	batched := scripts.n.Load()
@@ -160,9 +160,9 @@ func TestRoundTripsPriorities(t *testing.T) {
 	}
 }
 
-// scriptCounter counts the runs of one script.
+// scriptCounter counts the calls of one function.
 type scriptCounter struct {
-	script *script
+	script op
 	n      atomic.Int64
 }
 
@@ -170,7 +170,7 @@ func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return ne
 
 func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == h.script.Hash() {
+		if fcalls(cmd, h.script) {
 			h.n.Add(1)
 		}
 		return next(ctx, cmd)
