@@ -1165,21 +1165,28 @@ end
 -- prefix holds the queue's hash tag, so every key is in its slot, the one
 -- the call is routed to on a cluster: a call is sent one key rather than
 -- the 28, each of which costs the server about as much as a redis.call.
+-- prefix is the prefix whose keys are bound: a call on the same queue as
+-- the last one binds none anew.
+local prefix
 local function begin(keys, args)
   local p = keys[1]
-  READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL =
-    p .. 'ready', p .. 'state', p .. 'delayed', p .. 'leases', p .. 'tokens', p .. 'fence', p .. 'signal'
-  FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ =
-    p .. 'fails', p .. 'bucket', p .. 'grants', p .. 'since', p .. 'adds', p .. 'dprio', p .. 'seq'
-  PRIO, PARKS, WAITERS, PARKED, FIRED, FLOWS, FAIR =
-    p .. 'prio', p .. 'parks', p .. 'waiters', p .. 'parked', p .. 'fired', p .. 'flows', p .. 'fair'
-  AGES, GROUPS, INFLIGHT, BLOCKED, LIMITS, INNER, NEST =
-    p .. 'ages', p .. 'groups', p .. 'inflight', p .. 'blocked', p .. 'limits', p .. 'inner', p .. 'nest'
+  if p ~= prefix then
+    prefix = p
+    READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL =
+      p .. 'ready', p .. 'state', p .. 'delayed', p .. 'leases', p .. 'tokens', p .. 'fence', p .. 'signal'
+    FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ =
+      p .. 'fails', p .. 'bucket', p .. 'grants', p .. 'since', p .. 'adds', p .. 'dprio', p .. 'seq'
+    PRIO, PARKS, WAITERS, PARKED, FIRED, FLOWS, FAIR =
+      p .. 'prio', p .. 'parks', p .. 'waiters', p .. 'parked', p .. 'fired', p .. 'flows', p .. 'fair'
+    AGES, GROUPS, INFLIGHT, BLOCKED, LIMITS, INNER, NEST =
+      p .. 'ages', p .. 'groups', p .. 'inflight', p .. 'blocked', p .. 'limits', p .. 'inner', p .. 'nest'
+  end
   ARGV = args
   local features = tonumber(args[1])
   SORTED, GROUPED, NESTED = features % 2 == 1, features % 4 >= 2, features % 8 >= 4
   next_seq, last_seq, signalled = 1, 0, false
-  flow_of, fair_v, fair_e, inner_of, slots = {}, {}, {}, {}, {}
+  -- Only the helpers of a sorted queue read these.
+  if SORTED then flow_of, fair_v, fair_e, inner_of, slots = {}, {}, {}, {}, {} end
 end
 
 -- Every function below is called with one key, the prefix of the keys
