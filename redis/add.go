@@ -179,7 +179,7 @@ func (q *Queue[T]) addItemsContext(ctx context.Context, items []T, c addCall) er
 	return nil
 }
 
-// addCall is one add for the add script: a key, its delay in ms (added at
+// addCall is one add for the add function: a key, its delay in ms (added at
 // once when not positive), its priority and its rule.
 type addCall struct {
 	key      string
@@ -188,7 +188,7 @@ type addCall struct {
 	rule     int64
 }
 
-// The rules of addopts.lua: ruleAdd is Add's and AddAfter's, ruleHeldOnce
+// The rules of the addopts function: ruleAdd is Add's and AddAfter's, ruleHeldOnce
 // AddWithOpts's; ruleRateLimited, added to either, counts a failure and
 // delays by the rate limit; ruleRescheduled, added to ruleHeldOnce, makes
 // the delay replace the one the key waits for.
@@ -217,7 +217,7 @@ func (q *Queue[T]) addCall(ctx context.Context, c addCall) error {
 	return err
 }
 
-// addKeys adds keys of partition p, at most maxBatch, in one script, each
+// addKeys adds keys of partition p, at most maxBatch, in one call, each
 // as c, whose key it sets, says; one key goes with the handle's concurrent
 // adds.
 func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c addCall) error {
@@ -234,14 +234,13 @@ func (q *Queue[T]) addKeys(ctx context.Context, p *partition, keys []string, c a
 	return err
 }
 
-// runAdds runs one add script in partition p with calls and returns each
-// one's outcome: add.lua when every call is an Add or AddAfter at
-// priority 0 on a queue without Fairness or MaxWait, else addopts.lua,
-// which takes every rule and the flows but costs the server more. The
-// adds that add.lua leaves as they are, of parked keys (every add of its
-// script if it has more than one, so that an AddBatch takes effect at
-// one instant), are run again with addopts.lua, which is sent the keys
-// of parks: a queue that never parks sends them with none of its adds.
+// runAdds runs one add function in partition p with calls and returns
+// each one's outcome: add when every call is an Add or AddAfter at
+// priority 0 on a queue that is not sorted, else addopts, which takes
+// every rule and the flows but runs more commands. The adds that add
+// leaves as they are, of parked keys (every add of its call if it has
+// more than one, so that an AddBatch takes effect at one instant), are
+// run again with addopts.
 func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) ([]int64, error) {
 	plain := !q.sorted() && !slices.ContainsFunc(calls, func(c addCall) bool { return c.rule != ruleAdd || c.priority != 0 })
 	outcomes, err := q.runAddScript(ctx, p, calls, plain)
@@ -271,19 +270,19 @@ func (q *Queue[T]) runAdds(ctx context.Context, p *partition, calls []addCall) (
 	return outcomes, nil
 }
 
-// addParked is add.lua's outcome for a parked key, which it leaves to
-// addopts.lua.
+// addParked is the add function's outcome for a parked key, which it
+// leaves to addopts.
 const addParked = 4
 
-// runAddScript runs add.lua in partition p with calls if plain, which
-// they must allow (see runAdds), else addopts.lua, and returns each
-// call's outcome.
+// runAddScript runs the add function in partition p with calls if
+// plain, which they must allow (see runAdds), else addopts, and returns
+// each call's outcome.
 func (q *Queue[T]) runAddScript(ctx context.Context, p *partition, calls []addCall, plain bool) ([]int64, error) {
 	fair := q.sorted()
-	s, args := addScript, make([]any, 0, 1+len(p.limit)+6*len(calls))
+	o, args := opAdd, make([]any, 0, 1+len(p.limit)+7*len(calls))
 	args = append(args, q.now())
 	if !plain {
-		s = addOptsScript
+		o = opAddOpts
 		args = append(args, p.limit...)
 	}
 	for _, c := range calls {
@@ -296,7 +295,7 @@ func (q *Queue[T]) runAddScript(ctx context.Context, p *partition, calls []addCa
 			args = append(args, c.key, c.delay, c.priority, c.rule)
 		}
 	}
-	outcomes, err := q.runCalls(ctx, p, s, len(calls), args)
+	outcomes, err := q.runCalls(ctx, p, o, len(calls), args)
 	for i, outcome := range outcomes {
 		if calls[i].rule&ruleRateLimited != 0 {
 			q.metrics.retries.Inc()
@@ -306,26 +305,28 @@ func (q *Queue[T]) runAddScript(ctx context.Context, p *partition, calls []addCa
 	return outcomes, err
 }
 
-// runCalls runs s in partition p with args, whose reply is the
-// partition's depth and then one integer for each of n calls. It returns
-// those integers.
-func (q *Queue[T]) runCalls(ctx context.Context, p *partition, s *script, n int, args []any) ([]int64, error) {
-	depth, outcomes, err := q.runInts(ctx, p, s, n, args)
+// runCalls runs o in partition p with args, whose reply is the
+// partition's depth (-1: none) and then one integer for each of n calls.
+// It returns those integers.
+func (q *Queue[T]) runCalls(ctx context.Context, p *partition, o op, n int, args []any) ([]int64, error) {
+	depth, outcomes, err := q.runInts(ctx, p, o, n, args)
 	if err != nil {
 		return nil, err
 	}
-	q.setDepth(p, depth)
+	if depth >= 0 { // the done function reports none
+		q.setDepth(p, depth)
+	}
 	return outcomes, nil
 }
 
-// runInts runs s in partition p with args, whose reply is an integer and
+// runInts runs o in partition p with args, whose reply is an integer and
 // then one for each of n calls, and returns them.
-func (q *Queue[T]) runInts(ctx context.Context, p *partition, s *script, n int, args []any) (int64, []int64, error) {
-	res, err := q.runWrite(ctx, p, s, args...)
+func (q *Queue[T]) runInts(ctx context.Context, p *partition, o op, n int, args []any) (int64, []int64, error) {
+	res, err := q.runWrite(ctx, p, o, args...)
 	if err != nil {
 		return 0, nil, err
 	}
-	r := replyReader{script: s.name}
+	r := replyReader{script: opNames[o]}
 	reply := r.ints(res, 1+n, "the reply")
 	if r.err != nil {
 		return 0, nil, r.err
@@ -333,24 +334,22 @@ func (q *Queue[T]) runInts(ctx context.Context, p *partition, s *script, n int, 
 	return reply[0], reply[1:], nil
 }
 
-// runWrite runs s, an add or done script, in partition p, replicated as
-// runReplicated does: its variant for the handle's queue (see
-// Queue.script).
-func (q *Queue[T]) runWrite(ctx context.Context, p *partition, s *script, args ...any) (any, error) {
+// runWrite runs o, an add or done function, in partition p, replicated
+// as runReplicated does.
+func (q *Queue[T]) runWrite(ctx context.Context, p *partition, o op, args ...any) (any, error) {
 	if err := q.checkPartitions(ctx); err != nil {
 		return nil, err
 	}
-	s = q.script(s)
-	return q.runReplicated(ctx, p.keys.of(s), s, args...)
+	return q.runReplicated(ctx, p.keys.fcall, o, args...)
 }
 
-// runReplicated runs s on keys, all of one slot. With
-// Options.WaitReplicas it sends WAIT after the script on the same
+// runReplicated runs o on keys, all of one slot. With
+// Options.WaitReplicas it sends WAIT after the function on the same
 // connection, in one round trip, and returns ErrNotReplicated, with the
-// script's reply, if too few replicas acknowledged in time.
-func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, s *script, args ...any) (any, error) {
+// function's reply, if too few replicas acknowledged in time.
+func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, o op, args ...any) (any, error) {
 	if q.waitReplicas == 0 {
-		return s.Run(ctx, q.client, keys, args...).Result()
+		return q.call(ctx, o, keys, args...).Result()
 	}
 	// WAIT counts the writes of its own connection, and a cluster client
 	// would send a command without keys to any node: the pipeline goes to
@@ -366,12 +365,12 @@ func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, s *script, 
 		var run *redis.Cmd
 		var wait *redis.Cmd
 		_, err := node.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-			run = s.EvalSha(ctx, pipe, keys, args...)
+			run = pipe.FCall(ctx, q.lib.fns[o], keys, append([]any{q.features()}, args...)...)
 			wait = pipe.Do(ctx, "WAIT", q.waitReplicas, q.waitTimeout.Milliseconds())
 			return nil
 		})
-		if !loaded && redis.HasErrorPrefix(run.Err(), "NOSCRIPT") {
-			if err := s.Load(ctx, node).Err(); err != nil {
+		if !loaded && lacksLibrary(run.Err()) {
+			if err := q.lib.loadOn(ctx, node); err != nil {
 				return nil, err
 			}
 			continue
@@ -384,7 +383,7 @@ func (q *Queue[T]) runReplicated(ctx context.Context, keys []string, s *script, 
 			return nil, err
 		}
 		if acked < int64(q.waitReplicas) {
-			// The script's reply too: it ran on the primary.
+			// The function's reply too: it ran on the primary.
 			res, _ := run.Result()
 			return res, fmt.Errorf("%w: %d of %d replicas in %v", ErrNotReplicated, acked, q.waitReplicas, q.waitTimeout)
 		}

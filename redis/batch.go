@@ -2,15 +2,15 @@ package redisqueue
 
 import "sync"
 
-// maxBatch bounds the calls one script serves, so that one script stays
+// maxBatch bounds the calls one call serves, so that one call stays
 // short (Redis runs nothing else meanwhile) and its reply small.
 const maxBatch = 256
 
-// coalescer runs concurrent calls of one kind in batches, one script a
+// coalescer runs concurrent calls of one kind in batches, one call a
 // batch, as go-redis's pipelines do for commands: a call that finds no
 // batch running runs one at once; calls that come while a batch runs wait
 // for it to end, and the first of them then runs the next batch with all
-// of them, up to max. So a caller alone sends one script, and n callers
+// of them, up to max. So a caller alone sends one call, and n callers
 // at once send about two instead of n. Each call returns only
 // when its own batch has run, with that batch's result: a caller is never
 // acknowledged before Redis has its call.

@@ -110,7 +110,8 @@ func testIdleHandleIsQuiet(t *testing.T, partitions int) {
 	<-done
 	heartbeats := time.Since(start).Seconds()
 	t.Logf("an idle handle sent %d commands in %.1f heartbeats", sent.Load(), heartbeats)
-	// The first Get also loads its script (EVALSHA, then EVAL) and looks
+	// The first call also loads the library (FCALL, INFO, FUNCTION LOAD,
+	// FCALL again) and the first Get looks
 	// at every partition, the handle looks once at the queue's number of
 	// partitions (the same two), and each partition's heartbeat may end
 	// just as the measurement does.

@@ -369,7 +369,7 @@ func runSpread(t *testing.T, c *redistest.Cluster, client redis.UniversalClient,
 func scriptsPerPrimary(t *testing.T, c *redistest.Cluster) map[string]int64 {
 	t.Helper()
 	return perPrimary(t, c, func(stats string) int64 {
-		return commandCalls(stats, "evalsha") + commandCalls(stats, "eval")
+		return commandCalls(stats, "fcall")
 	})
 }
 
@@ -480,4 +480,48 @@ func waitInSync(t *testing.T, replica *redistest.Server) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestClusterLibraryReloaded: a replica promoted without the library (its
+// primary's functions were flushed, which the replica copied, before the
+// primary died) is given it by the queue's next call, and the queue goes
+// on.
+func TestClusterLibraryReloaded(t *testing.T) {
+	c := redistest.StartCluster(t, redistest.ClusterOptions{Primaries: 3, Replicas: 1})
+	client := c.Client()
+	ctx := context.Background()
+	q := newHandle(t, client, "reload", Options[string]{LeaseDuration: 3 * time.Second, Heartbeat: time.Second})
+	require.NoError(t, q.AddContext(ctx, "a"))
+	require.Equal(t, "a", getNow(t, q))
+	require.NoError(t, q.DoneContext(ctx, "a"))
+
+	slotKey := q.parts[0].keys.ready
+	primary := c.PrimaryFor(slotKey)
+	require.NotNil(t, primary, "no primary serves the queue's slot")
+	direct := primary.Client()
+	require.NoError(t, direct.FunctionFlush(ctx).Err())
+	// The flush reaches the replica before the primary dies.
+	require.NoError(t, direct.Do(ctx, "WAIT", 1, 5000).Err())
+	primary.Kill()
+	c.Ready(30 * time.Second)
+	promoted := c.PrimaryFor(slotKey)
+	require.NotNil(t, promoted, "no primary serves the queue's slot after the failover")
+	require.NotEqual(t, primary.Addr, promoted.Addr)
+	hasLibrary := func() bool {
+		libs, err := promoted.Client().FunctionList(ctx, redis.FunctionListQuery{LibraryNamePattern: queueLibrary.name}).Result()
+		require.NoError(t, err)
+		return len(libs) == 1
+	}
+	require.False(t, hasLibrary(), "the promoted replica has the library before the queue's next call")
+
+	q.Add("b") // retries while the client learns the new primary
+	assert.True(t, hasLibrary(), "the promoted replica has the library after the queue's call")
+	item, err := func() (string, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return q.GetContext(ctx)
+	}()
+	require.NoError(t, err)
+	require.Equal(t, "b", item)
+	require.NoError(t, q.DoneContext(ctx, "b"))
 }

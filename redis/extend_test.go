@@ -17,14 +17,15 @@ import (
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
-// scriptHook runs a function once, just before the next run of script
-// (after it, if after is set), to put a Done and an extension in the
+// scriptHook runs fn once, just before the next call of function, if
+// armed (after it, if after is set), to put a Done and an extension in the
 // order a worker finishing at the wrong moment does.
 type scriptHook struct {
-	mu     sync.Mutex
-	script *script
-	after  bool
-	fn     func()
+	mu       sync.Mutex
+	function op
+	armed    bool
+	after    bool
+	fn       func()
 }
 
 func (h *scriptHook) DialHook(redis.DialHook) redis.DialHook { return nil }
@@ -34,12 +35,11 @@ func (h *scriptHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.Proces
 
 func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
 		var fn func()
 		h.mu.Lock()
-		if len(args) > 1 && args[0] == "evalsha" && h.script != nil && args[1] == h.script.Hash() {
+		if h.armed && fcalls(cmd, h.function) {
 			fn = h.fn
-			h.fn, h.script = nil, nil
+			h.fn, h.armed = nil, false
 		}
 		after := h.after
 		h.mu.Unlock()
@@ -77,7 +77,7 @@ func TestExtendAfterDone(t *testing.T) {
 	a, _ := q.Get()
 	b, _ := q.Get()
 	hook.mu.Lock()
-	hook.script, hook.after = extendScript, false
+	hook.function, hook.armed, hook.after = opExtend, true, false
 	hook.fn = func() { require.NoError(t, q.DoneContext(context.Background(), a)) }
 	hook.mu.Unlock()
 	q.extendLeases().Wait()
@@ -90,18 +90,18 @@ func TestExtendAfterDone(t *testing.T) {
 	q.Add("c")
 	c, _ := q.Get()
 	hook.mu.Lock()
-	hook.script, hook.after = doneScript, true
+	hook.function, hook.armed, hook.after = opDone, true, true
 	hook.fn = func() { q.extendLeases().Wait() }
 	hook.mu.Unlock()
 	require.NoError(t, q.DoneContext(context.Background(), c))
 	require.NotContains(t, logs.String(), "leases lost", "extension during Done")
 }
 
-// scriptKeyHook calls fn for each run of a script by EVALSHA, with the
-// script's first key, in place of sending it; fn sends it with next.
+// scriptKeyHook calls fn for each FCALL of function, with the call's
+// first key, in place of sending it; fn sends it with next.
 type scriptKeyHook struct {
-	script *script
-	fn     func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error
+	function op
+	fn       func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error
 }
 
 func (h scriptKeyHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -112,7 +112,7 @@ func (h scriptKeyHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 func (h scriptKeyHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) < 4 || args[0] != "evalsha" || args[1] != h.script.Hash() {
+		if len(args) < 4 || !fcalls(cmd, h.function) {
 			return next(ctx, cmd)
 		}
 		key, _ := args[3].(string)
@@ -153,12 +153,12 @@ func TestExtendPartitionsIndependently(t *testing.T) {
 	// blackholed shard holds it for go-redis's ReadTimeout; partition 1's
 	// report on ran.
 	held, ran, release := make(chan struct{}, 1), make(chan struct{}, 1), make(chan struct{})
-	clientA.AddHook(scriptKeyHook{extendScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
+	clientA.AddHook(scriptKeyHook{opExtend, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
 		switch key {
-		case a.parts[0].keys.of(extendScript)[0]:
+		case a.parts[0].keys.fcall[0]:
 			held <- struct{}{}
 			<-release
-		case a.parts[1].keys.of(extendScript)[0]:
+		case a.parts[1].keys.fcall[0]:
 			defer func() { ran <- struct{}{} }()
 		}
 		return next(ctx, cmd)

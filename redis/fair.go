@@ -10,22 +10,21 @@ import (
 const fairUnit = 2520
 
 // sorted reports whether the queue keeps every key in PRIO with a flow
-// (see prelude.lua): with Options.Fairness or MaxWait.
+// (see lua/workqueue.lua): with Options.Fairness or MaxWait.
 func (q *Queue[T]) sorted() bool {
 	return q.fairness != nil || q.maxWait > 0 || q.groups != nil
 }
 
-// sortedArgs returns the fifth, sixth and seventh values of key's add in
-// the variant of addopts.lua for a sorted queue: its flow (see flowOf),
-// its group (see groupLimits.of) and its second-level fairness key (see
-// innerOf).
+// sortedArgs returns the fifth, sixth and seventh values of key's add
+// for addopts on a sorted queue: its flow (see flowOf), its group (see
+// groupLimits.of) and its second-level fairness key (see innerOf).
 func (q *Queue[T]) sortedArgs(key string) []any {
 	item, err := q.codec.Decode(key)
 	decoded := err == nil
 	return []any{q.flowOf(key, item, decoded), q.groups.of(item, decoded), q.innerOf(item, decoded)}
 }
 
-// innerOf returns the "STEP NAME" for INNER (see prelude.lua) of an item,
+// innerOf returns the "STEP NAME" for INNER (see lua/workqueue.lua) of an item,
 // decoded if it could be: its key of Options.NestedFairness and the step
 // of that key's weight; "" without NestedFairness or for a key the codec
 // cannot decode, which has no second level.
@@ -47,7 +46,7 @@ func fairStep(weight func(string) int, key string) string {
 	return strconv.Itoa(fairUnit / min(max(w, 1), fairUnit))
 }
 
-// flowOf returns the "STEP FLOW" for FLOWS (see prelude.lua) of key,
+// flowOf returns the "STEP FLOW" for FLOWS (see lua/workqueue.lua) of key,
 // which encodes item if decoded: its fairness key, from Options.Fairness
 // ("" for all without it), and the step of that key's weight, led by "a"
 // with MaxWait and by "n" (after the "a") with NestedFairness; or UNFAIR,
@@ -72,20 +71,4 @@ func (q *Queue[T]) flowOf(key string, item T, decoded bool) string {
 		step = "a" + step
 	}
 	return step + " " + flow
-}
-
-// script returns s's variant for the handle's queue: the one with the
-// lines of the features it has (see featureTags).
-func (q *Queue[T]) script(s *script) *script {
-	features := 0
-	if q.sorted() {
-		features |= sortedQueue
-	}
-	if q.groups != nil {
-		features |= groupedQueue
-	}
-	if q.nested != nil {
-		features |= nestedQueue
-	}
-	return s.variants[features]
 }

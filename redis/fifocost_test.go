@@ -38,15 +38,15 @@ func TestFIFOCommands(t *testing.T) {
 		require.NoError(t, q.DoneContext(ctx, item))
 	}
 	drain := scriptCommands(t, client.Info(ctx, "commandstats").Val())
-	t.Logf("commands run by scripts: %d keys added and one delayed: %s; %d Get+Done: %s", keys, adds, keys, drain)
+	t.Logf("commands run by the functions: %d keys added and one delayed: %s; %d Get+Done: %s", keys, adds, keys, drain)
 	require.Equal(t, fifoAddCommands, adds.String(), "commands of the adds")
 	require.Equal(t, fifoDrainCommands, drain.String(), "commands of the Gets and Dones")
 }
 
 // The commands of TestFIFOCommands, as the queue runs them without parks.
 const (
-	fifoAddCommands   = "hget=101 hset=100 incr=100 llen=202 rpush=101 time=101 zadd=1 zcard=101 zrange=1"
-	fifoDrainCommands = "hdel=300 hmget=400 hset=300 incrby=100 llen=299 lpop=100 time=200 zadd=200 zcard=200 zrange=200 zrem=200"
+	fifoAddCommands   = "hget=101 hset=100 incr=100 llen=202 rpush=101 time=101 zadd=1 zcard=101 zrange=102"
+	fifoDrainCommands = "hdel=300 hmget=400 hset=300 incrby=100 llen=199 lpop=100 time=200 zadd=200 zcard=100 zrange=200 zrem=200"
 )
 
 // commandCounts maps a command to its calls.
@@ -76,7 +76,7 @@ func scriptCommands(t *testing.T, stats string) commandCounts {
 		n, err := strconv.ParseInt(calls, 10, 64)
 		require.NoError(t, err)
 		switch cmd {
-		case "info", "config|resetstat", "client|setinfo", "hello", "blpop", "script|load", "evalsha", "eval", "ping":
+		case "info", "config|resetstat", "client|setinfo", "hello", "blpop", "function|load", "fcall", "ping":
 			continue
 		}
 		counts[cmd] = n

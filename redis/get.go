@@ -72,7 +72,7 @@ type handout[T any] struct {
 
 // get is Get, or GetContext without retry. It looks at the partitions in
 // roundOrder, and after a wakeup at the partition that woke it alone. A
-// key leased by a get script whose reply was lost goes to the handle's
+// key leased by a get call whose reply was lost goes to the handle's
 // next Get in that partition (see partition.orphans), as the Get that
 // sent it may have left with another partition's item; if the handle
 // shuts down first, the key is handed out again when its lease expires.
@@ -92,8 +92,8 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (got handout[T], err err
 	// for a heartbeat. The last Get to leave also takes the wakeups the
 	// listeners left for Gets.
 	owed := make([]bool, len(q.parts))
-	// nonces[i] is the nonce of this Get's get scripts in partition i, set
-	// when one is sent and cleared when one answers: a script that failed
+	// nonces[i] is the nonce of this Get's get calls in partition i, set
+	// when one is sent and cleared when one answers: a call that failed
 	// may have run, its reply lost, and is sent again with the same nonce,
 	// so that it returns the lease it took, if any, instead of leaving it
 	// to expire. One still set when the Get leaves (it found an item
@@ -143,7 +143,7 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (got handout[T], err err
 		}
 		if err != nil {
 			// A closed client cannot recover, nor a handle with the wrong
-			// number of partitions; any other error may pass (a script
+			// number of partitions; any other error may pass (a call
 			// error would show in every attempt's log).
 			if !retry || errors.Is(err, redis.ErrClosed) || errors.Is(err, ErrPartitionsChanged) || ctx.Err() != nil {
 				return got, err
@@ -188,10 +188,10 @@ func (q *Queue[T]) get(ctx context.Context, retry bool) (got handout[T], err err
 // partition that answered, and updates nonces, owed and due (see get)
 // for each.
 //
-// On a partitioned queue, a partition whose script failed for an outage
+// On a partitioned queue, a partition whose call failed for an outage
 // (its shard failing over, say) is left out of the rounds of every Get of
 // the handle until its backoff has passed, and then looked at by one Get
-// at a time until it answers (a script to a dead node may take a second
+// at a time until it answers (a call to a dead node may take a second
 // to fail); the others' waits are cut to end with the backoff. So the
 // Gets go on taking from the other partitions meanwhile instead of
 // queueing behind the failing one.
@@ -250,18 +250,18 @@ func (q *Queue[T]) takeRound(ctx context.Context, nonces []string, owed []bool, 
 	return nil, untilDue(due, q.clock.Now()), nil
 }
 
-// scriptWait bounds how long a Get whose context ended waits for the get
-// scripts of its round already sent to answer, and cancelWait how long it
+// callWait bounds how long a Get whose context ended waits for the get
+// calls of its round already sent to answer, and cancelWait how long it
 // then waits for Redis to settle whether one that has not answered runs
 // (see takeContext); past both, Redis is taken to be out of reach and the
 // Get returns.
 const (
-	scriptWait = 400 * time.Millisecond
+	callWait   = 400 * time.Millisecond
 	cancelWait = 200 * time.Millisecond
 )
 
 // settling is when the round of a Get whose context ended stops waiting
-// for Redis: its get scripts' answers until the first time, the cancels'
+// for Redis: its get calls' answers until the first time, the cancels'
 // until the second. The zero value is set by the first take that sees the
 // context end, so that the whole round shares one budget.
 type settling struct{ answers, cancels time.Time }
@@ -271,15 +271,15 @@ func timerAt(t time.Time) *time.Timer { return time.NewTimer(time.Until(t)) }
 
 // takeContext is take with the Get's nonce, returning soon after ctx
 // ends even while Redis does not answer. When ctx ends first, it waits
-// until by.answers (scriptWait after the round saw ctx end) for the
-// script's answer, which stands: a key it leased is handed out, and if it
+// until by.answers (callWait after the round saw ctx end) for the
+// call's answer, which stands: a key it leased is handed out, and if it
 // found none the Get found the partition empty at that instant. Without
-// an answer by then (its script may still wait behind the handle's
-// previous get script), it sends cancel.lua for the nonce: whichever of
-// the two scripts runs first in Redis wins, so the Get either returns the
-// key its script leased or returns ctx.Err() with nothing leased for it.
+// an answer by then (its call may still wait behind the handle's
+// previous get call), it sends the cancel function for the nonce: whichever of
+// the two calls runs first in Redis wins, so the Get either returns the
+// key its call leased or returns ctx.Err() with nothing leased for it.
 // Only if Redis does not answer the cancel by by.cancels is a key leased
-// afterwards given back to the front of the queue, or, if the script
+// afterwards given back to the front of the queue, or, if the call
 // failed, its nonce left to a later Get (see partition.orphans); *noncep
 // is cleared when the Get gives up its nonce.
 func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string, by *settling) (*handout[T], time.Duration, error) {
@@ -304,7 +304,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 	case <-ctx.Done():
 	}
 	if by.answers.IsZero() {
-		by.answers = time.Now().Add(scriptWait)
+		by.answers = time.Now().Add(callWait)
 		by.cancels = by.answers.Add(cancelWait)
 	}
 	answer := timerAt(by.answers)
@@ -314,15 +314,15 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		return r.item, r.wait, r.err
 	case <-answer.C:
 	}
-	// cancelled is closed once the cancel script answered, with leased
-	// set if the get script had leased a key to the nonce.
+	// cancelled is closed once the cancel function answered, with leased
+	// set if the get call had leased a key to the nonce.
 	cancelled := make(chan struct{})
 	var leased bool
 	var cancelErr error
 	go func() {
 		defer close(cancelled)
 		var res any
-		res, cancelErr = cancelScript.Run(context.Background(), q.client, p.keys.of(cancelScript), nonce).Result()
+		res, cancelErr = q.call(context.Background(), opCancel, p.keys.fcall, nonce).Result()
 		_, leased = res.([]any)
 	}()
 	// marked reports, once the cancel answered, whether it left its mark:
@@ -336,7 +336,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 		if marked() {
 			*noncep = ""
 			go func() {
-				// A script that answered consumed the mark or ran before
+				// A get call that answered consumed the mark or ran before
 				// it; one whose reply was lost may still run and consume
 				// it, so its mark stays, one small field.
 				if r := <-result; r.err == nil {
@@ -346,7 +346,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 			return nil, 0, ctx.Err()
 		}
 		if cancelErr == nil {
-			// The get script ran first and leased a key to this Get: its
+			// The get call ran first and leased a key to this Get: its
 			// reply is on its way, or lost.
 			r, haveResult = <-result, true
 			if r.err == nil {
@@ -356,7 +356,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 	case r = <-result:
 		haveResult = true
 		if r.err == nil {
-			// The get script answered first: its grant stands, and the
+			// The get call answered first: its grant stands, and the
 			// cancel, once it runs, changes nothing but its mark.
 			go func() {
 				<-cancelled
@@ -383,7 +383,7 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 				q.dropCancelMark(p, nonce)
 			}
 		case !marked():
-			// The script's reply was lost, and it may have leased a key:
+			// The call's reply was lost, and it may have leased a key:
 			// a later Get sends the nonce again to get that grant. Not
 			// after a mark, which no grant can follow.
 			p.orphan(nonce)
@@ -392,8 +392,8 @@ func (q *Queue[T]) takeContext(ctx context.Context, p *partition, noncep *string
 	return nil, 0, ctx.Err()
 }
 
-// dropCancelMark deletes the mark cancel.lua left for nonce once the get
-// script sent with it has answered: the script consumes a mark it finds,
+// dropCancelMark deletes the mark the cancel function left for nonce once the get
+// call sent with it has answered: the call consumes a mark it finds,
 // but one left after it ran would stay. Nothing else uses the nonce, so
 // what is there is the mark; a failure leaves one small field behind.
 func (q *Queue[T]) dropCancelMark(p *partition, nonce string) {
@@ -413,8 +413,7 @@ func (q *Queue[T]) giveBack(item T) {
 	if h == nil {
 		return
 	}
-	release := q.script(releaseScript)
-	if err := release.Run(context.Background(), q.client, q.part(key).keys.of(release), q.now(), key, h.token).Err(); err != nil {
+	if err := q.call(context.Background(), opRelease, q.part(key).keys.fcall, q.now(), key, h.token).Err(); err != nil {
 		q.logger.Warn("workqueue: could not give back a key a cancelled Get took; it is handed out again when its lease expires", "key", key, "err", err)
 	}
 	q.release(key, h)
@@ -425,12 +424,12 @@ func (q *Queue[T]) giveBack(item T) {
 func (q *Queue[T]) passOn(p *partition) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if err := signalScript.Run(ctx, q.client, p.keys.of(signalScript)).Err(); err != nil {
+	if err := q.call(ctx, opSignal, p.keys.fcall).Err(); err != nil {
 		q.logger.Warn("workqueue: could not pass a wakeup on; other handles see the key within a heartbeat", "err", err)
 	}
 }
 
-// grant is what the get script gave one Get: a key under a lease, or, if
+// grant is what the get call gave one Get: a key under a lease, or, if
 // none was ready, how long until the next delayed key is due.
 type grant struct {
 	key, token string
@@ -440,7 +439,7 @@ type grant struct {
 	wait       time.Duration // without a key: -1 none waits, else the time until one is due
 }
 
-// runTakes runs one get script in partition p for the Gets whose nonces
+// runTakes runs one get call in partition p for the Gets whose nonces
 // are given, and returns each one's grant.
 func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	if err := q.checkPartitions(context.Background()); err != nil {
@@ -448,27 +447,11 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	}
 	q.turn(p)
 	args := make([]any, 0, 3+len(nonces))
-	args = append(args, q.now(), q.lease.Milliseconds())
-	if q.sorted() {
-		args = append(args, q.maxWait.Milliseconds())
-	}
+	args = append(args, q.now(), q.lease.Milliseconds(), q.maxWait.Milliseconds())
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}
-	get := q.script(getScript)
-	res, err := get.Run(context.Background(), q.client, p.keys.of(get), args...).Result()
-	for err == nil && res == int64(-1) {
-		// A due key is parked: get.lua, which is sent none of the keys of
-		// parks, changed nothing, and promote.lua adds it.
-		promote := q.script(promoteScript)
-		var reclaimed int64
-		reclaimed, err = promote.Run(context.Background(), q.client, p.keys.of(promote), q.now()).Int64()
-		if err == nil {
-			q.logReclaimed(reclaimed)
-			args[0] = q.now()
-			res, err = get.Run(context.Background(), q.client, p.keys.of(get), args...).Result()
-		}
-	}
+	res, err := q.call(context.Background(), opGet, p.keys.fcall, args...).Result()
 	if err != nil {
 		if len(q.parts) > 1 && isOutage(err) {
 			q.partitionFailed(p, err)
@@ -506,7 +489,7 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 	return grants, nil
 }
 
-// take runs the get script of partition p once for this Get, with the
+// take runs the get call of partition p once for this Get, with the
 // next batch of this handle's Gets there. It returns the item handed out,
 // or else how long to wait for the partition's next delayed item to be due
 // (-1: none, wait for a signal; 0: look again at once).
@@ -526,8 +509,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		// Another handle stored a key this codec cannot read: give it back
 		// rather than hold it for ever or hand out garbage.
 		q.logger.Error("workqueue: dropping a key the codec cannot decode", "key", key, "err", err)
-		done := q.script(doneScript)
-		_ = done.Run(ctx, q.client, p.keys.of(done), q.now(), key, token).Err()
+		_ = q.call(ctx, opDone, p.keys.fcall, q.now(), key, token).Err()
 		return nil, 0, nil
 	}
 	now := q.clock.Now()
@@ -543,8 +525,7 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		if q.sorted() {
 			args = append(args, q.sortedArgs(key)...)
 		}
-		addOpts := q.script(addOptsScript)
-		if err := addOpts.Run(ctx, q.client, p.keys.of(addOpts), args...).Err(); err != nil {
+		if err := q.call(ctx, opAddOpts, p.keys.fcall, args...).Err(); err != nil {
 			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}
 		return nil, 0, nil
@@ -572,8 +553,8 @@ func (q *Queue[T]) logReclaimed(n int64) {
 // comes with ctx or ShutDown is left for another Get.
 func (q *Queue[T]) sleep(ctx context.Context, wait time.Duration) (from int, token bool, err error) {
 	// Only a sleeping Get sets the listener blocking on Redis: a Get that
-	// finds a key ready needs no wakeup, and a BLPOP sent beside its script
-	// would take the token that the get script leaves while keys remain,
+	// finds a key ready needs no wakeup, and a BLPOP sent beside its call
+	// would take the token that the get call leaves while keys remain,
 	// costing a round trip or two more per key while busy.
 	q.mu.Lock()
 	q.sleeping++

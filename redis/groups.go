@@ -10,7 +10,7 @@ import (
 )
 
 // groupLimits is a handle's Options.GroupLimits: the limit each add gives
-// its key's group (see GROUPS in prelude.lua).
+// its key's group (see GROUPS in lua/workqueue.lua).
 type groupLimits[T comparable] struct {
 	groupOf      func(T) string
 	defaultLimit int
@@ -79,11 +79,11 @@ func (q *Queue[T]) SetGroupLimitContext(ctx context.Context, group string, limit
 	q.groups.limits[group] = limit
 	q.groups.mu.Unlock()
 	p := q.parts[partitionOf(group, len(q.parts))]
-	// A script puts back a bounded batch of waiting keys, so that it stays
+	// A call puts back a bounded batch of waiting keys, so that it stays
 	// short; the calls after the first only put back more.
 	room := ""
 	for {
-		reply, err := q.runCalls(ctx, p, setLimitScript, 2, []any{group, limit, room})
+		reply, err := q.runCalls(ctx, p, opSetLimit, 2, []any{group, limit, room, q.now()})
 		if err != nil || reply[0] == 0 {
 			return err
 		}

@@ -367,7 +367,7 @@ func TestSetGroupLimitRoomKeptAcrossCalls(t *testing.T) {
 		assertNothingReady(t, q)
 	}
 	run := func(room string) []int64 {
-		reply, err := q.runCalls(ctx, q.parts[0], setLimitScript, 2, []any{"a", 300, room})
+		reply, err := q.runCalls(ctx, q.parts[0], opSetLimit, 2, []any{"a", 300, room, q.now()})
 		require.NoError(t, err)
 		return reply
 	}

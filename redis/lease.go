@@ -15,9 +15,9 @@ type holding struct {
 	renewed time.Time // when the last grant or extension that succeeded was sent
 	lost    bool      // an extension found the lease reclaimed
 	// parked: Park was called for it, so that its Done runs the done
-	// script that makes a park take effect.
+	// call that makes a park take effect.
 	parked bool
-	// finishing: a Done is running the done script, which may have ended
+	// finishing: a Done is running the done function, which may have ended
 	// the lease on the server before the handle releases it.
 	finishing bool
 }
@@ -117,10 +117,10 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 	return nil
 }
 
-// doneCall is one Done for the done script: a key and its lease's token.
+// doneCall is one Done for the done function: a key and its lease's token.
 type doneCall struct{ key, token string }
 
-// runDones runs one done script in partition p with calls and returns
+// runDones runs one done function in partition p with calls and returns
 // each one's outcome.
 func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
 	args := make([]any, 0, 1+2*len(calls))
@@ -128,7 +128,7 @@ func (q *Queue[T]) runDones(p *partition, calls []doneCall) ([]int64, error) {
 	for _, c := range calls {
 		args = append(args, c.key, c.token)
 	}
-	return q.runCalls(context.Background(), p, doneScript, len(calls), args)
+	return q.runCalls(context.Background(), p, opDone, len(calls), args)
 }
 
 // release forgets the lease h on key, if it is still the one held.
@@ -177,10 +177,10 @@ type heldLease struct {
 }
 
 // extendLeases starts extending every lease held, one goroutine per
-// partition, in batches of one script each, marking those found reclaimed
+// partition, in batches of one call each, marking those found reclaimed
 // as lost, and returns what to wait on for them to end. Each partition's
 // extension runs on its own, so that a partition whose shard does not
-// answer (a blackholed node holds a script for go-redis's ReadTimeout, and
+// answer (a blackholed node holds a call for go-redis's ReadTimeout, and
 // more with its retries) cannot delay another's past its leases, which
 // would then be handed to a second worker while the first still holds
 // them. A partition whose last extension still runs is extended again as
@@ -265,18 +265,27 @@ func (q *Queue[T]) extendPartition(p *partition, leases []heldLease) {
 		// ContextTimeoutEnabled, else at its ReadTimeout.
 		ctx, cancel := context.WithTimeout(context.Background(), q.extendTimeout(part))
 		sent := q.clock.Now()
-		lost, err := extendScript.Run(ctx, q.client, p.keys.of(extendScript), args...).StringSlice()
+		res, err := q.call(ctx, opExtend, p.keys.fcall, args...).Result()
 		cancel()
+		r := replyReader{script: "extend"}
+		var lostKeys map[string]bool
+		if err == nil {
+			reply := r.array(res, 1, "the reply")
+			depth := r.int(reply[0], "the depth")
+			lostKeys = make(map[string]bool, len(reply)-1)
+			for _, v := range reply[1:] {
+				lostKeys[r.str(v, "a lost key")] = true
+			}
+			if err = r.err; err == nil {
+				q.setDepth(p, depth)
+			}
+		}
 		if err != nil {
 			q.logger.Warn("workqueue: could not extend leases; retrying at the next tick", "partition", p.index, "err", err)
 			return
 		}
-		lostKeys := make(map[string]bool, len(lost))
-		for _, key := range lost {
-			lostKeys[key] = true
-		}
 		// A lease that a Done ended after the snapshot above, or is ending,
-		// is gone from Redis too, and the script cannot tell it from a
+		// is gone from Redis too, and the call cannot tell it from a
 		// reclaimed one: only holdings still held and not being Done count
 		// as lost. A Done that finds its lease reclaimed says so itself.
 		reallyLost := 0

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,7 +110,7 @@ type linState struct {
 	gotAt          [linKeys]int16
 
 	// With fair set, each key is a fairness key of its own, and keys are
-	// queued by fair_seq's rule (prelude.lua), with a step of 1: seq[k]
+	// queued by fair_seq's rule (lua/workqueue.lua), with a step of 1: seq[k]
 	// is queued key k's sequence number; for priority p (index p+1),
 	// start[p] is the number its keys start from and epoch[p] its epoch;
 	// next[p][k], queuedAt[p][k] and after[p][k] are key k's state there
@@ -860,20 +859,20 @@ func TestLinearizabilityPartitionedModel(t *testing.T) {
 }
 
 // TestLinearizabilityCatchesBrokenPriority runs the check against a queue
-// whose add script lets a re-add lower the priority of a key queued or
+// whose add function lets a re-add lower the priority of a key queued or
 // marked to be queued again, and requires it to reject one of the
 // histories: the check sees a broken merge of priorities, not only
 // hand-written histories of one.
 func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	broken := scriptReplacing(t, "addopts.lua", map[string]string{
+	broken := libraryReplacing(t, map[string]string{
 		"  if prio > old then\n":                   "  if prio ~= old then\n",
 		"    if prio > state_priority(state) then": "    if prio ~= state_priority(state) then",
 	})
-	saved := addOptsScript
-	addOptsScript = broken
-	defer func() { addOptsScript = saved }()
+	saved := queueLibrary
+	queueLibrary = broken
+	defer func() { queueLibrary = saved }()
 	requireRejected(t, client, Options[string]{RateLimit: &RateLimit{}}, linModel, false, 300, "a queue whose re-adds lower priorities")
 }
 
@@ -884,12 +883,12 @@ func TestLinearizabilityCatchesBrokenPriority(t *testing.T) {
 func TestLinearizabilityCatchesLostWakeup(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	broken := scriptReplacing(t, "park.lua", map[string]string{
+	broken := libraryReplacing(t, map[string]string{
 		"if fired and tonumber(fired) >= number then": "if false then",
 	})
-	saved := parkScript
-	parkScript = broken
-	defer func() { parkScript = saved }()
+	saved := queueLibrary
+	queueLibrary = broken
+	defer func() { queueLibrary = saved }()
 	requireRejected(t, client, Options[string]{RateLimit: &RateLimit{}}, linModel, true, 1000, "a queue that loses the wakes between Get and Park")
 }
 
@@ -914,42 +913,6 @@ func requireRejected(t *testing.T, client redis.UniversalClient, opts Options[st
 	t.Fatalf("none of %d histories of %s was rejected", most, what)
 }
 
-// hasAll reports whether src holds every key of replace.
-func hasAll(src string, replace map[string]string) bool {
-	for old := range replace {
-		if !strings.Contains(src, old) {
-			return false
-		}
-	}
-	return true
-}
-
-// scriptReplacing returns the script of file with each of replace's keys,
-// each of which must occur once in the script as loadScript makes it (in
-// its first variant that has them all), replaced by its value. Each of
-// its variants is itself.
-func scriptReplacing(t *testing.T, file string, replace map[string]string) *script {
-	t.Helper()
-	s := loadScript(file)
-	for _, v := range s.variants {
-		if v != nil && hasAll(v.src, replace) {
-			s = v
-			break
-		}
-	}
-	src := s.src
-	for old, repl := range replace {
-		require.Equal(t, 1, strings.Count(src, old), "occurrences of %q", old)
-		src = strings.Replace(src, old, repl, 1)
-	}
-	broken := &script{Script: redis.NewScript(src), name: s.name, src: src, keys: s.keys}
-	for i := range broken.variants {
-		broken.variants[i] = broken
-	}
-	broken.fair = broken
-	return broken
-}
-
 // TestLinearizabilityCatchesStuckGroup runs the check against a queue
 // with a group limit whose Done frees the slot but puts back none of the
 // keys that wait for it, and requires it to reject one of the histories:
@@ -957,12 +920,12 @@ func scriptReplacing(t *testing.T, file string, replace map[string]string) *scri
 func TestLinearizabilityCatchesStuckGroup(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	broken := scriptReplacing(t, "done.lua", map[string]string{
+	broken := libraryReplacing(t, map[string]string{
 		"  fill_slots(group, stored, leased)\n": "",
 	})
-	saved := doneScript
-	doneScript = broken
-	defer func() { doneScript = saved }()
+	saved := queueLibrary
+	queueLibrary = broken
+	defer func() { queueLibrary = saved }()
 	opts := Options[string]{RateLimit: &RateLimit{}, GroupLimits: &workqueue.GroupLimits[string]{Group: func(string) string { return "g" }, Default: 1}}
 	requireRejected(t, client, opts, linGroupModel, false, 300, "a queue whose Done leaves a group's keys waiting")
 }

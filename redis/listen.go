@@ -8,7 +8,7 @@ import (
 )
 
 // listen blocks on partition p's signal list while a Get of this handle
-// waits, and wakes one of them for each token: the scripts leave one when
+// waits, and wakes one of them for each token: the calls leave one when
 // a key becomes ready and none waits, and the woken Get passes it on if
 // more are ready. A token taken when no Get waits any more is put back for
 // the other handles. Each Heartbeat without a token wakes a Get to look

@@ -63,7 +63,9 @@ type Options[T comparable] struct {
 
 	// MetricsProvider receives the metrics of this handle under Name, with
 	// the Kubernetes workqueue names. Depth is the queue-wide ready count
-	// as Redis last reported it, when the depth metric can be Set.
+	// as Redis last reported it to this handle's calls (items whose delay
+	// ended included, as Len counts them), when the depth metric can be
+	// Set.
 	MetricsProvider workqueue.MetricsProvider
 
 	// Name labels the metrics; default the queue's name.
@@ -150,7 +152,7 @@ type Options[T comparable] struct {
 	// queue; keys of no group ("") are spread by key.
 	GroupLimits *workqueue.GroupLimits[T]
 
-	// Clock, when set, gives the time the scripts use instead of Redis's
+	// Clock, when set, gives the time the calls use instead of Redis's
 	// own, and drives lease extension and the waits for delayed keys.
 	// Every handle of a queue must use the same clock: it is meant for
 	// tests with a fake clock.
@@ -196,9 +198,9 @@ func (r RateLimit) validate() error {
 	return nil
 }
 
-// scriptArgs returns the limiter's arguments to ratelimited.lua: base and
+// functionArgs returns the limiter's arguments to the addopts function: base and
 // max in ms, the bucket's interval between tokens in ms, and its burst.
-func (r RateLimit) scriptArgs() []any {
+func (r RateLimit) functionArgs() []any {
 	interval := 0.0
 	if r.QPS > 0 {
 		interval = 1000 / r.QPS

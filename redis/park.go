@@ -64,7 +64,7 @@ func (q *Queue[T]) ParkContext(ctx context.Context, item T, events ...string) er
 		q.mu.Unlock()
 		return ErrLeaseLost
 	}
-	// Set before the script runs: its reply may be lost after it recorded
+	// Set before the call runs: its reply may be lost after it recorded
 	// the park, which then must take effect at Done.
 	h.parked = true
 	token := h.token
@@ -75,7 +75,7 @@ func (q *Queue[T]) ParkContext(ctx context.Context, item T, events ...string) er
 	for _, e := range events {
 		args = append(args, e)
 	}
-	res, err := q.runWrite(ctx, q.part(key), parkScript, args...)
+	res, err := q.runWrite(ctx, q.part(key), opPark, args...)
 	if err != nil {
 		return err
 	}
@@ -88,11 +88,11 @@ func (q *Queue[T]) ParkContext(ctx context.Context, item T, events ...string) er
 	return nil
 }
 
-// parkDone runs the done script of a key this handle parked, with its
-// lease's token, and returns done.lua's outcome for it (3: parked).
+// parkDone runs the done function of a key this handle parked, with its
+// lease's token, and returns the done function's outcome for it (3: parked).
 func (q *Queue[T]) parkDone(ctx context.Context, key, token string) (int64, error) {
 	p := q.part(key)
-	outcomes, err := q.runParkCalls(ctx, p, parkDoneScript, 1, q.now(), q.maxPark.Milliseconds(), key, token)
+	outcomes, err := q.runParkCalls(ctx, p, opParkDone, 1, q.now(), q.maxPark.Milliseconds(), key, token)
 	if err != nil {
 		return 0, err
 	}
@@ -102,8 +102,8 @@ func (q *Queue[T]) parkDone(ctx context.Context, key, token string) (int64, erro
 // runParkCalls runs s in partition p with args, whose reply is the
 // partition's parked count and then one integer for each of n calls. It
 // returns those integers.
-func (q *Queue[T]) runParkCalls(ctx context.Context, p *partition, s *script, n int, args ...any) ([]int64, error) {
-	parked, outcomes, err := q.runInts(ctx, p, s, n, args)
+func (q *Queue[T]) runParkCalls(ctx context.Context, p *partition, o op, n int, args ...any) ([]int64, error) {
+	parked, outcomes, err := q.runInts(ctx, p, o, n, args)
 	if err != nil {
 		return nil, err
 	}
@@ -177,13 +177,13 @@ func (q *Queue[T]) WakeFuncContext(ctx context.Context, event string, accept fun
 	return woken, nil
 }
 
-// wakePartition wakes event in partition p: in one script without accept,
+// wakePartition wakes event in partition p: in one call without accept,
 // else in two, around the calls of accept.
 func (q *Queue[T]) wakePartition(ctx context.Context, p *partition, event string, accept func(item T) bool) (int, error) {
 	var woken []int64
 	var err error
 	if accept == nil {
-		woken, err = q.runParkCalls(ctx, p, wakeScript, 1, q.now(), event)
+		woken, err = q.runParkCalls(ctx, p, opWake, 1, q.now(), event)
 	} else {
 		woken, err = q.wakeAccepted(ctx, p, event, accept)
 	}
@@ -199,7 +199,7 @@ func (q *Queue[T]) wakePartition(ctx context.Context, p *partition, event string
 // wakeAccepted is WakeFunc's wake in partition p: it returns {parks ended},
 // or nothing if accept accepted none.
 func (q *Queue[T]) wakeAccepted(ctx context.Context, p *partition, event string, accept func(item T) bool) ([]int64, error) {
-	res, err := q.runWrite(ctx, p, wakeListScript, event)
+	res, err := q.runWrite(ctx, p, opWakeList, event)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func (q *Queue[T]) wakeAccepted(ctx context.Context, p *partition, event string,
 	if len(args) == 1 {
 		return nil, nil
 	}
-	return q.runParkCalls(ctx, p, wakeKeysScript, 1, args...)
+	return q.runParkCalls(ctx, p, opWakeKeys, 1, args...)
 }
 
 // WakeItem ends item's park, whichever handle made it, and queues it at
@@ -252,7 +252,7 @@ func (q *Queue[T]) WakeItemContext(ctx context.Context, item T) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	woken, err := q.runParkCalls(ctx, q.part(key), wakeItemScript, 1, q.now(), key)
+	woken, err := q.runParkCalls(ctx, q.part(key), opWakeItem, 1, q.now(), key)
 	if err != nil {
 		return false, err
 	}

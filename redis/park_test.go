@@ -433,26 +433,6 @@ func TestWakeFunc(t *testing.T) {
 	}
 }
 
-// TestFIFOScriptsReachNoParking pins what keeps parking free for a queue
-// that never parks: its add, get and done scripts reach none of its
-// functions and keys. A parked key that add.lua or get.lua meets is left
-// to addopts.lua or promote.lua, which unpark it.
-func TestFIFOScriptsReachNoParking(t *testing.T) {
-	parking := []string{"unpark", "pending_token", "end_pending", "wake_park", "parked_count"}
-	for _, s := range []*script{doneScript, addScript, getScript, addOptsScript, promoteScript} {
-		unparks := s == addOptsScript || s == promoteScript
-		for _, fn := range parking {
-			defined := strings.Contains(s.src, "local function "+fn+"(")
-			assert.Equal(t, unparks && fn == "unpark", defined, "%s.lua defines %s", s.name, fn)
-		}
-		for _, k := range s.keys {
-			if !unparks {
-				assert.NotContains(t, []string{"parks", "waiters", "parked", "fired"}, keyParts[k], "%s.lua's keys", s.name)
-			}
-		}
-	}
-}
-
 // TestDelayedAddsOfParkedKeys checks with a fake clock how delayed adds
 // meet a park: AddWithOpts with After ends the park and the key waits for
 // its delay, as in the in-memory priority queue; an AddAfter ends the park

@@ -24,11 +24,11 @@ const maxPartitions = 256
 
 // partition is one part of a queue: a complete queue of its own, under
 // its own hash tag, holding the keys that partitionOf maps to it, with its
-// own scripts of concurrent calls and its own listener.
+// own calls of concurrent calls and its own listener.
 type partition struct {
 	index int
 	keys  queueKeys
-	// limit is addopts.lua's rate limit arguments: the per-key backoff
+	// limit is the addopts function's rate limit arguments: the per-key backoff
 	// whole, the bucket's rate and burst shared out between partitions.
 	limit []any
 
@@ -42,14 +42,14 @@ type partition struct {
 	// and parked its count of parked keys.
 	depth  atomic.Int64
 	parked atomic.Int64
-	// failures counts the get scripts in a row that failed for an outage,
+	// failures counts the get calls in a row that failed for an outage,
 	// the last at failedAt (Unix ns on the handle's clock): the partition
 	// is left out of Gets' rounds for backoff(failures-1) after it.
 	failures atomic.Int64
 	failedAt atomic.Int64
 	// probing is set while a Get looks at the partition after failures.
 	probing atomic.Bool
-	// orphans are nonces of get scripts of this partition whose reply was
+	// orphans are nonces of get calls of this partition whose reply was
 	// lost and whose Get left without sending them again: each may have
 	// leased a key that no one holds. A later Get here sends one instead
 	// of a new nonce, and so gets that grant, if there was one and its
@@ -64,7 +64,7 @@ type partition struct {
 }
 
 // retryIn reports whether a Get is to look at p at now: yes if its last
-// get script answered, else once its backoff has passed and no other Get
+// get call answered, else once its backoff has passed and no other Get
 // looks at it, and then probe is set: the Get must clear p.probing once
 // its look is over. If not, it returns how long to wait before asking
 // again.
@@ -87,7 +87,7 @@ func (p *partition) retryIn(now time.Time) (until time.Duration, look, probe boo
 // lost grant's key waits for its lease to expire.
 const maxOrphans = 1024
 
-// orphan records nonce, sent in a get script of p whose reply was lost,
+// orphan records nonce, sent in a get call of p whose reply was lost,
 // for a later Get to send again.
 func (p *partition) orphan(nonce string) {
 	p.orphansMu.Lock()
@@ -97,7 +97,7 @@ func (p *partition) orphan(nonce string) {
 	}
 }
 
-// nonce returns the nonce for a Get's next get script in p: an orphan,
+// nonce returns the nonce for a Get's next get call in p: an orphan,
 // if any is left, else a new one.
 func (p *partition) nonce() string {
 	p.orphansMu.Lock()
@@ -110,17 +110,17 @@ func (p *partition) nonce() string {
 	return newNonce()
 }
 
-// answered records that a get script of p succeeded.
+// answered records that a get call of p succeeded.
 func (p *partition) answered() {
 	if p.failures.Load() != 0 {
 		p.failures.Store(0)
 	}
 }
 
-// partitionFailed records that a get script of p failed with err, an
+// partitionFailed records that a get call of p failed with err, an
 // outage, logging the first failure in a row and every twentieth. It is
-// called once per script, not per Get the script served, so that one
-// failure of a script shared by many Gets backs off as one.
+// called once per script, not per Get the call served, so that one
+// failure of a call shared by many Gets backs off as one.
 func (q *Queue[T]) partitionFailed(p *partition, err error) {
 	p.failedAt.Store(q.clock.Now().UnixNano())
 	n := p.failures.Add(1)
@@ -130,7 +130,7 @@ func (q *Queue[T]) partitionFailed(p *partition, err error) {
 }
 
 // backoffFor returns how long p is left out of the Gets' rounds after its
-// last failed get script: the backoff of its failures in a row.
+// last failed get call: the backoff of its failures in a row.
 func (p *partition) backoffFor() time.Duration {
 	return backoff(int(max(p.failures.Load()-1, 0)))
 }
@@ -255,10 +255,10 @@ func (q *Queue[T]) part(key string) *partition {
 // first the cursor's, then the others whose last reported depth was
 // positive, then the rest, each group from the first onwards.
 //
-// The cursor moves on to the next partition when a get script of the
+// The cursor moves on to the next partition when a get call of the
 // cursor's partition starts (see runTakes), so that the Gets that come
-// while one runs share the next script there, where a cursor moved by each
-// Get would split them over the partitions into scripts that serve fewer
+// while one runs share the next call there, where a cursor moved by each
+// Get would split them over the partitions into calls that serve fewer
 // Gets each. Each partition is first in turn, so none starves, whatever
 // the depths say: a depth that this handle has not heard of for a while
 // is refreshed when its partition is first.
@@ -278,7 +278,7 @@ func (q *Queue[T]) roundOrder() []int {
 	return order
 }
 
-// turn moves the cursor on if it is at partition p, whose get script is
+// turn moves the cursor on if it is at partition p, whose get call is
 // about to run.
 func (q *Queue[T]) turn(p *partition) {
 	if c := q.cursor.Load(); int(c%uint64(len(q.parts))) == p.index {
@@ -313,10 +313,10 @@ func (q *Queue[T]) checkPartitions(ctx context.Context) error {
 	if q.partitionsChecked.Load() {
 		return nil
 	}
-	keys := append(q.parts[0].keys.of(partitionsScript), q.parts[0].keys.prefix+"partitions")
+	keys := q.parts[0].keys.fcall
 	// Replicated as the adds are, so that a failover cannot lose the
 	// recorded number while handles go on using the queue it describes.
-	res, err := q.runReplicated(ctx, keys, partitionsScript, len(q.parts))
+	res, err := q.runReplicated(ctx, keys, opPartitions, len(q.parts))
 	// Not replicated yet, the number stands on the primary: the call goes
 	// on (an add's own WAIT covers the number too, written before it), and
 	// the next call checks again until the replicas have it.
@@ -336,7 +336,7 @@ func (q *Queue[T]) checkPartitions(ctx context.Context) error {
 	return nil
 }
 
-// rateLimitArgs returns addopts.lua's rate limit arguments for one of n
+// rateLimitArgs returns the addopts function's rate limit arguments for one of n
 // partitions: the per-key backoff as configured, and a bucket of QPS/n
 // with a burst of Burst/n rounded up, so that the n buckets together
 // refill at QPS.
@@ -344,7 +344,7 @@ func (r RateLimit) rateLimitArgs(n int) []any {
 	share := r
 	share.QPS = r.QPS / float64(n)
 	share.Burst = (r.Burst + n - 1) / n
-	return share.scriptArgs()
+	return share.functionArgs()
 }
 
 // untilDue returns how long a Get waits at now for the first of the

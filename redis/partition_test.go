@@ -183,14 +183,15 @@ func TestPartitionsCheckReplicated(t *testing.T) {
 	for _, partitions := range []int{1, 3} {
 		t.Run(fmt.Sprint(partitions), func(t *testing.T) {
 			client := s.Client()
-			// Loaded, so that no pipeline is sent again after NOSCRIPT.
-			require.NoError(t, partitionsScript.Load(ctx, client).Err())
+			// Loaded, so that no pipeline is sent again for want of the
+			// library.
+			loadLibrary(t, client)
 			var mu sync.Mutex
 			waited := 0 // partitions scripts followed by a WAIT
 			client.AddHook(pipelineHook(func(cmds []redis.Cmder) {
 				for i := 1; i < len(cmds); i++ {
 					prev, cur := cmds[i-1].Args(), cmds[i].Args()
-					if len(prev) > 1 && prev[1] == partitionsScript.Hash() && cur[0] == "WAIT" {
+					if len(prev) > 1 && prev[0] == "fcall" && prev[1] == queueLibrary.fns[opPartitions] && cur[0] == "WAIT" {
 						mu.Lock()
 						waited++
 						mu.Unlock()
@@ -231,7 +232,7 @@ func TestPartitionedQueue(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	scripts := &scriptCounter{script: addScript}
+	scripts := &scriptCounter{script: opAdd}
 	client.AddHook(scripts)
 	opts := Options[string]{Partitions: 3, Clock: clk, LeaseDuration: time.Hour, RateLimit: &RateLimit{Base: 10 * time.Millisecond, Max: time.Minute, QPS: 3, Burst: 4}}
 	q := newTestQueue(t, client, opts)
@@ -388,8 +389,8 @@ func TestPartitionFailedOncePerScript(t *testing.T) {
 			client := s.Client()
 			release := make(chan struct{})
 			var q *Queue[string]
-			client.AddHook(scriptKeyHook{getScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
-				if key != q.parts[0].keys.of(getScript)[0] {
+			client.AddHook(scriptKeyHook{opGet, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
+				if key != q.parts[0].keys.fcall[0] {
 					return next(ctx, cmd)
 				}
 				<-release

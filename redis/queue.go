@@ -65,7 +65,9 @@ var (
 // for concurrent use.
 type Queue[T comparable] struct {
 	client redis.UniversalClient
-	name   string
+	// lib is the library whose functions the handle calls.
+	lib  *library
+	name string
 	// parts are the queue's partitions, indexed by partitionOf; one
 	// unless Options.Partitions says otherwise.
 	parts     []*partition
@@ -221,6 +223,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 	}
 	q := &Queue[T]{
 		client:       client,
+		lib:          queueLibrary,
 		name:         name,
 		handle:       newHandleID(),
 		codec:        codec,
@@ -289,7 +292,7 @@ func newNonce() string {
 	return hex.EncodeToString(b)
 }
 
-// now is the time the scripts use: the handle's clock when one was
+// now is the time the calls use: the handle's clock when one was
 // configured, else -1, which makes them read Redis's.
 func (q *Queue[T]) now() int64 {
 	if q.fakeTime {
@@ -368,11 +371,12 @@ func (q *Queue[T]) NumRequeuesContext(ctx context.Context, item T) (int, error) 
 	return n, err
 }
 
-// Len returns the number of items queued and ready, across every process;
-// items waiting for a delay, parked or being processed are not counted. On a
-// partitioned queue it sums the partitions' counts, each taken at its own
-// instant. It retries while Redis is unreachable and returns 0 once the
-// client is closed.
+// Len returns the number of items queued and ready, across every process:
+// an item whose After or rate-limit delay has ended is ready, whether or
+// not a Get has looked since; items still waiting for a delay, parked or
+// being processed are not counted. On a partitioned queue it sums the
+// partitions' counts, each taken at its own instant. It retries while
+// Redis is unreachable and returns 0 once the client is closed.
 func (q *Queue[T]) Len() int {
 	n, err := retryValue(q, "Len", q.LenContext)
 	if err != nil {
@@ -386,25 +390,50 @@ func (q *Queue[T]) LenContext(ctx context.Context) (int, error) {
 	if err := q.checkPartitions(ctx); err != nil {
 		return 0, err
 	}
-	lens := make([]*redis.IntCmd, 0, 2*len(q.parts))
-	if _, err := q.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, part := range q.parts {
-			lens = append(lens, p.LLen(ctx, part.keys.ready), p.ZCard(ctx, part.keys.prio))
-			if q.groups != nil {
-				lens = append(lens, p.ZCard(ctx, part.keys.blocked))
+	// Each call moves a bounded batch of a partition's due keys into its
+	// queue (see fn_len); a partition whose batch was full is looked at
+	// again, so that its count, from its last call, has them all.
+	pending := q.parts
+	for loaded := false; len(pending) > 0; {
+		cmds := make([]*redis.Cmd, len(pending))
+		_, err := q.client.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+			for i, p := range pending {
+				cmds[i] = pipe.FCall(ctx, q.lib.fns[opLen], p.keys.fcall, q.features(), q.now())
 			}
-			if q.nested != nil {
-				lens = append(lens, p.ZCard(ctx, part.keys.nest))
+			return nil
+		})
+		if lacksLibrary(err) {
+			if loaded {
+				return 0, q.lib.mismatch(err)
+			}
+			if err := q.lib.load(ctx, q.client); err != nil {
+				return 0, err
+			}
+			loaded = true
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		var left []*partition
+		for i, p := range pending {
+			r := replyReader{script: "len"}
+			reply := r.ints(cmds[i].Val(), 2, "the reply")
+			if r.err != nil {
+				return 0, r.err
+			}
+			p.depth.Store(reply[0])
+			if reply[1] == 1 {
+				left = append(left, p)
 			}
 		}
-		return nil
-	}); err != nil {
-		return 0, err
+		pending = left
 	}
 	var n int64
-	for _, l := range lens {
-		n += l.Val()
+	for _, p := range q.parts {
+		n += p.depth.Load()
 	}
+	q.metrics.setDepth(n)
 	return int(n), nil
 }
 

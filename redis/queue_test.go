@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -396,4 +397,104 @@ func assertNothingReady(t *testing.T, q *Queue[string]) {
 
 func queueNameOf(q *Queue[string]) string {
 	return q.name
+}
+
+// depthGauge is a MetricsProvider whose depth gauge keeps the last value
+// set; its other metrics are off.
+type depthGauge struct {
+	mu    sync.Mutex
+	value float64
+}
+
+func (g *depthGauge) Set(v float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.value = v
+}
+func (g *depthGauge) Inc() {}
+func (g *depthGauge) Dec() {}
+
+func (g *depthGauge) get() float64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.value
+}
+
+func (g *depthGauge) NewDepthMetric(string) workqueue.GaugeMetric            { return g }
+func (g *depthGauge) NewAddsMetric(string) workqueue.CounterMetric           { return nil }
+func (g *depthGauge) NewLatencyMetric(string) workqueue.HistogramMetric      { return nil }
+func (g *depthGauge) NewWorkDurationMetric(string) workqueue.HistogramMetric { return nil }
+func (g *depthGauge) NewRetriesMetric(string) workqueue.CounterMetric        { return nil }
+func (g *depthGauge) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return nil
+}
+func (g *depthGauge) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return nil
+}
+
+// TestLenCountsDueKeys: an item whose After or rate-limit delay has
+// ended is queued and ready, and Len and the depth gauge (refreshed by
+// the busy worker's lease extension) count it at once, while every
+// worker is busy and no Get looks, whichever handle asks, on plain,
+// sorted and partitioned queues.
+func TestLenCountsDueKeys(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	const due = 5
+	tests := []struct {
+		name  string
+		opts  Options[string]
+		delay func(q *Queue[string], key string)
+		other bool // Len asked through another handle than the adds'
+	}{
+		{name: "AddAfter", delay: func(q *Queue[string], key string) { q.AddAfter(key, time.Second) }},
+		{name: "AddAfter, another handle", other: true, delay: func(q *Queue[string], key string) { q.AddAfter(key, time.Second) }},
+		{name: "AddRateLimited", opts: Options[string]{RateLimit: &RateLimit{Base: time.Second, Max: time.Minute}},
+			delay: func(q *Queue[string], key string) { q.AddRateLimited(key) }},
+		{name: "AddWithOpts After, priority", other: true,
+			delay: func(q *Queue[string], key string) {
+				prio := 3
+				q.AddWithOpts(workqueue.AddOpts{After: time.Second, Priority: &prio}, key)
+			}},
+		{name: "Fairness", opts: Options[string]{Fairness: func(string) string { return "f" }},
+			delay: func(q *Queue[string], key string) { q.AddAfter(key, time.Second) }},
+		{name: "partitioned", opts: Options[string]{Partitions: 3}, other: true,
+			delay: func(q *Queue[string], key string) { q.AddAfter(key, time.Second) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+			gauges := []*depthGauge{{}, {}}
+			opts := tt.opts
+			opts.Clock, opts.LeaseDuration = clk, time.Hour
+			opts.MetricsProvider = gauges[0]
+			q := newTestQueue(t, client, opts)
+			opts.MetricsProvider = gauges[1]
+			other := newHandle(t, client, queueNameOf(q), opts)
+			looker, lookerGauge := q, gauges[0]
+			if tt.other {
+				looker, lookerGauge = other, gauges[1]
+			}
+			q.Add("busy")
+			require.Equal(t, "busy", getNow(t, q)) // every worker busy
+			for i := range due {
+				tt.delay(q, fmt.Sprint("k", i))
+			}
+			require.Equal(t, 0, looker.Len(), "Len before the delay ended")
+			clk.Step(time.Second)
+			// The extension of the busy worker's lease reports the depth
+			// of its item's partition: the due keys there.
+			q.extendLeases().Wait()
+			inPartition := 0
+			for i := range due {
+				if q.part(fmt.Sprint("k", i)) == q.part("busy") {
+					inPartition++
+				}
+			}
+			assert.Equal(t, float64(inPartition), gauges[0].get(), "depth gauge after a lease extension")
+			assert.Equal(t, due, looker.Len(), "Len once the delay ended")
+			assert.Equal(t, float64(due), lookerGauge.get(), "depth gauge after that Len")
+			q.Done("busy")
+		})
+	}
 }

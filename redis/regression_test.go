@@ -381,10 +381,9 @@ func TestLostGetReplyRecovered(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := s.Client()
-			// Loaded, so that the hook sees the EVALSHA that runs, not
-			// one that fails with NOSCRIPT before go-redis sends EVAL.
-			require.NoError(t, getScript.Load(context.Background(), client).Err())
-			require.NoError(t, cancelScript.Load(context.Background(), client).Err())
+			// Loaded, so that the hook sees the FCALL that runs, not one
+			// that fails for want of the library.
+			loadLibrary(t, client)
 			q := newTestQueue(t, client, Options[string]{Partitions: tt.partitions, LeaseDuration: time.Hour, Heartbeat: time.Hour})
 			// The first get script of partition 0 runs and loses its
 			// reply, as one whose connection is cut after it ran does.
@@ -393,8 +392,8 @@ func TestLostGetReplyRecovered(t *testing.T) {
 			if !tt.abandoned {
 				close(release)
 			}
-			client.AddHook(scriptKeyHook{getScript, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
-				if key != q.parts[0].keys.of(getScript)[0] || !lost.CompareAndSwap(false, true) {
+			client.AddHook(scriptKeyHook{opGet, func(ctx context.Context, cmd redis.Cmder, key string, next redis.ProcessHook) error {
+				if key != q.parts[0].keys.fcall[0] || !lost.CompareAndSwap(false, true) {
 					return next(ctx, cmd)
 				}
 				<-release
@@ -403,7 +402,7 @@ func TestLostGetReplyRecovered(t *testing.T) {
 				cmd.SetErr(io.ErrUnexpectedEOF)
 				return io.ErrUnexpectedEOF
 			}})
-			client.AddHook(scriptKeyHook{cancelScript, func(ctx context.Context, cmd redis.Cmder, _ string, next redis.ProcessHook) error {
+			client.AddHook(scriptKeyHook{opCancel, func(ctx context.Context, cmd redis.Cmder, _ string, next redis.ProcessHook) error {
 				<-release
 				return next(ctx, cmd)
 			}})
@@ -473,10 +472,8 @@ func TestGetContextCancelledWhileItsScriptRuns(t *testing.T) {
 			q := newTestQueue(t, client, Options[string]{Heartbeat: time.Hour})
 			other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{Heartbeat: time.Hour})
 			q.Add("k")
-			// Loaded, each script is one EVALSHA that the hook can order.
-			for _, sc := range []*script{getScript, cancelScript} {
-				require.NoError(t, sc.Load(context.Background(), s.Client()).Err())
-			}
+			// Loaded, each function is one FCALL that the hook can order.
+			loadLibrary(t, s.Client())
 			hook.armed.Store(true)
 
 			item, err := q.GetContext(ctx)
@@ -524,10 +521,10 @@ func (h *cancelRace) DialHook(next redis.DialHook) redis.DialHook { return next 
 func (h *cancelRace) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		switch {
-		case runsScript(cmd, cancelScript):
+		case runsScript(cmd, opCancel):
 			defer close(h.cancelRan)
 			return next(ctx, cmd)
-		case runsScript(cmd, getScript) && h.armed.CompareAndSwap(true, false):
+		case runsScript(cmd, opGet) && h.armed.CompareAndSwap(true, false):
 			if h.scriptFirst {
 				err := next(ctx, cmd)
 				h.cancelGet()
@@ -551,12 +548,7 @@ func (h *cancelRace) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return next
 }
 
-// runsScript reports whether cmd runs s, by its hash or its source.
-func runsScript(cmd redis.Cmder, s *script) bool {
-	args := cmd.Args()
-	if len(args) < 2 || (cmd.Name() != "evalsha" && cmd.Name() != "eval") {
-		return false
-	}
-	body, _ := args[1].(string)
-	return body == s.Hash() || body == s.src
+// runsScript reports whether cmd calls function o.
+func runsScript(cmd redis.Cmder, o op) bool {
+	return fcalls(cmd, o)
 }

@@ -29,7 +29,7 @@ func (q *Queue[T]) RemoveContext(ctx context.Context, item T) (bool, error) {
 		return false, err
 	}
 	p := q.part(key)
-	removed, err := q.runCalls(ctx, p, removeScript, 1, []any{key})
+	removed, err := q.runCalls(ctx, p, opRemove, 1, []any{key, q.now()})
 	if err != nil {
 		return false, err
 	}

@@ -5,14 +5,14 @@ import (
 	"fmt"
 )
 
-// errBadReply is wrapped by the error of a script whose reply has not the
-// shape the handle expects: a script from another version of this package
-// loaded under the same SHA cannot happen, so this means a proxy or a
-// server that answers otherwise than Redis. It is no outage: it is not
+// errBadReply is wrapped by the error of a function whose reply has not
+// the shape the handle expects: another version's library under this
+// version's name cannot happen, so this means a proxy or a server that
+// answers otherwise than Redis. It is no outage: it is not
 // retried by the methods that retry outages.
 var errBadReply = errors.New("workqueue: unexpected reply from Redis")
 
-// replyReader decodes a script's reply, whose elements go-redis gives as
+// replyReader decodes a function's reply, whose elements go-redis gives as
 // any, checking every type. The first mismatch is kept in err and later
 // reads return zero values, so that a caller reads the whole reply and
 // checks err once.
@@ -23,7 +23,7 @@ type replyReader struct {
 
 func (r *replyReader) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s script: %s", errBadReply, r.script, fmt.Sprintf(format, args...))
+		r.err = fmt.Errorf("%w: function %s: %s", errBadReply, r.script, fmt.Sprintf(format, args...))
 	}
 }
 

@@ -18,17 +18,17 @@ func TestReplyReader(t *testing.T) {
 	}{
 		{name: "ints", read: func(r *replyReader) { r.ints([]any{int64(1), int64(2)}, 2, "the reply") }},
 		{name: "not an array", read: func(r *replyReader) { r.ints("OK", 2, "the reply") },
-			wantErr: "add script: the reply is string, want an array"},
+			wantErr: "function add: the reply is string, want an array"},
 		{name: "too short", read: func(r *replyReader) { r.array([]any{int64(1)}, 3, "the reply") },
-			wantErr: "add script: the reply has 1 elements, want at least 3"},
+			wantErr: "function add: the reply has 1 elements, want at least 3"},
 		{name: "too long for ints", read: func(r *replyReader) { r.ints([]any{int64(1), int64(2), int64(3)}, 2, "the reply") },
-			wantErr: "add script: the reply has 3 elements, want 2"},
+			wantErr: "function add: the reply has 3 elements, want 2"},
 		{name: "not an integer", read: func(r *replyReader) { r.int("1", "depth") },
-			wantErr: "add script: depth is string, want an integer"},
+			wantErr: "function add: depth is string, want an integer"},
 		{name: "not a string", read: func(r *replyReader) { r.str(int64(1), "a key") },
-			wantErr: "add script: a key is int64, want a string"},
+			wantErr: "function add: a key is int64, want a string"},
 		{name: "the first error is kept", read: func(r *replyReader) { r.str(nil, "a key"); r.int(nil, "depth") },
-			wantErr: "add script: a key is <nil>, want a string"},
+			wantErr: "function add: a key is <nil>, want a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

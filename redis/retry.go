@@ -72,7 +72,7 @@ func (q *Queue[T]) sleepBackoff(attempt int, stop <-chan struct{}) bool {
 // out of memory, unable to persist or out of connections, a slot moved to
 // another node, a blocking command (WAIT) ended by the node's turning
 // replica, or an add that too few replicas acknowledged in time.
-// Errors of a script, of the arguments or of the codec, a closed client and
+// Errors of a call, of the arguments or of the codec, a closed client and
 // an ended context are not.
 func isOutage(err error) bool {
 	var netErr net.Error

@@ -15,9 +15,9 @@ import (
 )
 
 // TestRoundTripsWithBacklog checks that a worker draining a backlog sends
-// two round trips per key, its get and done scripts: the listener must
+// two round trips per key, its get and done calls: the listener must
 // not block on Redis for a Get that finds a key ready (it did, and took
-// the token the get script leaves while keys remain: 3.6 round trips per
+// the token the get call leaves while keys remain: 3.6 round trips per
 // key with one worker).
 func TestRoundTripsWithBacklog(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
@@ -38,9 +38,9 @@ func TestRoundTripsWithBacklog(t *testing.T) {
 		require.False(t, shutdown)
 		q.Done(item)
 	}
-	// The first get and done scripts are loaded with EVAL after EVALSHA
-	// fails, the connection's handshake sends one pipeline of CLIENT
-	// SETINFO, and the handle looks once at the queue's number of
+	// The library is loaded once (INFO and FUNCTION LOAD, after the first
+	// FCALL is refused), the connection's handshake sends one pipeline of
+	// CLIENT SETINFO, and the handle looks once at the queue's number of
 	// partitions.
 	require.LessOrEqual(t, sent.Load(), int64(2*keys+2+1+1), "round trips for %d Get+Done", keys)
 }
@@ -86,7 +86,7 @@ func TestRoundTripsBatched(t *testing.T) {
 	for i := range items {
 		items[i] = fmt.Sprint("batch", i)
 	}
-	scripts := &scriptCounter{script: addScript}
+	scripts := &scriptCounter{script: opAdd}
 	client.AddHook(scripts)
 	require.NoError(t, q.AddBatchContext(context.Background(), items))
 	batched := scripts.n.Load()
@@ -160,9 +160,9 @@ func TestRoundTripsPriorities(t *testing.T) {
 	}
 }
 
-// scriptCounter counts the runs of one script.
+// scriptCounter counts the calls of one function.
 type scriptCounter struct {
-	script *script
+	script op
 	n      atomic.Int64
 }
 
@@ -170,7 +170,7 @@ func (h *scriptCounter) DialHook(next redis.DialHook) redis.DialHook { return ne
 
 func (h *scriptCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if args := cmd.Args(); len(args) > 1 && args[0] == "evalsha" && args[1] == h.script.Hash() {
+		if fcalls(cmd, h.script) {
 			h.n.Add(1)
 		}
 		return next(ctx, cmd)

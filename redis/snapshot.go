@@ -11,7 +11,7 @@ import (
 )
 
 // maxSnapshotItems bounds the items of each kind one snapshot lists, so
-// that one script stays short however large n is.
+// that one call stays short however large n is.
 const maxSnapshotItems = 1000
 
 // Snapshot returns a view of the whole queue, across every handle, taken
@@ -128,14 +128,10 @@ func mergeSnapshots[T comparable](snaps []workqueue.Snapshot[T], n int) workqueu
 }
 
 // snapshotPartition returns the view of partition p at one instant (one
-// script), without ShuttingDown.
+// function call), without ShuttingDown.
 func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (workqueue.Snapshot[T], error) {
 	var snap workqueue.Snapshot[T]
-	s, args := q.script(snapshotScript), []any{q.now(), n}
-	if q.sorted() {
-		args = append(args, q.maxWait.Milliseconds())
-	}
-	res, err := s.Run(ctx, q.client, p.keys.of(s), args...).Result()
+	res, err := q.call(ctx, opSnapshot, p.keys.fcall, q.now(), n, q.maxWait.Milliseconds()).Result()
 	if err != nil {
 		return snap, err
 	}
@@ -188,7 +184,7 @@ func (q *Queue[T]) snapshotPartition(ctx context.Context, p *partition, n int) (
 	snap.WaitingForSlot = int(blocked)
 	listed := 0
 	// failed records the failure count of the next listed key, in the
-	// script's order: queued, in flight, delayed.
+	// call's order: queued, in flight, delayed.
 	failed := func(item T) {
 		if listed < len(failures) {
 			if s, ok := failures[listed].(string); ok {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Usage: callgrind.sh KEYS — runs fifocost with -keys KEYS against a fresh
 # redis-server under valgrind's callgrind, and prints the instructions the
-# server ran in all and in its scripts. Run from anywhere in the repository.
+# server ran in all and in the library's functions. Run from anywhere in the
+# repository.
 set -euo pipefail
 keys=${1:?usage: callgrind.sh KEYS}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,5 +18,5 @@ redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 wait "$pid" || true
 callgrind_annotate --inclusive=yes "$dir/out" 2>/dev/null |
   awk -v keys="$keys" '/PROGRAM TOTALS/ {gsub(",", "", $1); total=$1}
-    /:evalGenericCommand / {gsub(",", "", $1); scripts=$1}
-    END {printf "keys=%s instructions=%s scripts=%s\n", keys, total, scripts}'
+    /:fcallCommandGeneric / {gsub(",", "", $1); functions=$1}
+    END {printf "keys=%s instructions=%s functions=%s\n", keys, total, functions}'

@@ -3,13 +3,14 @@
 // time, then gets each and marks it done. Run it against a redis-server
 // under callgrind, once with -keys 1000 and once with -keys 0, and the
 // difference of the two runs' instructions over 1,000 is the server's
-// cost per key, without its start and the scripts' compiling:
+// cost per key, without its start and the library's loading:
 //
 //	redis/bench/cmd/fifocost/callgrind.sh 1000
 //	redis/bench/cmd/fifocost/callgrind.sh 0
 //
 // callgrind.sh needs valgrind and redis-server, and prints the total
-// instructions and those of the scripts (evalGenericCommand, inclusive).
+// instructions and those of the library's functions (fcallCommandGeneric,
+// inclusive).
 package main
 
 import (

@@ -63,7 +63,7 @@ func printPriorityTables(cfg config, redisVersion string, shapes []shape, res re
 		}
 		return strings.Join(parts, " / ")
 	}
-	fmt.Fprintf(w, "\nPer key, FIFO / priorities / asynq weighted / asynq strict: round trips counted by a go-redis hook in every worker process, and commands the server ran (INFO commandstats: the scripts' own commands, plus one per EVALSHA):\n\n")
+	fmt.Fprintf(w, "\nPer key, FIFO / priorities / asynq weighted / asynq strict: round trips counted by a go-redis hook in every worker process, and commands the server ran (INFO commandstats: the scripts' own commands, plus one per EVALSHA or FCALL):\n\n")
 	fmt.Fprintln(w, "| processes × workers | round trips per Add | per Get+Done | server commands |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|")
 	for _, sh := range shapes {

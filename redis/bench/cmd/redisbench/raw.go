@@ -54,8 +54,8 @@ func measureRaw(addr string, n int) (rawRates, error) {
 }
 
 // serverCommands returns how many commands the server ran since it
-// started, counted by INFO commandstats: those run by scripts included,
-// each script counting once more as its EVALSHA.
+// started, counted by INFO commandstats: those run by scripts and
+// functions included, each counting once more as its EVALSHA or FCALL.
 func serverCommands(ctx context.Context, client *redis.Client) (int64, error) {
 	info, err := client.Info(ctx, "commandstats").Result()
 	if err != nil {

@@ -1,10 +1,16 @@
--- Every script starts with the statements of this prelude that it uses,
--- and is sent only the keys those bind (see loadScript): the server runs
--- every statement of a script on each call, each function definition
--- included, and reads every key sent, so a script carries only what it
--- can reach. All of a queue's keys share one hash tag, so a script touches
--- one slot on Redis Cluster too.
+#!lua name=workqueue_v1
+-- The work queue's Redis Functions library: one function per operation,
+-- registered as the library's name and its own (workqueue_v1_get, ...), each headed by its
+-- arguments and reply, after the helpers they share. A queue's features
+-- are arguments, not variants of the code.
 --
+-- The library's name carries the version of the layout of the keys and
+-- of these functions' arguments: a release that changes either loads
+-- another library, under a new name, beside this one, so that the
+-- processes of two releases each call their own during a rolling upgrade.
+-- Two libraries share the keys of a queue: a new version must read the
+-- keys an older one wrote, or use other keys.
+
 -- The queued keys are handed out from two places: first those of PRIO
 -- with a priority above 0, then READY, then the rest of PRIO. READY is
 -- the list of the keys queued at priority 0, first in, first out. PRIO is
@@ -12,8 +18,7 @@
 -- priority negated, each member a 16-digit sequence number (see seq)
 -- followed by the key, so that each priority is first in, first out too.
 -- A queue that never uses priorities so runs a list's commands alone,
--- which cost the server less than a sorted set's, and its adds, through
--- add.lua, define none of PRIO's functions.
+-- which cost the server less than a sorted set's.
 -- STATE maps each key that is queued or processing to its state:
 --   SINCE              queued at priority 0 since then (ms), in READY
 --   "qSEQ PRIO/SINCE"  queued at priority PRIO, in PRIO (SEQ the 16
@@ -29,9 +34,9 @@
 -- PRIO's sequence numbers: "b" those put at the back of their priority,
 -- "f" at the front; and "w" that of parks.
 -- GRANTS maps the nonce of each lease's token to its key, so that a get
--- script sent again after its reply was lost returns the same grant, and
--- the nonce of a Get cancelled before its get script ran to a mark that
--- makes that script grant it nothing (cancel.lua).
+-- get call sent again after its reply was lost returns the same grant, and
+-- the nonce of a Get cancelled before its get call ran to a mark that
+-- makes that call grant it nothing (see fn_cancel).
 -- SINCE holds when each leased key was handed out, and ADDS counts the
 -- adds that queued or marked a key, for snapshots.
 --
@@ -47,7 +52,7 @@
 -- the parked state with the lease's token in place of the deadline, and
 -- counts only while the key's state is "p" or "pPRIO" and TOKEN its
 -- lease's (an add, a wake or a lost lease ends it; the record is dropped
--- by the next script that reads it). WAITERS holds, at score 0, a member
+-- by the next call that reads it). WAITERS holds, at score 0, a member
 -- LENGTH:EVENT NUM KEY for each event of each park of either kind, so
 -- that the members of one event sort in park order. FIRED maps each event
 -- woken to FENCE's value at its last wake: a lease whose token's number
@@ -96,41 +101,14 @@
 -- makes the scope's first key in NEST the head. So the first-level keys
 -- take turns, and within each its second-level keys.
 --
--- Lines that end in "-- fair only" are in the scripts of a sorted queue
--- (with Fairness, MaxWait, GroupLimits or NestedFairness) alone, those
--- that end in "-- groups only" in those of a queue with GroupLimits, and
--- "-- nested only" with NestedFairness (see loadScript).
---
--- One key a line, each bound to its name in keyParts (scripts.go): a
--- script is sent the keys it binds, in this order, numbered anew.
-local READY = KEYS[1]
-local STATE = KEYS[2]
-local DELAYED = KEYS[3]
-local LEASES = KEYS[4]
-local TOKENS = KEYS[5]
-local FENCE = KEYS[6]
-local SIGNAL = KEYS[7]
-local FAILS = KEYS[8]
-local BUCKET = KEYS[9]
-local GRANTS = KEYS[10]
-local SINCE = KEYS[11]
-local ADDS = KEYS[12]
-local DPRIO = KEYS[13]
-local SEQ = KEYS[14]
-local PRIO = KEYS[15]
-local PARKS = KEYS[16]
-local WAITERS = KEYS[17]
-local PARKED = KEYS[18]
-local FIRED = KEYS[19]
-local FLOWS = KEYS[20]
-local FAIR = KEYS[21]
-local AGES = KEYS[22]
-local GROUPS = KEYS[23]
-local INFLIGHT = KEYS[24]
-local BLOCKED = KEYS[25]
-local LIMITS = KEYS[26]
-local INNER = KEYS[27]
-local NEST = KEYS[28]
+
+-- The queue's keys, bound by begin at the start of each call, in this
+-- order (keyParts in functions.go).
+local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ, PRIO, PARKS, WAITERS, PARKED, FIRED, FLOWS, FAIR, AGES, GROUPS, INFLIGHT, BLOCKED, LIMITS, INNER, NEST
+-- ARGV is the running function's arguments; SORTED, GROUPED and NESTED
+-- its queue's features, from ARGV[1] (see begin).
+local ARGV
+local SORTED, GROUPED, NESTED = false, false, false
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -142,7 +120,9 @@ local function clock(ms)
 end
 
 -- The first byte of a state that is not queued at priority 0.
-local QUEUED, PROCESSING, MARKED, WAITING = string.byte('q'), string.byte('p'), string.byte('d'), string.byte('w')
+-- ("q", "p", "d" and "w": the library's top level runs where string is
+-- not defined.)
+local QUEUED, PROCESSING, MARKED, WAITING = 113, 112, 100, 119
 
 local function fmt(n) return string.format('%d', n) end
 
@@ -168,8 +148,8 @@ end
 -- seq returns the sequence number of a key put at the back of its
 -- priority in PRIO, or at the front if front is set: ORIGIN plus or minus
 -- a counter, as 16 digits, so that members sort in the order they were
--- put. Numbers for the back are reserved in blocks, one HINCRBY per script
--- mostly; the numbers a script leaves unused are skipped.
+-- put. Numbers for the back are reserved in blocks, one HINCRBY per call
+-- mostly; the numbers a call leaves unused are skipped.
 local ORIGIN, BLOCK = 1000000000000000, 64
 local next_seq, last_seq = 1, 0
 local function seq(front)
@@ -187,14 +167,14 @@ end
 -- depth is the number of keys queued, blocked ones included.
 local function depth()
   local n = redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
-  n = n + redis.call('ZCARD', BLOCKED) -- groups only
-  n = n + redis.call('ZCARD', NEST) -- nested only
+  if GROUPED then n = n + redis.call('ZCARD', BLOCKED) end
+  if NESTED then n = n + redis.call('ZCARD', NEST) end
   return n
 end
 
 -- leased_to reports whether key's lease is the one granted to nonce: its
 -- token ends with the nonce. A GRANTS entry that fails it is a cancelled
--- Get's mark (see cancel.lua).
+-- Get's mark (see fn_cancel).
 local function leased_to(key, nonce)
   local token = redis.call('HGET', TOKENS, key)
   return token ~= false and string.sub(token, -#nonce - 1) == ':' .. nonce
@@ -203,8 +183,8 @@ end
 -- signal leaves one token in SIGNAL, where idle processes block with BLPOP.
 -- One token is enough: a worker that takes a key and sees more ready passes
 -- the token on, so an add wakes one process instead of all of them. Once a
--- script has left it, nothing can take it before the script ends: the
--- script's later signals need no command.
+-- call has left it, nothing can take it before the call ends: the call's
+-- later signals need no command.
 local signalled = false
 local function signal()
   if signalled then return end
@@ -257,10 +237,10 @@ local FAIR_UNIT = 2520
 -- UNFAIR is the flow of every key of a queue with GroupLimits alone: its
 -- keys are queued in PRIO, first in first out, with no turns to keep.
 local UNFAIR = 's'
--- flow_of holds the flows a script was sent (addopts.lua), so that it
+-- flow_of holds the flows a call was sent (addopts), so that it
 -- does not read them back; fair_v and fair_e the number each priority's
--- keys start from and its epoch in this script, as no key is handed out
--- between two ranks of one script.
+-- keys start from and its epoch in this call, as no key is handed out
+-- between two ranks of one call.
 local flow_of, fair_v, fair_e = {}, {}, {}
 
 -- fair_state returns a flow's stored state, as numbers: next, queued and
@@ -329,10 +309,10 @@ local function fair_seq(key, prio)
     -- Keys waiting for a slot (see BLOCKED) keep their numbers: no epoch
     -- starts while they wait.
     local blocked = false
-    blocked = not head and redis.call('ZCARD', BLOCKED) > 0 -- groups only
+    if GROUPED then blocked = not head and redis.call('ZCARD', BLOCKED) > 0 end
     if not head and not blocked then
       local empty = redis.call('ZCARD', PRIO) == 0
-      empty = empty and redis.call('ZCARD', NEST) == 0 -- nested only
+      if NESTED then empty = empty and redis.call('ZCARD', NEST) == 0 end
       if empty then
         redis.call('DEL', FAIR)
         e = 0
@@ -368,12 +348,12 @@ local function fair_left(left, handed)
       local step, name = flow_step(flows[i])
       local prio = entry[2]
       flow_left('f' .. fmt(prio) .. ' ' .. name, 'v' .. fmt(prio), n, step, handed)
-      if handed then fair_v[prio] = nil end -- a head made later in this script starts after it
+      if handed then fair_v[prio] = nil end -- a head made later in this call starts after it
     end
   end
 end
 
--- inner_of holds the second-level keys a script was sent (addopts.lua).
+-- inner_of holds the second-level keys a call was sent (addopts).
 local inner_of = {}
 
 -- nested_flow returns the first-level key of a nested flow, a FLOWS
@@ -518,7 +498,7 @@ local function nest_rank(key, since, prio, flow)
   -- An empty queue starts every turn afresh, as fair_seq does for a flat
   -- one; fair_seq, which runs once the key is in NEST, does not see it.
   local empty = redis.call('ZCARD', PRIO) == 0 and redis.call('ZCARD', NEST) == 0
-  empty = empty and redis.call('ZCARD', BLOCKED) == 0 -- groups only
+  if GROUPED then empty = empty and redis.call('ZCARD', BLOCKED) == 0 end
   if empty then
     redis.call('DEL', FAIR)
     fair_v, fair_e = {}, {}
@@ -580,7 +560,7 @@ local function sweep_nested(field, kind, value, gone)
   end
 end
 
--- FAIR_SWEEP_AT is the size of FAIR past which each get script sweeps a
+-- FAIR_SWEEP_AT is the size of FAIR past which each get call sweeps a
 -- page of it.
 local FAIR_SWEEP_AT = 1024
 -- sweep_fair drops, once FAIR holds more than FAIR_SWEEP_AT fields, the
@@ -607,15 +587,15 @@ local function sweep_fair()
       local _, queued, after, epoch = fair_state(fields[i + 1], nil)
       if epoch ~= start[2] or (queued == 0 and after <= start[1]) then gone[#gone + 1] = field end
     end
-    sweep_nested(field, kind, fields[i + 1], gone) -- nested only
+    if NESTED then sweep_nested(field, kind, fields[i + 1], gone) end
   end
   if #gone > 0 then redis.call('HDEL', FAIR, unpack(gone)) end
   redis.call('HSET', FAIR, 'c', page[1])
 end
 
 -- GROUP_SCAN bounds the keys of groups without a free slot that one get
--- script passes over, in rounds of the keys it still needs; the rest is
--- left to the next (the script signals while keys are ready).
+-- call passes over, in rounds of the keys it still needs; the rest is
+-- left to the next (the call signals while keys are ready).
 local GROUP_SCAN = 64
 
 -- split_group returns the group and limit of a GROUPS value.
@@ -650,9 +630,9 @@ local function blocked_priority(rank)
 end
 
 -- UNBLOCK_MAX bounds the keys one call of unblock puts back, so that a
--- script stays short; those left are put back by the scripts that the
--- ends of the leases of the keys put back run, or by SetGroupLimit's
--- next call.
+-- call stays short; those left are put back by the calls that the ends
+-- of the leases of the keys put back make, or by SetGroupLimit's next
+-- call.
 local UNBLOCK_MAX = 256
 
 -- unblock puts back in PRIO, where they were, up to room of group's
@@ -676,8 +656,8 @@ local function unblock(group, room)
         local _, _, since = queued_state(redis.call('HGET', STATE, key))
         redis.call('ZADD', AGES, since, key)
       end
-      local outer = nested_flow(flow) -- nested only
-      if outer then redis.call('HINCRBY', FAIR, 'h' .. nest_scope(prio, outer), 1) end -- nested only
+      local outer = NESTED and nested_flow(flow)
+      if outer then redis.call('HINCRBY', FAIR, 'h' .. nest_scope(prio, outer), 1) end
     end
   end
   redis.call('ZADD', PRIO, unpack(ranked))
@@ -710,7 +690,7 @@ local function free_slot(key)
   fill_slots(group, stored, leased)
 end
 
--- slots caches, for one get script, the limit, leased count and keys
+-- slots caches, for one get call, the limit, leased count and keys
 -- granted of each group it met (see admit).
 local slots = {}
 
@@ -740,7 +720,7 @@ local function admit(key, prio, place, value)
   return true
 end
 
--- admit_all keeps, of the keys popped[from] on that a get script popped
+-- admit_all keeps, of the keys popped[from] on that a get call popped
 -- (with their priorities, prios, and numbers in PRIO, places), those that
 -- admit lets it hand out, in their order, and appends those of PRIO to
 -- left, for fair_left, and those of PRIO it passes over to gone; it
@@ -749,13 +729,13 @@ local function admit_all(popped, prios, places, from, left, gone)
   local n = #popped
   if n < from then return 0 end
   local groups = {}
-  groups = redis.call('HMGET', GROUPS, unpack(popped, from, n)) -- groups only
+  if GROUPED then groups = redis.call('HMGET', GROUPS, unpack(popped, from, n)) end
   local kept, passed = from - 1, 0
   for i = from, n do
     local key, prio, place = popped[i], prios[i], places[i]
     popped[i], prios[i], places[i] = nil, nil, nil
     local admitted = true
-    admitted = admit(key, prio, place, groups[i - from + 1]) -- groups only
+    if GROUPED then admitted = admit(key, prio, place, groups[i - from + 1]) end
     if admitted then
       kept = kept + 1
       popped[kept], prios[kept], places[kept] = key, prio, place
@@ -783,13 +763,13 @@ local function end_lease(key)
     redis.call('HDEL', GRANTS, string.sub(token, string.find(token, ':', 1, true) + 1))
     redis.call('HDEL', TOKENS, key)
   end
-  free_slot(key) -- groups only
+  if GROUPED then free_slot(key) end
   redis.call('ZREM', LEASES, key)
   redis.call('ZREM', SINCE, key)
 end
 
 -- note_flows writes the flows, groups and second-level fairness keys an
--- add script was sent, each add's fifth, sixth and seventh values from
+-- add call was sent, each add's fifth, sixth and seventh values from
 -- ARGV[from] on ("" for no group or second level), to FLOWS (and
 -- flow_of), GROUPS and INNER (and inner_of), before any add runs, so that
 -- each is known wherever its key goes.
@@ -806,11 +786,11 @@ local function note_flows(from, stride)
     end
   end
   if #flows > 0 then redis.call('HSET', FLOWS, unpack(flows)) end
-  if #groups > 0 then redis.call('HSET', GROUPS, unpack(groups)) end -- groups only
+  if GROUPED and #groups > 0 then redis.call('HSET', GROUPS, unpack(groups)) end
   if #inners > 0 then redis.call('HSET', INNER, unpack(inners)) end
 end
 
--- take_aged takes out of PRIO or NEST, for the get script, up to need
+-- take_aged takes out of PRIO or NEST, for the get call, up to need
 -- keys queued for longer than maxwait (ms) by now, the longest first, and
 -- appends them and their priorities to popped and prios, and sets the
 -- numbers of those of PRIO at the same indexes of places; it returns how
@@ -828,9 +808,9 @@ local function take_aged(now, maxwait, need, popped, prios, places)
       if redis.call('ZREM', PRIO, place .. key) == 1 then
         popped[#popped + 1], prios[#prios + 1], taken = key, prio, taken + 1
         places[#popped] = place
-      elseif nest_take(key, prio, place, true) then -- nested only
-        -- Out of NEST, it has no number in PRIO. -- nested only
-        popped[#popped + 1], prios[#prios + 1] = key, prio -- nested only
+      elseif NESTED and nest_take(key, prio, place, true) then
+        -- Out of NEST, it has no number in PRIO.
+        popped[#popped + 1], prios[#prios + 1] = key, prio
       end
     end
   end
@@ -847,30 +827,31 @@ local function forget_flows(keys)
   end
   if #gone > 0 then
     redis.call('HDEL', FLOWS, unpack(gone))
-    redis.call('HDEL', GROUPS, unpack(gone)) -- groups only
-    redis.call('HDEL', INNER, unpack(gone)) -- nested only
+    if GROUPED then redis.call('HDEL', GROUPS, unpack(gone)) end
+    if NESTED then redis.call('HDEL', INNER, unpack(gone)) end
   end
 end
 
 -- rank is enqueue at priority prio, in PRIO unless prio is 0 on a queue
 -- that is not sorted.
 local function rank(key, since, prio, front)
-  local n, aged, sorted = nil, false, false
-  if not front then -- fair only
-    flow_of[key] = flow_of[key] or redis.call('HGET', FLOWS, key) -- nested only
-    if nest_rank(key, since, prio, flow_of[key]) then return end -- nested only
-    n, aged = fair_seq(key, prio) -- fair only
-  end -- fair only
-  sorted = true -- fair only
+  local n, aged = nil, false
+  if SORTED and not front then
+    if NESTED then
+      flow_of[key] = flow_of[key] or redis.call('HGET', FLOWS, key)
+      if nest_rank(key, since, prio, flow_of[key]) then return end
+    end
+    n, aged = fair_seq(key, prio)
+  end
   if not n then
     -- A sorted queue puts a key at the front of priority 0 in PRIO too,
     -- so that each queued key has a number: one blocked for a slot (see
     -- admit) keeps its place.
-    if prio == 0 and not sorted then return enqueue(key, since, front) end
+    if prio == 0 and not SORTED then return enqueue(key, since, front) end
     n = seq(front)
   end
   redis.call('ZADD', PRIO, -prio, n .. key)
-  if aged then redis.call('ZADD', AGES, since, key) end -- fair only
+  if aged then redis.call('ZADD', AGES, since, key) end
   redis.call('HSET', STATE, key, 'q' .. n .. fmt(prio) .. '/' .. fmt(since))
   signal()
 end
@@ -894,10 +875,10 @@ end
 -- or BLOCKED.
 local function unqueue_sorted(key, prio, place, ranked)
   redis.call('ZREM', AGES, key)
-  if not ranked and nest_take(key, prio, place, false) then return end -- nested only
-  unqueue_grouped(key, prio, place, ranked) -- groups only
+  if NESTED and not ranked and nest_take(key, prio, place, false) then return end
+  if GROUPED then unqueue_grouped(key, prio, place, ranked) end
   fair_left({{key, prio, place}}, false)
-  if ranked then nest_gone(key, prio, place, false) end -- nested only
+  if NESTED and ranked then nest_gone(key, prio, place, false) end
 end
 
 -- unqueue takes key, queued with state, out of READY, PRIO, NEST or
@@ -906,7 +887,7 @@ local function unqueue(key, state)
   local place, prio = queued_state(state)
   if place then
     local ranked = redis.call('ZREM', PRIO, place .. key)
-    unqueue_sorted(key, prio, place, ranked == 1) -- fair only
+    if SORTED then unqueue_sorted(key, prio, place, ranked == 1) end
   else
     redis.call('LREM', READY, 1, key)
   end
@@ -915,8 +896,7 @@ end
 -- unpark forgets key's park, park (a parked key's state, or a record of
 -- PARKS), and returns the priority to queue it at; the caller sets its
 -- state or drops the record. A parked key's deadline's add is taken back,
--- unless an earlier add waits in its place. It is one function, so that
--- the scripts of adds define one function more for parks.
+-- unless an earlier add waits in its place.
 local function unpark(key, park)
   local slash = string.find(park, '/', 18, true)
   local bar = string.find(park, '|', slash, true)
@@ -942,9 +922,9 @@ end
 -- was already queued or marked. A key queued or marked at a priority
 -- below 0 is raised to 0: a queued one goes behind the keys queued at 0.
 -- A parked key is left as it is, and add returns 4: add_at adds it (it
--- ends the park), in a script that is sent the keys of parks. add_at is
--- the same at any priority; add is apart so that add.lua, of priority 0
--- alone, defines none of PRIO's functions, nor unpark.
+-- ends the park), through fn_addopts. add_at is the same at any
+-- priority; add is apart so that fn_add, of priority 0 alone on a queue
+-- that is not sorted, runs none of PRIO's commands.
 local function add(key, now)
   local state = redis.call('HGET', STATE, key)
   local kind = state and string.byte(state)
@@ -1136,35 +1116,38 @@ local function rate_limit(key, now, base, max, interval, burst)
   return math.ceil(wait)
 end
 
--- promote adds the delayed keys that are due and queues again, at the front
--- of their priority, the keys whose lease expired (their holder died or
--- lost Redis for longer than the lease). Whichever process runs it first
--- does it, once, because a script runs alone. A bounded batch keeps one
--- script short; what is left is promoted by the next call. Returns how
--- many leases were reclaimed. A due key that is parked (its deadline, or
--- an add after a delay) ends its park through unparks, unpark as
--- promote.lua passes it: without it promote returns nil at once, having
--- changed nothing, so that get.lua is sent none of the keys of parks.
+-- promote_due adds the delayed keys that are due, so that every depth a
+-- function reports, and Len, counts them as queued. Whichever process
+-- runs it first does it, once, because a function runs alone. A bounded
+-- batch keeps one call short; what is left is promoted by the next call.
+-- Returns whether it left some (its batch was full). A due key that is
+-- parked (its deadline, or an add after a delay) ends its park.
 local BATCH = 256
-local function promote(now, unparks)
+local function promote_due(now)
   local due = redis.call('ZRANGE', DELAYED, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
   if #due > 0 then
     local states = redis.call('HMGET', STATE, unpack(due))
-    for _, state in ipairs(states) do
-      if not unparks and state and string.byte(state) == WAITING then return nil end
-    end
     local prios = redis.call('HMGET', DPRIO, unpack(due))
     redis.call('ZREM', DELAYED, unpack(due))
     redis.call('HDEL', DPRIO, unpack(due))
     for i, key in ipairs(due) do
       local state = states[i]
       if state and string.byte(state) == WAITING then
-        unparks(key, state)
+        unpark(key, state)
         state = false
       end
       queue_at(key, now, tonumber(prios[i] or 0), state)
     end
   end
+  return #due == BATCH
+end
+
+-- promote is promote_due, then queues again, at the front of their
+-- priority, the keys whose lease expired (their holder died or lost Redis
+-- for longer than the lease), a bounded batch of them too. Returns how
+-- many leases were reclaimed.
+local function promote(now)
+  promote_due(now)
   local expired = redis.call('ZRANGE', LEASES, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
   for i = #expired, 1, -1 do
     local key = expired[i]
@@ -1174,3 +1157,747 @@ local function promote(now, unparks)
   end
   return #expired
 end
+
+-- begin binds the keys and arguments of a call, and starts the state
+-- that helpers keep for one call afresh: a library's locals outlive the
+-- call, unlike those of a script run by EVAL. Each key is the call's one
+-- KEYS, the prefix of the queue's keys, and its name in lower case. The
+-- prefix holds the queue's hash tag, so every key is in its slot, the one
+-- the call is routed to on a cluster: a call is sent one key rather than
+-- the 28, each of which costs the server about as much as a redis.call.
+-- prefix is the prefix whose keys are bound: a call on the same queue as
+-- the last one binds none anew.
+local prefix
+local function begin(keys, args)
+  local p = keys[1]
+  if p ~= prefix then
+    prefix = p
+    READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL =
+      p .. 'ready', p .. 'state', p .. 'delayed', p .. 'leases', p .. 'tokens', p .. 'fence', p .. 'signal'
+    FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ =
+      p .. 'fails', p .. 'bucket', p .. 'grants', p .. 'since', p .. 'adds', p .. 'dprio', p .. 'seq'
+    PRIO, PARKS, WAITERS, PARKED, FIRED, FLOWS, FAIR =
+      p .. 'prio', p .. 'parks', p .. 'waiters', p .. 'parked', p .. 'fired', p .. 'flows', p .. 'fair'
+    AGES, GROUPS, INFLIGHT, BLOCKED, LIMITS, INNER, NEST =
+      p .. 'ages', p .. 'groups', p .. 'inflight', p .. 'blocked', p .. 'limits', p .. 'inner', p .. 'nest'
+  end
+  ARGV = args
+  local features = tonumber(args[1])
+  SORTED, GROUPED, NESTED = features % 2 == 1, features % 4 >= 2, features % 8 >= 4
+  next_seq, last_seq, signalled = 1, 0, false
+  -- Only the helpers of a sorted queue read these.
+  if SORTED then flow_of, fair_v, fair_e, inner_of, slots = {}, {}, {}, {}, {} end
+end
+
+-- Every function below is called with one key, the prefix of the keys
+-- of one queue (or one partition of it), and the queue's features as
+-- ARGV[1]: 1 sorted (Fairness, MaxWait, GroupLimits or
+-- NestedFairness: every key in PRIO with a flow), plus 2 with
+-- GroupLimits, plus 4 with NestedFairness. Its header says what follows.
+
+-- add: ARGV[2] now, then one key, delay (ms) pair per add at priority 0,
+-- run in order after promoting the due keys (see promote_due): Add when delay <= 0, else AddAfter, the earlier of two
+-- ready times winning. For a queue that is not sorted, whose adds at
+-- priority 0 need none of PRIO's work; addopts takes every other add.
+-- Reply: {depth, outcome of each add}: as the helper add's, or 3 for a
+-- key put to wait; 4, for a parked key, is no add: the caller adds it
+-- again with addopts. Adds of more than one key (an AddBatch's among
+-- them) are all 4 if one key is parked, and nothing is changed, so that
+-- addopts makes them take effect together.
+local function fn_add(keys, args)
+  begin(keys, args)
+  local now = clock(ARGV[2])
+  promote_due(now)
+  local reply = {0}
+  if #ARGV > 4 then
+    local queued = {}
+    for i = 3, #ARGV, 2 do queued[#queued + 1] = ARGV[i] end
+    for _, state in ipairs(redis.call('HMGET', STATE, unpack(queued))) do
+      if state and string.byte(state) == WAITING then
+        for i = 3, #ARGV, 2 do reply[#reply + 1] = 4 end
+        reply[1] = depth()
+        return reply
+      end
+    end
+  end
+  for i = 3, #ARGV, 2 do
+    local key, wait = ARGV[i], tonumber(ARGV[i + 1])
+    if wait <= 0 then
+      reply[#reply + 1] = add(key, now)
+    else
+      delay(key, now + wait, 0)
+      reply[#reply + 1] = 3
+    end
+  end
+  reply[1] = depth()
+  return reply
+end
+
+-- addopts: ARGV[2] now, ARGV[3..6] the rate limit (base and max in ms,
+-- interval in ms between tokens or 0 for no bucket, burst), then per add,
+-- run in order after promoting the due keys (see promote_due): key,
+-- delay (ms), priority and rule, and on a sorted queue
+-- three more, the key's "STEP FLOW" for FLOWS, "LIMIT GROUP" for GROUPS
+-- and "STEP NAME" for INNER ("" for none). Rule 0 is Add and AddAfter:
+-- added at once when delay <= 0, else after it, the earlier of two ready
+-- times winning; rule 1 is AddWithOpts's add_once. Rule plus 2 counts a
+-- failure first and delays by the shorter of the delay, when positive,
+-- and rate_limit's; rule 1 plus 4 makes the delay replace the one the key
+-- waits for (Reschedule).
+-- Reply: {depth, outcome of each add}: as add's, or 3 for a key put to
+-- wait.
+local function fn_addopts(keys, args)
+  begin(keys, args)
+  local now = clock(ARGV[2])
+  promote_due(now)
+  local base, max, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+  local reply = {0}
+  local stride = 4
+  if SORTED then
+    stride = 7
+    note_flows(7, stride)
+  end
+  for i = 7, #ARGV, stride do
+    local key, wait, prio, rule = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+    local rescheduled = rule >= 4
+    if rescheduled then rule = rule - 4 end
+    if rule >= 2 then
+      rule = rule - 2
+      local limited = rate_limit(key, now, base, max, interval, burst)
+      if wait <= 0 or limited < wait then wait = limited end
+    end
+    if rule == 1 then
+      reply[#reply + 1] = add_once(key, now, prio, wait, rescheduled)
+    elseif wait <= 0 then
+      reply[#reply + 1] = add_at(key, now, prio)
+    else
+      delay(key, now + wait, prio)
+      reply[#reply + 1] = 3
+    end
+  end
+  reply[1] = depth()
+  return reply
+end
+
+-- get: ARGV[2] now, ARGV[3] lease (ms), ARGV[4] MaxWait (ms, 0 for none),
+-- then one nonce per waiting Get. First promotes (see promote). Hands
+-- each Get the next ready key (with MaxWait, the keys queued for longer
+-- than it first, the longest first; then the highest priority first,
+-- first in first out within one; with GroupLimits, of a group with a free
+-- slot), under a lease of its own with a fencing token: the next number
+-- of FENCE and that Get's random nonce. The nonce keeps a token unique
+-- even if Redis restarts from a file that lost the last INCRs (AOF
+-- everysec, or a replica promoted): a holder from before the restart
+-- cannot end a lease granted after it.
+-- Reply: {depth (blocked keys included), reclaimed, wait, grant of each
+-- Get}: a grant is {key, token, queued for (ms), priority}, or 0 when
+-- nothing was ready for that Get. wait is the time until the next delayed
+-- key is due, at least 1 (more may be due than one promote moves), or -1
+-- if none waits; it is 0 when every Get got a key. Lease expiry is no
+-- reason to wake: the heartbeat finds expired leases, where every idle
+-- Get waking at each expiry time would run this function about every two
+-- thirds of a lease.
+--
+-- The keys popped are distinct (a key is queued once), so the writes of
+-- all the grants are gathered into one command per hash and sorted set.
+local function fn_get(keys, args)
+  begin(keys, args)
+  local now, lease, maxwait = clock(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  local reclaimed = promote(now)
+  local nonces = {}
+  for i = 5, #ARGV do nonces[#nonces + 1] = ARGV[i] end
+  -- A Get whose nonce has a grant already ran this function and lost the
+  -- reply: it gets the same grant again, instead of a second lease nobody
+  -- would hold. One whose nonce was cancelled gets nothing.
+  local granted = redis.call('HMGET', GRANTS, unpack(nonces))
+  local need = 0
+  for i = 1, #nonces do
+    if not granted[i] then need = need + 1 end
+  end
+  -- ranked counts the keys in PRIO, so that the depth needs no second ZCARD.
+  local ranked = redis.call('ZCARD', PRIO)
+  -- popped are the keys taken, in hand-out order, prios their priorities:
+  -- with MaxWait those waiting longer (aged), then PRIO's above 0 (high),
+  -- READY's, then PRIO's below 0 (low). With GroupLimits, a key whose
+  -- group has no free slot is passed over (see admit), and more are popped
+  -- in its place, up to GROUP_SCAN in all; with NestedFairness one is
+  -- popped a round, as the head that moves up may come before the others.
+  -- A queue that is not sorted pops in one round.
+  local popped, prios = {}, {}
+  if need > 0 then
+    -- left are the keys handed out from PRIO, {key, priority, number}, for
+    -- the turns of their flows, gone those passed over, and places the
+    -- numbers in PRIO of the keys popped (none for those of READY).
+    local places, scan, wanted = {}, 0, need
+    repeat
+      local from, want, left, gone = #popped + 1, need - #popped, {}, {}
+      -- round is how many keys are to be popped once this round ends.
+      local round = need
+      if NESTED then round = #popped + 1 end
+      if SORTED and ranked > 0 then ranked = ranked - take_aged(now, maxwait, want, popped, prios, places) end
+      local taken = #popped
+      if ranked > 0 and taken < round then
+        local high = redis.call('ZRANGE', PRIO, '-inf', '(0', 'BYSCORE', 'LIMIT', 0, round - taken, 'WITHSCORES')
+        for i = 1, #high, 2 do popped[#popped + 1], prios[#prios + 1] = high[i], -tonumber(high[i + 1]) end
+        if #popped > taken then redis.call('ZREM', PRIO, unpack(popped, taken + 1)) end
+      end
+      for i = taken + 1, #popped do
+        places[i] = string.sub(popped[i], 1, 16)
+        popped[i] = string.sub(popped[i], 17)
+      end
+      ranked = ranked - (#popped - taken)
+      if #popped < round then
+        for _, key in ipairs(redis.call('LPOP', READY, round - #popped) or {}) do
+          popped[#popped + 1], prios[#prios + 1] = key, 0
+        end
+      end
+      if ranked > 0 and #popped < round then
+        local low = redis.call('ZPOPMIN', PRIO, round - #popped)
+        for i = 1, #low, 2 do
+          popped[#popped + 1], prios[#prios + 1] = string.sub(low[i], 17), -tonumber(low[i + 1])
+          places[#popped] = string.sub(low[i], 1, 16)
+        end
+        ranked = ranked - #low / 2
+      end
+      local passed, heads, more = 0, 0, false
+      if SORTED then
+        if maxwait > 0 and #popped > taken then redis.call('ZREM', AGES, unpack(popped, taken + 1)) end
+        passed = admit_all(popped, prios, places, from, left, gone)
+        fair_left(left, true)
+        -- The heads of nested fairness keys that left PRIO make way for
+        -- their next keys, which this call may hand out too.
+        if NESTED then
+          heads = nest_heads(left, true) + nest_heads(gone, false)
+          more = #popped >= from and #popped < wanted
+        end
+        ranked = ranked + heads
+        scan = scan + passed
+      end
+    until #popped >= wanted or (passed == 0 and heads == 0 and not more) or scan >= GROUP_SCAN
+    if GROUPED then take_slots() end
+    if SORTED then sweep_fair() end
+  end
+  local since, fence = {}, 0
+  if #popped > 0 then
+    since = redis.call('HMGET', STATE, unpack(popped))
+    fence = redis.call('INCRBY', FENCE, #popped) - #popped
+  end
+  local reply = {0, reclaimed, 0}
+  local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
+  local j = 0
+  for i, nonce in ipairs(nonces) do
+    if granted[i] then
+      -- Its grant stands if the key's lease is still the nonce's (see
+      -- leased_to, whose token this needs too).
+      local token = redis.call('HGET', TOKENS, granted[i])
+      if token and string.sub(token, -#nonce - 1) == ':' .. nonce then
+        local state = redis.call('HGET', STATE, granted[i])
+        reply[#reply + 1] = {granted[i], token, 0, state and state_priority(state) or 0}
+      else
+        -- The Get was cancelled first (see cancel): it takes nothing.
+        redis.call('HDEL', GRANTS, nonce)
+        reply[#reply + 1] = 0
+      end
+    elseif j < #popped then
+      j = j + 1
+      local key, prio = popped[j], prios[j]
+      local _, _, queued = queued_state(since[j])
+      local token = (fence + j) .. ':' .. nonce
+      states[#states + 1], states[#states + 2] = key, tagged('p', prio)
+      tokens[#tokens + 1], tokens[#tokens + 2] = key, token
+      grants[#grants + 1], grants[#grants + 2] = nonce, key
+      leases[#leases + 1], leases[#leases + 2] = now + lease, key
+      starts[#starts + 1], starts[#starts + 2] = now, key
+      reply[#reply + 1] = {key, token, now - queued, prio}
+    else
+      reply[#reply + 1] = 0
+    end
+  end
+  if j > 0 then
+    redis.call('HSET', STATE, unpack(states))
+    redis.call('HSET', TOKENS, unpack(tokens))
+    redis.call('HSET', GRANTS, unpack(grants))
+    redis.call('ZADD', LEASES, unpack(leases))
+    redis.call('ZADD', SINCE, unpack(starts))
+  end
+  if j < need then
+    local wait = -1
+    local delayed = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
+    if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end
+    reply[3] = wait
+  end
+  local left = redis.call('LLEN', READY) + ranked
+  if left > 0 then signal() end
+  if GROUPED then left = left + redis.call('ZCARD', BLOCKED) end
+  if NESTED then left = left + redis.call('ZCARD', NEST) end
+  reply[1] = left
+  return reply
+end
+
+-- done: ARGV[2] now, then one key, token pair per Done, run in order.
+-- Ends each lease that its token still holds, freeing its group's slot; a
+-- key marked while it was processed is queued again at the back of the
+-- priority of its mark (by fair_seq's rule on a sorted queue), and one
+-- left idle loses its flow.
+-- Reply: {-1, outcome of each Done}: 1 queued again, 0 idle, -1 the
+-- lease was lost (it expired and was reclaimed, or an earlier Done of
+-- this call ended it): nothing changed for that key. The -1 stands for a
+-- depth it does not report, which would cost it two commands and a
+-- promote_due: the worker's next Get reports one.
+--
+-- The reads and the writes of all the Dones are gathered into one command
+-- per hash and sorted set; ended keeps a key's second Done in one call
+-- from reading what its first changed.
+local function fn_done(keys, args)
+  begin(keys, args)
+  local now = clock(ARGV[2])
+  local dones = {}
+  for i = 3, #ARGV, 2 do dones[#dones + 1] = ARGV[i] end
+  local tokens = redis.call('HMGET', TOKENS, unpack(dones))
+  local states = redis.call('HMGET', STATE, unpack(dones))
+  local reply = {0}
+  local ended, forget, grants, requeue, ranked, queued, idle, fairly = {}, {}, {}, {}, {}, {}, {}, {}
+  for i, key in ipairs(dones) do
+    local token = ARGV[2 * i + 2]
+    if ended[key] or tokens[i] ~= token then
+      reply[#reply + 1] = -1
+    else
+      ended[key] = true
+      forget[#forget + 1] = key
+      if GROUPED then free_slot(key) end
+      grants[#grants + 1] = string.sub(token, string.find(token, ':', 1, true) + 1)
+      if states[i] and string.byte(states[i]) == MARKED then
+        local prio = state_priority(states[i])
+        if SORTED then
+          fairly[#fairly + 1] = {key, prio}
+        elseif prio == 0 then
+          requeue[#requeue + 1] = key
+          queued[#queued + 1], queued[#queued + 2] = key, now
+        else
+          local n = seq(false)
+          ranked[#ranked + 1], ranked[#ranked + 2] = -prio, n .. key
+          queued[#queued + 1], queued[#queued + 2] = key, 'q' .. n .. fmt(prio) .. '/' .. fmt(now)
+        end
+        reply[#reply + 1] = 1
+      else
+        idle[#idle + 1] = key
+        reply[#reply + 1] = 0
+      end
+    end
+  end
+  if #forget > 0 then
+    redis.call('HDEL', GRANTS, unpack(grants))
+    redis.call('HDEL', TOKENS, unpack(forget))
+    redis.call('ZREM', LEASES, unpack(forget))
+    redis.call('ZREM', SINCE, unpack(forget))
+  end
+  if #requeue > 0 then redis.call('RPUSH', READY, unpack(requeue)) end
+  if #ranked > 0 then redis.call('ZADD', PRIO, unpack(ranked)) end
+  if #queued > 0 then
+    redis.call('HSET', STATE, unpack(queued))
+    signal()
+  end
+  for _, again in ipairs(fairly) do rank(again[1], now, again[2], false) end
+  if #idle > 0 then
+    redis.call('HDEL', STATE, unpack(idle))
+    if SORTED then forget_flows(idle) end
+  end
+  reply[1] = -1
+  return reply
+end
+
+-- extend: ARGV[2] now, ARGV[3] lease (ms), then key, token pairs.
+-- Promotes the due keys (see promote_due), so that the depth it reports
+-- counts them while every worker is busy and no Get looks, and extends
+-- each lease that its token still holds.
+-- Reply: {depth, the keys whose lease was lost, ...}.
+local function fn_extend(keys, args)
+  begin(keys, args)
+  local now, lease = clock(ARGV[2]), tonumber(ARGV[3])
+  promote_due(now)
+  local lost = {0}
+  for i = 4, #ARGV, 2 do
+    if redis.call('HGET', TOKENS, ARGV[i]) == ARGV[i + 1] then
+      redis.call('ZADD', LEASES, 'XX', now + lease, ARGV[i])
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+  lost[1] = depth()
+  return lost
+end
+
+-- signal: no more ARGV. Puts back a wakeup token that a process took
+-- while none of its workers was waiting any more, so that another
+-- process's worker gets it.
+-- Reply: 1.
+local function fn_signal(keys, args)
+  begin(keys, args)
+  signal()
+  return 1
+end
+
+-- release: ARGV[2] now, ARGV[3] key, ARGV[4] token. Gives a lease back
+-- unused: the key goes to the front of its priority, as a reclaimed one
+-- does, a mark to queue it again included. For a Get that took a key its
+-- caller will never see.
+-- Reply: 1 if the lease was still the token's, else 0.
+local function fn_release(keys, args)
+  begin(keys, args)
+  local now, key = clock(ARGV[2]), ARGV[3]
+  if redis.call('HGET', TOKENS, key) ~= ARGV[4] then return 0 end
+  local state = redis.call('HGET', STATE, key)
+  end_lease(key)
+  rank(key, now, state and state_priority(state) or 0, true)
+  return 1
+end
+
+-- cancel: ARGV[2] nonce. For a Get whose context ended while its get
+-- call, sent with nonce, had not answered: whichever of the two runs
+-- first wins. If get ran and leased a key for nonce, the Get is to hand
+-- it out; else nonce is marked in GRANTS with a value no lease of nonce
+-- has, so that get grants nothing to it when it runs.
+-- Reply: {key} if get leased key to nonce, else 0.
+local function fn_cancel(keys, args)
+  begin(keys, args)
+  local nonce = ARGV[2]
+  local key = redis.call('HGET', GRANTS, nonce)
+  if key then
+    if leased_to(key, nonce) then return {key} end
+    return 0
+  end
+  redis.call('HSET', GRANTS, nonce, '')
+  return 0
+end
+
+-- remove: ARGV[2] key, ARGV[3] now. First promotes the due keys (see
+-- promote_due). Remove: forgets key's failures and takes back what
+-- the queue holds of it: its waiting add, its place in the queue, its
+-- park, or its mark to be queued again at Done or the park its holder
+-- asked for (it stays leased to its holder), and its flow if it is left
+-- idle.
+-- Reply: {depth, 1 if it took anything, else 0}.
+local function fn_remove(keys, args)
+  begin(keys, args)
+  local key = ARGV[2]
+  promote_due(clock(ARGV[3]))
+  redis.call('HDEL', FAILS, key)
+  local _, took = take_delayed(key)
+  local state = redis.call('HGET', STATE, key)
+  if state then
+    local kind = string.byte(state)
+    if kind == WAITING then
+      unpark(key, state)
+      redis.call('HDEL', STATE, key)
+      took = true
+    elseif kind == MARKED then
+      redis.call('HSET', STATE, key, 'p' .. string.sub(state, 2))
+      took = true
+    elseif kind ~= PROCESSING then
+      unqueue(key, state)
+      redis.call('HDEL', STATE, key)
+      took = true
+    end
+  end
+  if end_pending(key, nil, state, false) then took = true end
+  if SORTED and redis.call('HEXISTS', STATE, key) == 0 then forget_flows({key}) end
+  return {depth(), took and 1 or 0}
+end
+
+-- snapshot: ARGV[2] now, ARGV[3] n, ARGV[4] MaxWait (ms, 0 for none). The
+-- whole queue at one instant, for an inspector, after promoting the due
+-- keys (see promote_due).
+-- Reply: {now, depth, the first n queued keys, leased count, the n
+-- longest leased keys with when they were handed out and whether they
+-- are marked, delayed count, the n first delayed keys with their ready
+-- times, adds, the failure counts of every key listed, in the order
+-- listed, parked count, the n keys parked longest with when they were
+-- parked, and the events of each, encoded as in their state, the blocked
+-- count (see GroupLimits)}.
+local function fn_snapshot(keys, args)
+  begin(keys, args)
+  local now, n, maxwait = clock(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+  promote_due(now)
+  -- The queued keys in hand-out order: with MaxWait those queued longer
+  -- (aged), the longest first; then PRIO above 0, READY, PRIO at 0 (on a
+  -- sorted queue) and below.
+  local queued, aged, agedCount = {}, {}, 0
+  if maxwait > 0 and n > 0 then
+    for _, key in ipairs(redis.call('ZRANGE', AGES, '-inf', now - maxwait, 'BYSCORE', 'LIMIT', 0, n)) do
+      queued[#queued + 1], aged[key] = key, true
+    end
+    agedCount = #queued
+  end
+  local function ranked(min, max)
+    if #queued >= n then return end
+    -- As many more as there are aged keys, which are listed already.
+    for _, member in ipairs(redis.call('ZRANGE', PRIO, min, max, 'BYSCORE', 'LIMIT', 0, n - #queued + agedCount)) do
+      local key = string.sub(member, 17)
+      if #queued < n and not aged[key] then queued[#queued + 1] = key end
+    end
+  end
+  ranked('-inf', '(0')
+  if #queued < n then
+    for _, key in ipairs(redis.call('LRANGE', READY, 0, n - #queued - 1)) do queued[#queued + 1] = key end
+  end
+  ranked('0', '+inf')
+  local leased = redis.call('ZRANGE', SINCE, 0, n - 1, 'WITHSCORES')
+  local marked = {}
+  for i = 1, #leased, 2 do
+    marked[#marked + 1] = string.byte(redis.call('HGET', STATE, leased[i]) or '') == MARKED and 1 or 0
+  end
+  -- A parked key's deadline waits in DELAYED too: the delayed keys listed
+  -- and counted are the others, looked for in a bounded number of reads.
+  local delayed = {}
+  for from = 0, 15 * n, n do
+    if n == 0 or #delayed >= 2 * n then break end
+    local chunk = redis.call('ZRANGE', DELAYED, from, from + n - 1, 'WITHSCORES')
+    if #chunk == 0 then break end
+    local chunkKeys = {}
+    for i = 1, #chunk, 2 do chunkKeys[#chunkKeys + 1] = chunk[i] end
+    local states = redis.call('HMGET', STATE, unpack(chunkKeys))
+    for i, key in ipairs(chunkKeys) do
+      if #delayed < 2 * n and string.byte(states[i] or '') ~= WAITING then
+        delayed[#delayed + 1], delayed[#delayed + 2] = key, chunk[2 * i]
+      end
+    end
+  end
+  local parked = {}
+  if n > 0 then parked = redis.call('ZRANGE', PARKED, 0, n - 1, 'WITHSCORES') end
+  local events = {}
+  for i = 1, #parked, 2 do
+    local state = redis.call('HGET', STATE, parked[i]) or ''
+    events[#events + 1] = string.sub(state, (string.find(state, '|', 18, true) or #state) + 1)
+  end
+  local listed = {}
+  for _, key in ipairs(queued) do listed[#listed + 1] = key end
+  for i = 1, #leased, 2 do listed[#listed + 1] = leased[i] end
+  for i = 1, #delayed, 2 do listed[#listed + 1] = delayed[i] end
+  for i = 1, #parked, 2 do listed[#listed + 1] = parked[i] end
+  local failures = {}
+  if #listed > 0 then failures = redis.call('HMGET', FAILS, unpack(listed)) end
+  local parks = parked_count()
+  return {now, depth(), queued, redis.call('ZCARD', LEASES), leased, marked,
+    redis.call('ZCARD', DELAYED) - parks, delayed, tonumber(redis.call('GET', ADDS) or 0), failures,
+    parks, parked, events, redis.call('ZCARD', BLOCKED)}
+end
+
+-- partitions: called on partition 0's prefix; ARGV[2] the caller's
+-- number of partitions. Records it for a
+-- new queue. A queue used before any handle recorded a number (one made
+-- before partitions existed) has one.
+-- Reply: the queue's number of partitions.
+local function fn_partitions(keys, args)
+  begin(keys, args)
+  local META = keys[1] .. 'partitions'
+  local n = redis.call('GET', META)
+  if n then return tonumber(n) end
+  if tonumber(ARGV[2]) ~= 1 and redis.call('EXISTS', READY, STATE, DELAYED, LEASES, FAILS, ADDS, PRIO) > 0 then
+    return 1
+  end
+  redis.call('SET', META, ARGV[2])
+  return tonumber(ARGV[2])
+end
+
+-- park: ARGV[2] key, ARGV[3] token, then the events. Park: the holder of
+-- key's lease of token asks that its Done park the key until one of the
+-- events; the park replaces one it asked for before.
+-- Reply: 1 if the park is recorded (PARKS), to take effect at Done; 2 if
+-- one of the events was woken since the lease was granted, which may have
+-- changed what the holder read, so the key is marked to be queued again
+-- at Done instead; 0 if the key was added since its Get, or an earlier
+-- park of it woken, and is queued again at Done anyway; -1 if the lease
+-- is not token's.
+local function fn_park(keys, args)
+  begin(keys, args)
+  local key, token = ARGV[2], ARGV[3]
+  if redis.call('HGET', TOKENS, key) ~= token then return -1 end
+  local state = redis.call('HGET', STATE, key)
+  if string.byte(state) ~= PROCESSING then return 0 end
+  end_pending(key, nil, state, false)
+  if #ARGV > 3 then
+    -- The lease was granted when FENCE reached the token's number, so a
+    -- wake that recorded that number or more came after the grant.
+    local number = tonumber(string.sub(token, 1, string.find(token, ':', 1, true) - 1))
+    for _, fired in ipairs(redis.call('HMGET', FIRED, unpack(ARGV, 4))) do
+      if fired and tonumber(fired) >= number then
+        redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2))
+        return 2
+      end
+    end
+  end
+  local n = string.format('%016d', redis.call('HINCRBY', SEQ, 'w', 1))
+  local events, scored = {}, {}
+  for i = 4, #ARGV do
+    events[#events + 1] = fmt(#ARGV[i]) .. ':' .. ARGV[i]
+    scored[#scored + 1], scored[#scored + 2] = 0, events[#events] .. n .. key
+  end
+  redis.call('HSET', PARKS, key, 'w' .. n .. '0/' .. token .. '|' .. table.concat(events))
+  if #scored > 0 then redis.call('ZADD', WAITERS, unpack(scored)) end
+  return 1
+end
+
+-- parkdone: ARGV[2] now, ARGV[3] the longest park (ms), ARGV[4] key,
+-- ARGV[5] token. Done of a key whose holder asked to park it: as done's,
+-- except that a key whose park still counts (see end_pending) is parked,
+-- until its events, an add, or now plus the longest park, whose add waits
+-- in DELAYED.
+-- Reply: {parked count, outcome}: 1 queued again, 0 idle, 3 parked, -1
+-- the lease was lost: nothing changed.
+local function fn_parkdone(keys, args)
+  begin(keys, args)
+  local now, longest, key, token = clock(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+  if redis.call('HGET', TOKENS, key) ~= token then return {parked_count(), -1} end
+  local state = redis.call('HGET', STATE, key)
+  local record = redis.call('HGET', PARKS, key)
+  local outcome = 0
+  if string.byte(state) == PROCESSING and record and pending_token(record) == token then
+    redis.call('HDEL', PARKS, key)
+    end_lease(key)
+    local prio, deadline = state_priority(state), now + longest
+    local events = string.sub(record, string.find(record, '|', 18, true) + 1)
+    redis.call('HSET', STATE, key, 'w' .. string.sub(record, 2, 17) .. fmt(prio) .. '/' .. fmt(deadline) .. '|' .. events)
+    redis.call('ZADD', PARKED, now, key)
+    delay(key, deadline, prio)
+    outcome = 3
+  else
+    end_pending(key, nil, state, false)
+    end_lease(key)
+    if string.byte(state) == MARKED then
+      rank(key, now, state_priority(state), false)
+      outcome = 1
+    else
+      redis.call('HDEL', STATE, key)
+      if SORTED then forget_flows({key}) end
+    end
+  end
+  return {parked_count(), outcome}
+end
+
+-- record_wake records the wake of event in FIRED, at FENCE's value, and
+-- returns the prefix of its members in WAITERS.
+local function record_wake(event)
+  redis.call('HSET', FIRED, event, redis.call('GET', FENCE) or 0)
+  return fmt(#event) .. ':' .. event
+end
+
+-- wake: ARGV[2] now, ARGV[3] event. Wake: records the wake of event and
+-- ends every park that waits for it, in park order (see wake_park).
+-- Reply: {parked count, parks ended}.
+local function fn_wake(keys, args)
+  begin(keys, args)
+  local now = clock(ARGV[2])
+  local prefix = record_wake(ARGV[3])
+  local woken = 0
+  for _, member in ipairs(redis.call('ZRANGE', WAITERS, '[' .. prefix, '(' .. prefix .. '\255', 'BYLEX')) do
+    if wake_park(string.sub(member, #prefix + 17), string.sub(member, #prefix + 1, #prefix + 16), now) then
+      woken = woken + 1
+    end
+  end
+  return {parked_count(), woken}
+end
+
+-- wakelist: ARGV[2] event. WakeFunc's first step: records the wake of
+-- event as wake does, and lists the parks that wait for it and count, in
+-- park order; wakekeys ends those the caller accepts.
+-- Reply: {number, key, number, key, ...}.
+local function fn_wakelist(keys, args)
+  begin(keys, args)
+  local prefix = record_wake(ARGV[2])
+  local parks = {}
+  for _, member in ipairs(redis.call('ZRANGE', WAITERS, '[' .. prefix, '(' .. prefix .. '\255', 'BYLEX')) do
+    local n, key = string.sub(member, #prefix + 1, #prefix + 16), string.sub(member, #prefix + 17)
+    local state = redis.call('HGET', STATE, key)
+    local counts = state and string.byte(state) == WAITING
+    if not counts and state and string.byte(state) == PROCESSING then
+      local record = redis.call('HGET', PARKS, key)
+      counts = record and redis.call('HGET', TOKENS, key) == pending_token(record)
+    end
+    if counts then parks[#parks + 1], parks[#parks + 2] = n, key end
+  end
+  return parks
+end
+
+-- wakekeys: ARGV[2] now, then number, key pairs. WakeFunc's second step:
+-- ends each of those parks that is still the one of that number (see
+-- wake_park).
+-- Reply: {parked count, parks ended}.
+local function fn_wakekeys(keys, args)
+  begin(keys, args)
+  local now = clock(ARGV[2])
+  local woken = 0
+  for i = 3, #ARGV, 2 do
+    if wake_park(ARGV[i + 1], ARGV[i], now) then woken = woken + 1 end
+  end
+  return {parked_count(), woken}
+end
+
+-- wakeitem: ARGV[2] now, ARGV[3] key. WakeItem: ends key's park,
+-- whichever it is (see wake_park).
+-- Reply: {parked count, 1 if it ended one, else 0}.
+local function fn_wakeitem(keys, args)
+  begin(keys, args)
+  local now = clock(ARGV[2])
+  return {parked_count(), wake_park(ARGV[3], nil, now) and 1 or 0}
+end
+
+-- setlimit: ARGV[2] group, ARGV[3] limit (0: none), ARGV[4] room: "" on
+-- SetGroupLimit's first call, else what the previous call returned,
+-- ARGV[5] now. First promotes the due keys (see promote_due).
+-- SetGroupLimit: the first call gives group the limit, over the one its
+-- keys' adds gave it, for every handle; each call puts back up to
+-- UNBLOCK_MAX of the group's blocked keys, as many in all as the limit
+-- had free slots at the first call (room, -1 for no limit), however many
+-- are leased meanwhile, so that a concurrent Get taking a key put back
+-- does not shrink the room.
+-- Reply: {depth, 1 if the caller is to call again else 0, the room left}.
+local function fn_setlimit(keys, args)
+  begin(keys, args)
+  local group, limit, room = ARGV[2], tonumber(ARGV[3]), ARGV[4]
+  promote_due(clock(ARGV[5]))
+  if room == '' then
+    redis.call('HSET', LIMITS, group, fmt(limit))
+    room = -1
+    if limit > 0 then room = math.max(limit - (tonumber(redis.call('HGET', INFLIGHT, group)) or 0), 0) end
+  else
+    room = tonumber(room)
+  end
+  local put = 0
+  if room ~= 0 and redis.call('ZCARD', BLOCKED) > 0 then
+    put = unblock(group, room > 0 and room or nil)
+  end
+  if room > 0 then room = room - put end
+  return {depth(), (put == UNBLOCK_MAX and room ~= 0) and 1 or 0, room}
+end
+
+-- len: ARGV[2] now. Promotes a batch of the due keys (see promote_due).
+-- Reply: {depth, 1 if due keys are left to promote, else 0}: the caller
+-- calls again until none is left, and then has the depth with every due
+-- key counted.
+local function fn_len(keys, args)
+  begin(keys, args)
+  local left = promote_due(clock(ARGV[2]))
+  return {depth(), left and 1 or 0}
+end
+
+-- Each function is registered under the library's name and its own, so
+-- that two versions of the library can be loaded side by side.
+redis.register_function('workqueue_v1_add', fn_add)
+redis.register_function('workqueue_v1_addopts', fn_addopts)
+redis.register_function('workqueue_v1_get', fn_get)
+redis.register_function('workqueue_v1_done', fn_done)
+redis.register_function('workqueue_v1_extend', fn_extend)
+redis.register_function('workqueue_v1_signal', fn_signal)
+redis.register_function('workqueue_v1_release', fn_release)
+redis.register_function('workqueue_v1_cancel', fn_cancel)
+redis.register_function('workqueue_v1_remove', fn_remove)
+redis.register_function('workqueue_v1_snapshot', fn_snapshot)
+redis.register_function('workqueue_v1_partitions', fn_partitions)
+redis.register_function('workqueue_v1_park', fn_park)
+redis.register_function('workqueue_v1_parkdone', fn_parkdone)
+redis.register_function('workqueue_v1_wake', fn_wake)
+redis.register_function('workqueue_v1_wakelist', fn_wakelist)
+redis.register_function('workqueue_v1_wakekeys', fn_wakekeys)
+redis.register_function('workqueue_v1_wakeitem', fn_wakeitem)
+redis.register_function('workqueue_v1_setlimit', fn_setlimit)
+redis.register_function('workqueue_v1_len', fn_len)
