@@ -1,5 +1,5 @@
 // Package redisqueue is a work queue shared by many processes through
-// Redis 6.2 or later, with the rules of the in-memory workqueue:
+// Redis 7.0 or later, or Valkey, with the rules of the in-memory workqueue:
 //
 //   - a key is queued once, however often it is added;
 //   - a key is handed to one worker at a time across every process, and a
@@ -27,6 +27,7 @@
 //     holder cannot undo another's work.
 //
 // The directory is redis and the package redisqueue, so that it can be
-// imported beside go-redis without an alias. Its README.md covers
-// operations and measurements.
+// imported beside go-redis without an alias. Its README.md is the guide:
+// a first program, what happens when a worker or Redis dies, and how to
+// run it in production.
 package redisqueue
