@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -129,6 +130,71 @@ func TestRunnerStopHandsInFlightRetriesToOtherHandles(t *testing.T) {
 				b.Done(item)
 			}
 			assert.ErrorIs(t, err, context.DeadlineExceeded, "handle b got %q once more", item)
+		})
+	}
+}
+
+// TestRunnerKeepsThePriority checks that a workqueue.Runner over the Redis
+// queue, a workqueue.Prioritized queue, retries and requeues a key at its
+// priority, or at Result.Priority when the reconcile sets it. Handle a runs
+// the Runner with one worker and stops it while the reconcile is in
+// flight, so that the retry waits in Redis; handle b gets it back with its
+// priority.
+func TestRunnerKeepsThePriority(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	opts := Options[string]{RateLimit: &RateLimit{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}}
+	three := 3
+	tests := []struct {
+		name   string
+		result workqueue.Result
+		err    error
+		want   int
+	}{
+		{name: "error", err: errors.New("not yet"), want: 7},
+		{name: "Requeue", result: workqueue.Result{Requeue: true}, want: 7},
+		{name: "RequeueAfter", result: workqueue.Result{RequeueAfter: 50 * time.Millisecond}, want: 7},
+		{name: "Result.Priority", result: workqueue.Result{Requeue: true, Priority: &three}, want: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := newTestQueue(t, client, opts)
+			b := newHandle(t, client, queueNameOf(a), opts)
+			seven := 7
+			b.AddWithOpts(workqueue.AddOpts{Priority: &seven}, "key")
+
+			started := make(chan struct{}, 1)
+			finish := make(chan struct{})
+			runner := workqueue.NewRunner[string](a, func(context.Context, string) (workqueue.Result, error) {
+				started <- struct{}{}
+				<-finish
+				return tt.result, tt.err
+			}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+			ctx, cancel := context.WithCancel(context.Background())
+			ran := make(chan struct{})
+			go func() {
+				defer close(ran)
+				runner.Run(ctx, 1)
+			}()
+			select {
+			case <-started:
+			case <-time.After(10 * time.Second):
+				cancel()
+				close(finish)
+				<-ran
+				t.Fatal("the reconcile did not start within 10s")
+			}
+			cancel()
+			close(finish)
+			<-ran
+
+			getCtx, getCancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer getCancel()
+			item, priority, err := b.GetWithPriorityContext(getCtx)
+			require.NoError(t, err, "handle b did not get the key again within 5s")
+			assert.Equal(t, "key", item)
+			assert.Equal(t, tt.want, priority, "the priority of the key's retry")
+			b.Done(item)
 		})
 	}
 }
