@@ -93,3 +93,10 @@ func (m *handleMetrics) handedOut(queuedFor time.Duration) {
 func (m *handleMetrics) done(worked time.Duration) {
 	m.workDuration.Observe(worked.Seconds())
 }
+
+// MetricsConfig returns Options.MetricsProvider and the name this handle's
+// metrics have (Options.Name, or the queue's name), so that a
+// workqueue.Runner over the handle records its own metrics with them.
+func (q *Queue[T]) MetricsConfig() (workqueue.MetricsProvider, string) {
+	return q.provider, q.metricsName
+}

@@ -83,7 +83,10 @@ type Queue[T comparable] struct {
 	logger       *slog.Logger
 	clock        clock.WithTicker
 	fakeTime     bool
-	metrics      *handleMetrics
+	// provider and metricsName are the options', for MetricsConfig.
+	provider    workqueue.MetricsProvider
+	metricsName string
+	metrics     *handleMetrics
 	// fairness and fairWeight: Options.Fairness and FairnessWeight;
 	// nested and nestedWeight: NestedFairness and NestedFairnessWeight.
 	fairness     func(T) string
@@ -237,6 +240,8 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		clock:        clk,
 		fakeTime:     opts.Clock != nil,
 		metrics:      newHandleMetrics(opts.MetricsProvider, metricsName),
+		provider:     opts.MetricsProvider,
+		metricsName:  metricsName,
 		fairness:     opts.Fairness,
 		fairWeight:   opts.FairnessWeight,
 		nested:       opts.NestedFairness,

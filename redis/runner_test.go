@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-workqueue/workqueue"
+	wqprometheus "github.com/go-workqueue/workqueue/prometheus"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
@@ -197,4 +201,46 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 			b.Done(item)
 		})
 	}
+}
+
+// TestRunnerRecordsItsMetricsWithTheHandles checks that the Redis queue is
+// a workqueue.MetricsSource: a Runner over a handle with a provider records
+// its reconciles there, under the handle's metrics name.
+func TestRunnerRecordsItsMetricsWithTheHandles(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	reg := prometheus.NewRegistry()
+	q := newTestQueue(t, s.Client(), Options[string]{Name: "ctl", MetricsProvider: wqprometheus.NewProvider(reg)})
+	_ = workqueue.MetricsSource(q)
+	q.Add("good")
+	q.Add("bad")
+	var reconciled sync.WaitGroup
+	reconciled.Add(2)
+	runner := workqueue.NewRunner[string](q, func(_ context.Context, item string) (workqueue.Result, error) {
+		defer reconciled.Done()
+		if item == "bad" {
+			return workqueue.Result{}, workqueue.TerminalError(errors.New("bad spec"))
+		}
+		return workqueue.Result{}, nil
+	}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		runner.Run(ctx, 2)
+	}()
+	reconciled.Wait()
+	cancel()
+	<-ran
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP workqueue_reconcile_errors_total Reconciles of the work queue's items that returned an error or panicked.
+# TYPE workqueue_reconcile_errors_total counter
+workqueue_reconcile_errors_total{name="ctl"} 1
+# HELP workqueue_reconciles_total Reconciles of the work queue's items by a Runner, by result.
+# TYPE workqueue_reconciles_total counter
+workqueue_reconciles_total{name="ctl",result="success"} 1
+workqueue_reconciles_total{name="ctl",result="terminal"} 1
+# HELP workqueue_workers Workers the work queue's Runner runs.
+# TYPE workqueue_workers gauge
+workqueue_workers{name="ctl"} 0
+`), "workqueue_reconciles_total", "workqueue_reconcile_errors_total", "workqueue_workers"))
 }
