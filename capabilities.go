@@ -12,7 +12,6 @@ import (
 //
 //	                 Typed  TypedDelayingQueue  TypedRateLimitingQueue  TypedPriorityQueue
 //	addStopper       yes    yes                 -                       -
-//	tryAdder         yes    -                   -                       -
 //	contextGetter    yes    yes                 yes                     yes
 //	remover          yes    yes                 yes                     yes
 //	snapshotter      yes    yes                 yes                     yes
@@ -20,18 +19,16 @@ import (
 //	groupLimiter     yes    yes                 yes                     yes
 //	parkingQueue     yes    yes                 -                       yes
 //	Prioritized      -      -                   -                       yes
+//	rescheduler      -      yes                 yes                     yes
+//	retryAdder       -      yes                 -                       -
+//
+// Each queue's file checks its row.
 
 // addStopper is implemented by the queues of this package whose shutdown can
 // begin (stopAdds) apart from waiting for a drain, so that a layer above
 // makes its own check-and-act atomic with that one instant.
 type addStopper interface {
 	stopAdds()
-}
-
-// tryAdder is implemented by Typed: an Add that reports whether it was
-// accepted.
-type tryAdder[T comparable] interface {
-	tryAdd(item T) bool
 }
 
 // parkingQueue is what the layers look for in the queue below them to
@@ -58,6 +55,17 @@ type snapshotter[T comparable] interface {
 	Snapshot(n int) Snapshot[T]
 }
 
+// AddOpts configures [TypedPriorityQueue.AddWithOpts]; the zero value is Add.
+type AddOpts struct {
+	After       time.Duration // delays the add; 0 or less adds at once, or debounced
+	RateLimited bool          // delays it as AddRateLimited; the shorter delay wins
+	Priority    *int          // higher is handed out first; nil means 0
+	// Reschedule makes the delay replace the one the item waits for, as
+	// [TypedPriorityQueue.Reschedule] does; an add with it is never
+	// debounced.
+	Reschedule bool
+}
+
 // Prioritized is a queue that hands out and adds items with priorities:
 // [TypedPriorityQueue], or one from outside this package, such as the Redis
 // queue. A [Runner] over a Prioritized queue gets items with their priority
@@ -80,20 +88,17 @@ type parker[T comparable] interface {
 	Park(item T, events ...string)
 }
 
-// The table above, checked.
-var (
-	_ addStopper        = (*Typed[int])(nil)
-	_ addStopper        = (*TypedDelayingQueue[int])(nil)
-	_ tryAdder[int]     = (*Typed[int])(nil)
-	_ parkingQueue[int] = (*Typed[int])(nil)
-	_ parkingQueue[int] = (*TypedDelayingQueue[int])(nil)
-	_ parkingQueue[int] = (*TypedPriorityQueue[int])(nil)
-	_ Prioritized[int]  = (*TypedPriorityQueue[int])(nil)
-	_ additions[int]    = (*Typed[int])(nil)
-	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
-	_ additions[int]    = (*TypedRateLimitingQueue[int])(nil)
-	_ additions[int]    = (*TypedPriorityQueue[int])(nil)
-)
+// rescheduler is implemented by the delaying queue, which the rate-limiting
+// layer looks for below it.
+type rescheduler[T comparable] interface {
+	Reschedule(item T, duration time.Duration)
+}
+
+// retryAdder is implemented by the delaying queue: an AddAfter that is
+// never debounced, for AddRateLimited.
+type retryAdder[T comparable] interface {
+	addRetry(item T, duration time.Duration)
+}
 
 // additions are the capabilities every queue of this package has.
 type additions[T comparable] interface {

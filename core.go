@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +73,14 @@ type handOutOrder interface {
 	empty()
 }
 
+// groupedOrder is a hand-out order that passes over the items of groups
+// without a free slot; the core tells it when a group's slots fill up or
+// one frees.
+type groupedOrder interface {
+	block(g *group)
+	unblock(g *group)
+}
+
 // core is the engine under every queue of this package: the lock, the item
 // table with each item's record, the Get callers asleep and their wakeups,
 // shutdown and drain, the items in flight and the metrics. A queue is a
@@ -123,10 +133,15 @@ type core[T comparable] struct {
 	clock    clock.WithTicker
 	logger   *slog.Logger
 
-	// delays holds the items waiting for a delay to end, and runs the
-	// goroutine that ends delays and parks. A priority queue makes it at
-	// once; a Typed queue makes it at its first Park. It is nil until then.
-	delays *delayer[T]
+	// delays holds the items waiting for a delay to end, and a delaying
+	// queue's delayed adds, and runs the goroutine that ends delays and
+	// parks. A priority queue makes it at once; a Typed queue when a
+	// delaying queue is set over it, or at its first Park. It is nil until
+	// then.
+	delays *delayer[delayKey[T]]
+	// addDelayed is the add of a delayed add that ended; nil until a
+	// delaying queue is set over the core.
+	addDelayed func(item T)
 	// onReady counts an item that became ready at the end of its delay or
 	// park; nil means countAdd.
 	onReady func(item T, id int32)
@@ -544,10 +559,332 @@ func (c *core[T]) snapshotLocked(n int) Snapshot[T] {
 		s.InFlight = append(s.InFlight, InFlightItem[T]{Item: entry.Item, Since: c.flight.since(id), Requeue: entry.Val.pending == pendingReady})
 	}
 	if c.delays != nil {
-		s.Waiting, s.Delayed = c.delays.snapshot(n)
+		s.Waiting, s.Delayed = snapshotDelays(c.delays, n, func(k delayKey[T]) T { return k.item })
 	}
 	if c.parking != nil {
 		s.Parked, s.ParkedItems = c.snapshotParked(n)
 	}
 	return s
+}
+
+// delayKey names what waits in the core's delays: the item's own delay,
+// which its record says (pendingDelay), or, with added set, an add that a
+// delaying queue holds back (AddAfter), which adds the item when its delay
+// ends whatever its record says, as client-go's delaying queue does. An
+// item may wait for both at once, each with its own ready time.
+type delayKey[T comparable] struct {
+	item  T
+	added bool
+}
+
+// ownDelay is the key of item's own delay.
+func ownDelay[T comparable](item T) delayKey[T] { return delayKey[T]{item: item} }
+
+// delayedAdd is the key of a delaying queue's delayed add of item.
+func delayedAdd[T comparable](item T) delayKey[T] { return delayKey[T]{item: item, added: true} }
+
+// makeDelays makes the core's delays; start starts their goroutine.
+func (c *core[T]) makeDelays(provider MetricsProvider, name string) {
+	c.delays = newDelayer[delayKey[T]](c.clock, provider, name)
+	c.delays.expire = c.expireParks
+}
+
+// startDelays makes the core's delays, and starts their goroutine, if it
+// has none yet. The caller holds mu.
+func (c *core[T]) startDelays() {
+	if c.delays != nil {
+		return
+	}
+	c.makeDelays(nil, "")
+	c.delays.start(&c.mu, c.delayEnded, func() bool { return false }, c.logger)
+}
+
+// attachDelays makes the core's delays take a delaying queue's delayed
+// adds too: add, called with mu held, adds an item whose delayed add has
+// ended, and provider's metrics under name count the retries and the
+// items waiting. It starts the delay goroutine if the core has none, unless
+// a shutdown has begun: then no delayed add is accepted.
+func (c *core[T]) attachDelays(add func(item T), provider MetricsProvider, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addDelayed = add
+	if c.shuttingDown.Load() {
+		return
+	}
+	if c.delays == nil {
+		c.makeDelays(provider, name)
+		c.delays.start(&c.mu, c.delayEnded, func() bool { return false }, c.logger)
+		return
+	}
+	if c.delays.retries == nil {
+		c.delays.retries, c.delays.gauge = delayingMetrics(provider, name)
+		c.delays.setGauge()
+	}
+}
+
+// removeDelayedAdd takes back a delaying queue's delayed add of item and
+// reports whether there was one. The caller holds mu.
+func (c *core[T]) removeDelayedAdd(item T) bool {
+	return c.delays != nil && c.delays.remove(delayedAdd(item))
+}
+
+// delayEnded makes the item of key, whose delay has ended, ready: queued,
+// or queued by Done if it is being processed; a delayed add adds it. The
+// delay goroutine calls it with mu held.
+func (c *core[T]) delayEnded(key delayKey[T]) {
+	if key.added {
+		c.addDelayed(key.item)
+		return
+	}
+	item := key.item
+	entry, id := c.items.Lookup(item, c.items.Hash(item))
+	if !entry.Val.processing {
+		c.queueHeld(id)
+	}
+	entry.Val.pending = pendingReady
+	c.readied(item, id)
+}
+
+// readied counts an add that made the item with id ready at the end of a
+// delay or a park.
+func (c *core[T]) readied(item T, id int32) {
+	if c.onReady != nil {
+		c.onReady(item, id)
+		return
+	}
+	c.countAdd(item)
+}
+
+// cancelWait takes back what the held item with id waits for, a delay or
+// an event, and leaves its pending none. The caller holds mu.
+func (c *core[T]) cancelWait(id int32) {
+	entry := c.items.At(id)
+	switch entry.Val.pending {
+	case pendingDelay:
+		c.delays.remove(ownDelay(entry.Item))
+	case pendingParked:
+		c.unpark(id)
+	}
+	entry.Val.pending = pendingNone
+}
+
+// dropWaiting is the shutdown's part under mu: the items waiting for a
+// delay or an event are dropped, with the delayed adds, and a park that a
+// worker asked for will not happen: its item leaves the queue at Done.
+func (c *core[T]) dropWaiting() {
+	drop := func(id int32) {
+		entry := c.items.At(id)
+		entry.Val.pending = pendingNone
+		if !entry.Val.processing {
+			c.release(id)
+		}
+	}
+	if c.delays != nil {
+		c.droppedDelayed = c.delays.dropAll(func(key delayKey[T]) {
+			if key.added {
+				return
+			}
+			_, id := c.items.Lookup(key.item, c.items.Hash(key.item))
+			drop(id)
+		})
+	}
+	if c.parking != nil {
+		c.droppedParked = c.parking.parked()
+		for _, id := range c.parking.ids() {
+			c.unpark(id)
+			drop(id)
+		}
+	}
+}
+
+// stopDelays stops the delay goroutine, if the core has one, and logs what
+// the shutdown dropped; the caller does not hold mu, and the shutdown has
+// begun.
+func (c *core[T]) stopDelays() {
+	c.mu.Lock()
+	delays, delayed, parked := c.delays, c.droppedDelayed, c.droppedParked
+	c.droppedDelayed, c.droppedParked = 0, 0
+	c.mu.Unlock()
+	if delays == nil {
+		return
+	}
+	delays.stop()
+	if delayed > 0 {
+		c.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", delayed)
+	}
+	if parked > 0 {
+		c.logger.Info("workqueue: dropped items parked until an event at shutdown", "count", parked)
+	}
+}
+
+// parkLocked parks item, which its caller is processing, until one of
+// events wakes it; the park takes effect at Done, and the item is not
+// queued again before backoff has passed. It does nothing after a shutdown
+// has begun, for an item not being processed, for one added again since
+// its Get (the add wins), or for one whose earlier park a wake has ended.
+// A later park of the same item replaces an earlier one that no wake has
+// ended. If one of events woke since the item's Get, the park does not
+// wait: the item is queued again after its backoff. The caller holds mu.
+func (c *core[T]) parkLocked(item T, hash uint32, backoff func() time.Duration, events []string) {
+	if c.shuttingDown.Load() {
+		return
+	}
+	entry, id := c.items.Lookup(item, hash)
+	if entry == nil || !entry.Val.processing {
+		return
+	}
+	switch entry.Val.pending {
+	case pendingReady, pendingDelay:
+		return
+	case pendingParked:
+		c.unpark(id) // replaced by this park
+		entry.Val.pending = pendingNone
+	}
+	c.startDelays()
+	if c.parking == nil {
+		c.parking = newParking()
+	}
+	until := c.delays.now()
+	if backoff != nil {
+		until = readyAfter(until, backoff())
+	}
+	if c.parking.firedSinceGet(id, events) {
+		c.endPark(id, until)
+		return
+	}
+	c.parking.add(id, events, until)
+	entry.Val.pending = pendingParked
+}
+
+// unpark takes the item with id out of the parking; the caller sets its
+// pending. The caller holds mu.
+func (c *core[T]) unpark(id int32) {
+	r := c.parking.remove(id)
+	if r.settledIn {
+		c.countParked()
+	}
+	c.parking.recycle(r)
+}
+
+// countParked publishes the number of parked items.
+func (c *core[T]) countParked() {
+	if c.parkingMetrics != nil {
+		c.parkingMetrics.parked.Set(float64(c.parking.parked()))
+	}
+}
+
+// endPark ends the park of the item with id, if it is parked, and makes
+// it ready once until has passed on the delays' clock: at once, or
+// through the delays. The caller holds mu.
+func (c *core[T]) endPark(id int32, until int64) {
+	entry := c.items.At(id)
+	now := c.delays.now()
+	wait := until - now
+	if until > now && wait < 0 {
+		wait = math.MaxInt64 // saturated: the clock was set back before the epoch
+	}
+	if wait <= 0 && !entry.Val.processing {
+		c.queueHeld(id) // first: if custom storage's Push panics, the park stays
+	}
+	if entry.Val.pending == pendingParked {
+		c.unpark(id)
+	}
+	if wait > 0 {
+		entry.Val.pending = pendingDelay
+		if c.delays.add(ownDelay(entry.Item), time.Duration(wait)) {
+			c.delays.poke()
+		}
+		return
+	}
+	entry.Val.pending = pendingReady
+	c.readied(entry.Item, id)
+}
+
+// wakeLocked ends the parks that wait for event and that accept, if not
+// nil, accepts, in the order they were made, and returns how many it
+// ended. Each item is queued again once its park's backoff has passed.
+// The caller holds mu.
+func (c *core[T]) wakeLocked(event string, accept func(item T) bool) int {
+	if c.shuttingDown.Load() {
+		return 0
+	}
+	if c.parking == nil {
+		c.parking = newParking()
+	}
+	woken := 0
+	for _, r := range c.parking.fire(event) {
+		if accept == nil || accept(c.items.At(r.id).Item) {
+			c.endPark(r.id, r.backoffUntil)
+			woken++
+			if c.parkingMetrics != nil {
+				c.parkingMetrics.wakes.Inc(event)
+			}
+		}
+	}
+	return woken
+}
+
+// wakeItemLocked ends the park of item, if it is parked, and queues it at
+// once, whatever its backoff. The caller holds mu.
+func (c *core[T]) wakeItemLocked(item T, hash uint32) bool {
+	entry, id := c.items.Lookup(item, hash)
+	if entry == nil || entry.Val.pending != pendingParked {
+		return false
+	}
+	c.endPark(id, c.delays.now())
+	return true
+}
+
+// expireParks ends at most budget of the parks that have lasted maxPark
+// at now, oldest first, each item queued again once its backoff has
+// passed, and returns how many it ended and when the next one falls due.
+// The delay goroutine calls it with mu held; the budget keeps a burst of
+// parks from holding mu for long, as the delays' batches do.
+func (c *core[T]) expireParks(now int64, budget int) (ended int, next int64, ok bool) {
+	if c.parking == nil {
+		return 0, 0, false
+	}
+	for r := c.parking.oldest(); r != nil; r = c.parking.oldest() {
+		due := readyAfter(r.since, c.maxPark)
+		if due > now {
+			return ended, due, true
+		}
+		if ended == budget {
+			return ended, now, true
+		}
+		c.endPark(r.id, r.backoffUntil)
+		ended++
+		if c.parkingMetrics != nil {
+			c.parkingMetrics.timeouts.Inc()
+		}
+	}
+	return ended, 0, false
+}
+
+// snapshotParked returns the number of items parked since their Done and
+// the n parked longest, longest first. The caller holds mu.
+func (c *core[T]) snapshotParked(n int) (parked int, first []ParkedItem[T]) {
+	for r := c.parking.oldest(); r != nil && len(first) < n; r = c.parking.next(r) {
+		first = append(first, ParkedItem[T]{
+			Item:   c.items.At(r.id).Item,
+			Events: slices.Clone(r.events),
+			Since:  c.delays.epoch.Add(time.Duration(r.since)),
+		})
+	}
+	return c.parking.parked(), first
+}
+
+// wakeFunc is WakeFunc, which the queues share.
+func (c *core[T]) wakeFunc(event string, accept func(item T) bool) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wakeLocked(event, accept)
+}
+
+// wakeItem is WakeItem, which the queues share.
+func (c *core[T]) wakeItem(item T) bool {
+	hash := c.items.Hash(item)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wakeItemLocked(item, hash)
 }

@@ -20,15 +20,16 @@ const heartbeatPeriod = 10 * time.Second
 // lock hold, so that adders never wait behind a large batch.
 const waitingBatch = 256
 
-// delayer holds the items that wait for their delay, in a heap by ready
+// delayer holds the keys that wait for their delay, in a heap by ready
 // time, and runs the goroutine that hands each one on when its delay ends:
-// the one delay mechanism of the delaying queue and the priority queue.
-// The queue that owns it guards the heap with a lock of its own, which it
-// passes to start, and keeps the metrics it counts.
-type delayer[T comparable] struct {
+// the one delay mechanism of this package's queues, whose core keys it by
+// delayKey. A delaying queue over a queue from outside this package keys
+// one by item. The owner guards the heap with its lock, which it passes to
+// start.
+type delayer[K comparable] struct {
 	clock   clock.WithTicker
 	epoch   time.Time // ready times are kept as offsets from it
-	heap    *delayheap.Heap[T]
+	heap    *delayheap.Heap[K]
 	retries CounterMetric       // nil when the queue records no metrics
 	gauge   SettableGaugeMetric // nil unless the provider offers it
 	// expire, if set, ends at most budget of the other things due at now,
@@ -40,7 +41,7 @@ type delayer[T comparable] struct {
 	// debounce (debounce.go): the latest its ready time may become. Every
 	// key is in the heap, with a ready time no later than its deadline.
 	// Nil until the first debounced add.
-	bursts map[T]int64
+	bursts map[K]int64
 
 	// wake tells the goroutine that the first ready time moved earlier.
 	// Its buffer of one makes the send non-blocking: a pending wake
@@ -51,11 +52,11 @@ type delayer[T comparable] struct {
 	loopDone chan struct{}
 }
 
-func newDelayer[T comparable](clk clock.WithTicker, provider MetricsProvider, name string) *delayer[T] {
-	d := &delayer[T]{
+func newDelayer[K comparable](clk clock.WithTicker, provider MetricsProvider, name string) *delayer[K] {
+	d := &delayer[K]{
 		clock:    clk,
 		epoch:    clk.Now(),
-		heap:     delayheap.New[T](),
+		heap:     delayheap.New[K](),
 		wake:     make(chan struct{}, 1),
 		stopCh:   make(chan struct{}),
 		loopDone: make(chan struct{}),
@@ -65,12 +66,12 @@ func newDelayer[T comparable](clk clock.WithTicker, provider MetricsProvider, na
 }
 
 // now returns the clock's current time as an offset from the epoch.
-func (d *delayer[T]) now() int64 { return int64(d.clock.Since(d.epoch)) }
+func (d *delayer[K]) now() int64 { return int64(d.clock.Since(d.epoch)) }
 
 // add puts item in the heap, to be ready once delay has passed, or moves
 // its ready time earlier if it is waiting already, and reports whether it
 // is now the first to be ready. The caller holds the owner's lock.
-func (d *delayer[T]) add(item T, delay time.Duration) (isFirst bool) {
+func (d *delayer[K]) add(item K, delay time.Duration) (isFirst bool) {
 	readyAt := readyAfter(d.now(), delay)
 	isFirst = d.heap.Add(item, readyAt)
 	if len(d.bursts) > 0 {
@@ -84,7 +85,7 @@ func (d *delayer[T]) add(item T, delay time.Duration) (isFirst bool) {
 
 // remove takes item out of the heap and reports whether it was there. The
 // caller holds the owner's lock.
-func (d *delayer[T]) remove(item T) bool {
+func (d *delayer[K]) remove(item K) bool {
 	if !d.heap.Remove(item) {
 		return false
 	}
@@ -94,14 +95,14 @@ func (d *delayer[T]) remove(item T) bool {
 }
 
 // countRetry counts an accepted delayed add.
-func (d *delayer[T]) countRetry() {
+func (d *delayer[K]) countRetry() {
 	if d.retries != nil {
 		d.retries.Inc()
 	}
 }
 
 // poke makes the goroutine look at the heap again, without blocking.
-func (d *delayer[T]) poke() {
+func (d *delayer[K]) poke() {
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -110,7 +111,7 @@ func (d *delayer[T]) poke() {
 
 // setGauge publishes the number of items waiting; the caller holds the
 // owner's lock, so updates reach the gauge in the order the heap changed.
-func (d *delayer[T]) setGauge() {
+func (d *delayer[K]) setGauge() {
 	if d.gauge != nil {
 		d.gauge.Set(float64(d.heap.Len()))
 	}
@@ -121,7 +122,7 @@ func (d *delayer[T]) setGauge() {
 // nothing ready, finished may end it; so does stop. A panic in the
 // goroutine (in ready, say, which may be the user's queue) is logged to
 // logger before it crashes the program.
-func (d *delayer[T]) start(lock sync.Locker, ready func(item T), finished func() bool, logger *slog.Logger) {
+func (d *delayer[K]) start(lock sync.Locker, ready func(item K), finished func() bool, logger *slog.Logger) {
 	go func() {
 		defer close(d.loopDone)
 		defer func() {
@@ -134,7 +135,7 @@ func (d *delayer[T]) start(lock sync.Locker, ready func(item T), finished func()
 	}()
 }
 
-func (d *delayer[T]) loop(moveReady func() (next int64, more bool), finished func() bool) {
+func (d *delayer[K]) loop(moveReady func() (next int64, more bool), finished func() bool) {
 	timer := d.clock.NewTimer(heartbeatPeriod)
 	defer timer.Stop()
 	for {
@@ -170,7 +171,7 @@ func (d *delayer[T]) loop(moveReady func() (next int64, more bool), finished fun
 // end what else is due within the same batch, under lock. It returns when
 // to look next (at most a heartbeat from now) and whether the batch was
 // full, so that more may be due.
-func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64, more bool) {
+func (d *delayer[K]) moveReady(lock sync.Locker, ready func(item K)) (next int64, more bool) {
 	lock.Lock()
 	defer lock.Unlock()
 	now := d.now()
@@ -204,7 +205,7 @@ func (d *delayer[T]) moveReady(lock sync.Locker, ready func(item T)) (next int64
 
 // dropAll empties the heap, passing each item to each unless it is nil,
 // and returns how many it held; the caller holds the owner's lock.
-func (d *delayer[T]) dropAll(each func(item T)) int {
+func (d *delayer[K]) dropAll(each func(item K)) int {
 	n := d.heap.Len()
 	clear(d.bursts)
 	if each == nil {
@@ -219,16 +220,17 @@ func (d *delayer[T]) dropAll(each func(item T)) int {
 
 // stop ends the goroutine and waits for it to exit; it may be called many
 // times, from many goroutines.
-func (d *delayer[T]) stop() {
+func (d *delayer[K]) stop() {
 	d.stopOnce.Do(func() { close(d.stopCh) })
 	<-d.loopDone
 }
 
-// snapshot returns the number of waiting items and the n that are ready
-// first, soonest first. The caller holds the owner's lock.
-func (d *delayer[T]) snapshot(n int) (waiting int, first []DelayedItem[T]) {
+// snapshot returns the number of waiting keys and the n that are ready
+// first, soonest first, as items that item names. The caller holds the
+// owner's lock.
+func snapshotDelays[K, T comparable](d *delayer[K], n int, item func(K) T) (waiting int, first []DelayedItem[T]) {
 	for _, e := range d.heap.First(n) {
-		first = append(first, DelayedItem[T]{Item: e.Item, ReadyAt: d.epoch.Add(time.Duration(e.ReadyAt))})
+		first = append(first, DelayedItem[T]{Item: item(e.Item), ReadyAt: d.epoch.Add(time.Duration(e.ReadyAt))})
 	}
 	return d.heap.Len(), first
 }
@@ -242,99 +244,43 @@ func readyAfter(now int64, delay time.Duration) int64 {
 	return now + int64(delay)
 }
 
-// makeDelays makes the core's delays; start starts their goroutine.
-func (c *core[T]) makeDelays(provider MetricsProvider, name string) {
-	c.delays = newDelayer[T](c.clock, provider, name)
-	c.delays.expire = c.expireParks
-}
-
-// startDelays makes the core's delays, and starts their goroutine, if it
-// has none yet. The caller holds mu.
-func (c *core[T]) startDelays() {
-	if c.delays != nil {
-		return
-	}
-	c.makeDelays(nil, "")
-	c.delays.start(&c.mu, c.delayEnded, func() bool { return false }, c.logger)
-}
-
-// delayEnded makes item, whose delay has ended, ready: queued, or queued
-// by Done if it is being processed. The delay goroutine calls it with mu
-// held.
-func (c *core[T]) delayEnded(item T) {
-	entry, id := c.items.Lookup(item, c.items.Hash(item))
-	if !entry.Val.processing {
-		c.queueHeld(id)
-	}
-	entry.Val.pending = pendingReady
-	c.readied(item, id)
-}
-
-// readied counts an add that made the item with id ready at the end of a
-// delay or a park.
-func (c *core[T]) readied(item T, id int32) {
-	if c.onReady != nil {
-		c.onReady(item, id)
-		return
-	}
-	c.countAdd(item)
-}
-
-// cancelWait takes back what the held item with id waits for, a delay or
-// an event, and leaves its pending none. The caller holds mu.
-func (c *core[T]) cancelWait(id int32) {
-	entry := c.items.At(id)
-	switch entry.Val.pending {
-	case pendingDelay:
-		c.delays.remove(entry.Item)
-	case pendingParked:
-		c.unpark(id)
-	}
-	entry.Val.pending = pendingNone
-}
-
-// dropWaiting is the shutdown's part under mu: the items waiting for a
-// delay or an event are dropped, and a park that a worker asked for will
-// not happen: its item leaves the queue at Done.
-func (c *core[T]) dropWaiting() {
-	drop := func(id int32) {
-		entry := c.items.At(id)
-		entry.Val.pending = pendingNone
-		if !entry.Val.processing {
-			c.release(id)
+// debounce delays item for one more add of its burst: ready quiet after
+// now, but no later than the burst's deadline, which is fixed when the
+// burst begins at maxDelay after it, or at the ready time of a delay the
+// item waits for already if that is earlier. It reports whether item is now
+// the first to be ready. The caller holds the owner's lock.
+func (d *delayer[K]) debounce(item K, db Debounce) (isFirst bool) {
+	now := d.now()
+	deadline, inBurst := d.bursts[item]
+	if !inBurst {
+		deadline = readyAfter(now, db.MaxDelay)
+		if at, waiting := d.heap.ReadyAt(item); waiting {
+			deadline = min(deadline, at)
 		}
-	}
-	if c.delays != nil {
-		c.droppedDelayed = c.delays.dropAll(func(item T) {
-			_, id := c.items.Lookup(item, c.items.Hash(item))
-			drop(id)
-		})
-	}
-	if c.parking != nil {
-		c.droppedParked = c.parking.parked()
-		for _, id := range c.parking.ids() {
-			c.unpark(id)
-			drop(id)
+		if d.bursts == nil {
+			d.bursts = make(map[K]int64)
 		}
+		d.bursts[item] = deadline
 	}
+	isFirst = d.heap.Set(item, min(readyAfter(now, db.Quiet), deadline))
+	d.setGauge()
+	return isFirst
 }
 
-// stopDelays stops the delay goroutine, if the core has one, and logs what
-// the shutdown dropped; the caller does not hold mu, and the shutdown has
-// begun.
-func (c *core[T]) stopDelays() {
-	c.mu.Lock()
-	delays, delayed, parked := c.delays, c.droppedDelayed, c.droppedParked
-	c.droppedDelayed, c.droppedParked = 0, 0
-	c.mu.Unlock()
-	if delays == nil {
-		return
-	}
-	delays.stop()
-	if delayed > 0 {
-		c.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", delayed)
-	}
-	if parked > 0 {
-		c.logger.Info("workqueue: dropped items parked until an event at shutdown", "count", parked)
+// reschedule sets item's ready time to delay from now, whichever way that
+// moves it, ending its burst if it is in one, and reports whether it is now
+// the first to be ready. The caller holds the owner's lock.
+func (d *delayer[K]) reschedule(item K, delay time.Duration) (isFirst bool) {
+	d.endBurst(item)
+	isFirst = d.heap.Set(item, readyAfter(d.now(), delay))
+	d.setGauge()
+	return isFirst
+}
+
+// endBurst forgets item's burst, if it is in one: it is ready, removed, or
+// rescheduled. The caller holds the owner's lock.
+func (d *delayer[K]) endBurst(item K) {
+	if len(d.bursts) > 0 {
+		delete(d.bursts, item)
 	}
 }

@@ -11,6 +11,15 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// TypedDelayingQueue's row of the capabilities table (capabilities.go).
+var (
+	_ addStopper        = (*TypedDelayingQueue[int])(nil)
+	_ parkingQueue[int] = (*TypedDelayingQueue[int])(nil)
+	_ rescheduler[int]  = (*TypedDelayingQueue[int])(nil)
+	_ retryAdder[int]   = (*TypedDelayingQueue[int])(nil)
+	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
+)
+
 // TypedDelayingInterface is client-go's delaying queue interface.
 type TypedDelayingInterface[T comparable] interface {
 	TypedInterface[T]
@@ -90,11 +99,16 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		name:     config.Name,
 		logger:   config.Logger,
 		maxPark:  maxPark,
-		delays:   newDelayer[T](config.Clock, config.MetricsProvider, config.Name),
 
 		addCancelsDelay: config.AddCancelsDelay,
 		debounce:        debounce,
 	}
+	if typed, ok := config.Queue.(*Typed[T]); ok {
+		q.typed = typed
+		typed.core.attachDelays(func(item T) { typed.addLocked(item, typed.core.items.Hash(item)) }, config.MetricsProvider, config.Name)
+		return q
+	}
+	q.delays = newDelayer[T](config.Clock, config.MetricsProvider, config.Name)
 	q.delays.start(&q.mu, q.queue.Add, q.finished, q.logger)
 	return q
 }
@@ -109,6 +123,11 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 // cover the delayed items or nothing.
 type TypedDelayingQueue[T comparable] struct {
 	queue TypedInterface[T]
+	// typed is queue when it is this package's Typed: the delayed adds
+	// then wait in its core's delays, under its core's lock, so that an
+	// item is always in one of the two for Remove and Snapshot, and one
+	// goroutine ends every delay and park.
+	typed *Typed[T]
 	// provider and name are the config's, for MetricsConfig.
 	provider MetricsProvider
 	name     string
@@ -118,8 +137,9 @@ type TypedDelayingQueue[T comparable] struct {
 	addCancelsDelay bool
 	debounce        Debounce
 
-	// mu guards the delays. Their goroutine holds it while it moves ready
-	// items to the underlying queue, so that an item is always in one of
+	// Over a queue from outside this package (typed nil), the delayed adds
+	// wait in delays, which mu guards. Their goroutine holds mu while it
+	// moves ready items to the queue, so that an item is always in one of
 	// the two for Remove and Snapshot.
 	mu     sync.Mutex
 	delays *delayer[T]
@@ -134,25 +154,39 @@ type TypedDelayingQueue[T comparable] struct {
 // takes item out of the items waiting for their delay; with Debounce it
 // adds item at the end of its burst of adds instead.
 func (q *TypedDelayingQueue[T]) Add(item T) {
-	if q.debounce.enabled() {
+	switch {
+	case q.debounce.enabled():
 		q.addDebounced(item)
-		return
+	case q.addCancelsDelay:
+		q.addCancellingDelay(item, false)
+	default:
+		q.queue.Add(item)
 	}
-	if q.addCancelsDelay {
-		q.addCancellingDelay(item, q.queue.Add)
-		return
-	}
-	q.queue.Add(item)
 }
 
-// addCancellingDelay takes item out of the waiting items and adds it with
-// add as one step: the delays' goroutine, which moves ready items under
-// mu, cannot add it in between.
-func (q *TypedDelayingQueue[T]) addCancellingDelay(item T, add func(item T)) {
+// addCancellingDelay takes item out of the waiting items and adds it as
+// one step: the delay goroutine, which moves ready items under the same
+// lock, cannot add it in between. With retry, an accepted add counts as a
+// retry.
+func (q *TypedDelayingQueue[T]) addCancellingDelay(item T, retry bool) {
+	if t := q.typed; t != nil {
+		hash := t.core.items.Hash(item)
+		t.core.mu.Lock()
+		defer t.core.mu.Unlock()
+		t.core.removeDelayedAdd(item)
+		if t.addLocked(item, hash) && retry {
+			t.core.delays.countRetry()
+		}
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.delays.remove(item)
-	add(item)
+	if retry {
+		q.addNow(item)
+		return
+	}
+	q.queue.Add(item)
 }
 
 // Len returns the number of ready items; see [Typed.Len].
@@ -163,7 +197,9 @@ func (q *TypedDelayingQueue[T]) Len() int { return q.queue.Len() }
 // calls that queue's SetGroupLimit(string, int) if it has one, and
 // otherwise does nothing.
 func (q *TypedDelayingQueue[T]) SetGroupLimit(group string, limit int) {
-	if g, ok := q.queue.(groupLimiter); ok {
+	if q.typed != nil {
+		q.typed.SetGroupLimit(group, limit)
+	} else if g, ok := q.queue.(groupLimiter); ok {
 		g.SetGroupLimit(group, limit)
 	}
 }
@@ -179,11 +215,21 @@ func (q *TypedDelayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDow
 
 // GetContext is Get with a context; see [Typed.GetContext].
 func (q *TypedDelayingQueue[T]) GetContext(ctx context.Context) (T, error) {
+	if q.typed != nil {
+		return q.typed.GetContext(ctx)
+	}
 	return getContext(ctx, q.queue)
 }
 
 // Remove also takes back a delayed item; see [Typed.Remove].
 func (q *TypedDelayingQueue[T]) Remove(item T) bool {
+	if t := q.typed; t != nil {
+		hash := t.core.items.Hash(item)
+		t.core.mu.Lock()
+		defer t.core.mu.Unlock()
+		removed := t.core.removeDelayedAdd(item)
+		return t.removeLocked(item, hash) || removed
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	removed := q.delays.remove(item)
@@ -213,26 +259,32 @@ func (q *TypedDelayingQueue[T]) AddAfter(item T, duration time.Duration) {
 
 // addRetry is AddAfter without Debounce, for AddRateLimited.
 func (q *TypedDelayingQueue[T]) addRetry(item T, duration time.Duration) {
-	if duration <= 0 && (q.addCancelsDelay || q.debounce.enabled()) {
-		q.addCancellingDelay(item, q.addNow)
-		return
-	}
-	if duration <= 0 {
+	switch {
+	case duration <= 0 && (q.addCancelsDelay || q.debounce.enabled()):
+		q.addCancellingDelay(item, true)
+	case duration <= 0:
 		q.addNow(item)
-		return
-	}
-	if q.waitFor(item, duration) {
-		q.delays.poke()
+	default:
+		q.wait(item, func(d *delayer[delayKey[T]]) bool {
+			d.countRetry()
+			return d.add(delayedAdd(item), duration)
+		}, func(d *delayer[T]) bool {
+			d.countRetry()
+			return d.add(item, duration)
+		})
 	}
 }
 
-// addNow adds item to the underlying queue and counts the retry if the add
-// was accepted. An underlying queue from outside this package does not
-// report that, so its flag is read before the add.
+// addNow adds item at once and counts the retry if the add was accepted.
+// A queue from outside this package does not report that, so its flag is
+// read before the add.
 func (q *TypedDelayingQueue[T]) addNow(item T) {
-	if adder, ok := q.queue.(tryAdder[T]); ok {
-		if adder.tryAdd(item) {
-			q.delays.countRetry()
+	if t := q.typed; t != nil {
+		hash := t.core.items.Hash(item)
+		t.core.mu.Lock()
+		defer t.core.mu.Unlock()
+		if t.addLocked(item, hash) {
+			t.core.delays.countRetry()
 		}
 		return
 	}
@@ -245,21 +297,14 @@ func (q *TypedDelayingQueue[T]) addNow(item T) {
 // addDebounced is Add under Debounce: one more add of item's burst,
 // unless the queue below holds it ready already.
 func (q *TypedDelayingQueue[T]) addDebounced(item T) {
-	if q.waitDebounced(item) {
-		q.delays.poke()
-	}
-}
-
-func (q *TypedDelayingQueue[T]) waitDebounced(item T) (isFirst bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.stopped || q.queue.ShuttingDown() {
-		return false
-	}
-	if r, ok := q.queue.(readyHolder[T]); ok && r.holdsReady(item) {
-		return false
-	}
-	return q.delays.debounce(item, q.debounce)
+	q.wait(item, func(d *delayer[delayKey[T]]) bool {
+		if q.typed.holdsReadyLocked(item, q.typed.core.items.Hash(item)) {
+			return false
+		}
+		return d.debounce(delayedAdd(item), q.debounce)
+	}, func(d *delayer[T]) bool {
+		return d.debounce(item, q.debounce)
+	})
 }
 
 // Reschedule makes item ready duration from now, replacing the delay it
@@ -270,36 +315,38 @@ func (q *TypedDelayingQueue[T]) waitDebounced(item T) (isFirst bool) {
 // made item ready. After a shutdown has begun it does nothing.
 func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
 	if duration <= 0 {
-		q.addCancellingDelay(item, q.addNow)
+		q.addCancellingDelay(item, true)
 		return
 	}
-	if q.waitRescheduled(item, duration) {
-		q.delays.poke()
-	}
+	q.wait(item, func(d *delayer[delayKey[T]]) bool {
+		d.countRetry()
+		return d.reschedule(delayedAdd(item), duration)
+	}, func(d *delayer[T]) bool {
+		d.countRetry()
+		return d.reschedule(item, duration)
+	})
 }
 
-func (q *TypedDelayingQueue[T]) waitRescheduled(item T, delay time.Duration) (isFirst bool) {
+// wait puts item in the delays, with mu held, unless a shutdown has
+// begun: by core over this package's Typed, by own over a queue from
+// outside it. Each reports whether item is now the first to be ready, and
+// then the delay goroutine looks at the heap again. An item put in the
+// delays before the shutdown began is dropped by it: the same outcome as
+// an add that came after.
+func (q *TypedDelayingQueue[T]) wait(item T, core func(*delayer[delayKey[T]]) bool, own func(*delayer[T]) bool) {
+	if t := q.typed; t != nil {
+		t.core.mu.Lock()
+		defer t.core.mu.Unlock() // a panic (an item that cannot be hashed) leaves it unlocked
+		if !t.core.shuttingDown.Load() && core(t.core.delays) {
+			t.core.delays.poke()
+		}
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.stopped || q.queue.ShuttingDown() {
-		return false
+	if !q.stopped && !q.queue.ShuttingDown() && own(q.delays) {
+		q.delays.poke()
 	}
-	q.delays.countRetry()
-	return q.delays.reschedule(item, delay)
-}
-
-// waitFor puts item in the heap, to be added after delay, and reports
-// whether it is now the first to be ready. An item put in the heap before
-// the shutdown began is dropped by it: the same outcome as an AddAfter that
-// came after.
-func (q *TypedDelayingQueue[T]) waitFor(item T, delay time.Duration) (isFirst bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock() // a panic (an item that cannot be hashed) leaves it unlocked
-	if q.stopped || q.queue.ShuttingDown() {
-		return false
-	}
-	q.delays.countRetry()
-	return q.delays.add(item, delay)
 }
 
 // Park holds item until one of events; see [Typed.Park].
@@ -307,6 +354,10 @@ func (q *TypedDelayingQueue[T]) Park(item T, events ...string) { q.park(item, ni
 
 // park is Park with a backoff, for the rate-limiting layer.
 func (q *TypedDelayingQueue[T]) park(item T, backoff func() time.Duration, events []string) {
+	if q.typed != nil {
+		q.typed.park(item, backoff, events)
+		return
+	}
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		p.park(item, backoff, events)
 		return
@@ -323,6 +374,9 @@ func (q *TypedDelayingQueue[T]) Wake(event string) int { return q.WakeFunc(event
 
 // WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
 func (q *TypedDelayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
+	if q.typed != nil {
+		return q.typed.WakeFunc(event, accept)
+	}
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		return p.WakeFunc(event, accept)
 	}
@@ -331,6 +385,9 @@ func (q *TypedDelayingQueue[T]) WakeFunc(event string, accept func(item T) bool)
 
 // WakeItem ends item's park; see [Typed.WakeItem].
 func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
+	if q.typed != nil {
+		return q.typed.WakeItem(item)
+	}
 	if p, ok := q.queue.(parkingQueue[T]); ok {
 		return p.WakeItem(item)
 	}
@@ -339,6 +396,10 @@ func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
 
 // ShutDown also drops delayed items; see [Typed.ShutDown].
 func (q *TypedDelayingQueue[T]) ShutDown() {
+	if q.typed != nil {
+		q.typed.ShutDown()
+		return
+	}
 	q.stopAdds()
 	q.queue.ShutDown()
 	q.stopWaiting()
@@ -346,6 +407,10 @@ func (q *TypedDelayingQueue[T]) ShutDown() {
 
 // ShutDownWithDrain also drops delayed items; see [Typed.ShutDownWithDrain].
 func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
+	if q.typed != nil {
+		q.typed.ShutDownWithDrain()
+		return
+	}
 	q.stopAdds()
 	q.stopWaiting()
 	q.queue.ShutDownWithDrain()
@@ -353,10 +418,14 @@ func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
 
 // stopAdds begins the underlying queue's shutdown, when it is one of this
 // package's, without waiting for a drain, and drops the delayed items at
-// the same instant, under mu, so that no call sees the one without the
-// other. Another queue begins its shutdown only in its ShutDown or
+// the same instant, so that no call sees the one without the other.
+// Another queue begins its shutdown only in its ShutDown or
 // ShutDownWithDrain; until then Add and AddAfter(item, 0) go on adding.
 func (q *TypedDelayingQueue[T]) stopAdds() {
+	if q.typed != nil {
+		q.typed.stopAdds() // drops the delayed adds, which wait in its core
+		return
+	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if s, ok := q.queue.(addStopper); ok {
@@ -403,6 +472,9 @@ func (q *TypedDelayingQueue[T]) dropWaitingLocked() {
 
 // Snapshot lists delayed items too; see [Typed.Snapshot].
 func (q *TypedDelayingQueue[T]) Snapshot(n int) Snapshot[T] {
+	if q.typed != nil {
+		return q.typed.Snapshot(n) // the delayed adds wait in its core
+	}
 	q.mu.Lock() // held while the queue below takes its part: one instant
 	defer q.mu.Unlock()
 	var s Snapshot[T]
@@ -411,7 +483,7 @@ func (q *TypedDelayingQueue[T]) Snapshot(n int) Snapshot[T] {
 	} else {
 		s = Snapshot[T]{Taken: q.delays.clock.Now(), ShuttingDown: q.queue.ShuttingDown(), Depth: q.queue.Len()}
 	}
-	waiting, delayed := q.delays.snapshot(n)
+	waiting, delayed := snapshotDelays(q.delays, n, func(item T) T { return item })
 	s.Waiting += waiting // the queue below may wait for parks' backoffs
 	s.Delayed = soonestDelayed(append(s.Delayed, delayed...), n)
 	return s

@@ -221,14 +221,6 @@ func (s *groupSet[T]) states(n int) (count int, first []GroupState) {
 	return count, first
 }
 
-// groupedOrder is a hand-out order that passes over the items of groups
-// without a free slot; the core tells it when a group's slots fill up or
-// one frees.
-type groupedOrder interface {
-	block(g *group)
-	unblock(g *group)
-}
-
 // groupedList holds queued ids in lists by group, each list ordered by a
 // key of its ids (a sequence number), and finds the id of least key among
 // the groups with a free slot: the FIFO order, a fairness leaf or the age
@@ -436,57 +428,5 @@ func (l *groupedList) down(i int) {
 		}
 		l.swap(i, least)
 		i = least
-	}
-}
-
-// groupedFIFO hands out items first in, first out, passing over the groups
-// without a free slot.
-type groupedFIFO[T comparable] struct {
-	groups *groupSet[T]
-	list   *groupedList
-	links  list.Links
-	seqs   chunked.Array[uint64] // by id: when it was queued
-	seq    uint64
-}
-
-func newGroupedFIFO[T comparable](groups *groupSet[T]) *groupedFIFO[T] {
-	o := &groupedFIFO[T]{groups: groups}
-	o.list = newGroupedList(&o.links, &o.seqs, nil)
-	return o
-}
-
-func (o *groupedFIFO[T]) queue(id int32) {
-	for o.seqs.Len() <= int(id) {
-		o.seqs.Push(0)
-	}
-	o.seq++
-	*o.seqs.At(int(id)) = o.seq
-	o.list.push(id, o.groups.of(id))
-}
-
-func (o *groupedFIFO[T]) next() int32 {
-	id := o.list.first()
-	o.list.remove(id, o.groups.of(id))
-	return id
-}
-
-func (o *groupedFIFO[T]) unqueue(id int32)    { o.list.remove(id, o.groups.of(id)) }
-func (o *groupedFIFO[T]) first(n int) []int32 { return o.list.walk(n) }
-
-func (o *groupedFIFO[T]) empty() {
-	o.links.Shrink()
-	o.seqs.Shrink()
-	o.groups.byID.Shrink()
-}
-
-func (o *groupedFIFO[T]) block(g *group) {
-	for _, s := range g.subs {
-		s.owner.block(s)
-	}
-}
-
-func (o *groupedFIFO[T]) unblock(g *group) {
-	for _, s := range g.subs {
-		s.owner.unblock(s)
 	}
 }

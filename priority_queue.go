@@ -13,16 +13,13 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// AddOpts configures [TypedPriorityQueue.AddWithOpts]; the zero value is Add.
-type AddOpts struct {
-	After       time.Duration // delays the add; 0 or less adds at once, or debounced
-	RateLimited bool          // delays it as AddRateLimited; the shorter delay wins
-	Priority    *int          // higher is handed out first; nil means 0
-	// Reschedule makes the delay replace the one the item waits for, as
-	// [TypedPriorityQueue.Reschedule] does; an add with it is never
-	// debounced.
-	Reschedule bool
-}
+// TypedPriorityQueue's row of the capabilities table (capabilities.go).
+var (
+	_ parkingQueue[int] = (*TypedPriorityQueue[int])(nil)
+	_ Prioritized[int]  = (*TypedPriorityQueue[int])(nil)
+	_ rescheduler[int]  = (*TypedPriorityQueue[int])(nil)
+	_ additions[int]    = (*TypedPriorityQueue[int])(nil)
+)
 
 // TypedPriorityQueueConfig configures [NewTypedPriorityQueue]. The zero value
 // is valid.
@@ -284,11 +281,11 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		}
 		switch how {
 		case addDebounced:
-			return q.core.delays.debounce(item, q.debounce)
+			return q.core.delays.debounce(ownDelay(item), q.debounce)
 		case addRescheduled:
-			return q.core.delays.reschedule(item, after)
+			return q.core.delays.reschedule(ownDelay(item), after)
 		}
-		return q.core.delays.add(item, after)
+		return q.core.delays.add(ownDelay(item), after)
 	}
 	switch {
 	case entry == nil:
@@ -299,7 +296,7 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		q.raise(entry, id, priority)
 		return false
 	case entry.Val.pending == pendingDelay:
-		q.core.delays.remove(item)
+		q.core.delays.remove(ownDelay(item))
 		entry.Val.pending = pendingReady
 		q.order.setPriority(id, max(q.order.priority(id), priority))
 		if !entry.Val.processing {

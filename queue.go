@@ -6,9 +6,14 @@ import (
 	"time"
 
 	"github.com/go-workqueue/workqueue/internal/list"
-	"github.com/go-workqueue/workqueue/internal/ring"
-	"github.com/go-workqueue/workqueue/internal/table"
 	"k8s.io/utils/clock"
+)
+
+// Typed's row of the capabilities table (capabilities.go).
+var (
+	_ addStopper        = (*Typed[int])(nil)
+	_ parkingQueue[int] = (*Typed[int])(nil)
+	_ additions[int]    = (*Typed[int])(nil)
 )
 
 // TypedInterface is client-go's work queue interface; see [Typed].
@@ -20,22 +25,6 @@ type TypedInterface[T comparable] interface {
 	ShutDown()
 	ShutDownWithDrain()
 	ShuttingDown() bool
-}
-
-// Queue is custom storage for [Typed], which calls it under its lock: Push for
-// an item not stored, Touch for a stored one added again, Pop only when Len is
-// positive. Pop must return an item pushed and not popped, or Get panics.
-// Items it holds at construction are added in the order it pops them.
-type Queue[T comparable] interface {
-	Touch(item T)
-	Push(item T)
-	Len() int
-	Pop() (item T)
-}
-
-// DefaultQueue returns FIFO storage; it is not safe for concurrent use.
-func DefaultQueue[T comparable]() Queue[T] {
-	return new(ring.Ring[T])
 }
 
 // TypedQueueConfig configures [NewTypedWithConfig]. The zero value is valid.
@@ -105,19 +94,16 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 }
 
 // Add marks item as needing processing; after a shutdown it does nothing.
-func (q *Typed[T]) Add(item T) { q.tryAdd(item) }
-
-// tryAdd is Add; it reports whether the add was accepted, that is whether
-// no shutdown had begun, so that the delaying layer counts only accepted
-// retries.
-func (q *Typed[T]) tryAdd(item T) (accepted bool) {
+func (q *Typed[T]) Add(item T) {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
-	return q.addLocked(item, hash)
+	q.addLocked(item, hash)
 }
 
-// addLocked is tryAdd with mu held and item's hash computed.
+// addLocked is Add with mu held and item's hash computed; it reports
+// whether the add was accepted, that is whether no shutdown had begun, so
+// that the delaying layer counts only accepted retries.
 func (q *Typed[T]) addLocked(item T, hash uint32) (accepted bool) {
 	if q.core.shuttingDown.Load() {
 		return false
@@ -197,6 +183,11 @@ func (q *Typed[T]) Remove(item T) bool {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
+	return q.removeLocked(item, hash)
+}
+
+// removeLocked is Remove with mu held and item's hash computed.
+func (q *Typed[T]) removeLocked(item T, hash uint32) bool {
 	entry, id := q.core.items.Lookup(item, hash)
 	if entry == nil {
 		return false
@@ -210,6 +201,13 @@ func (q *Typed[T]) Remove(item T) bool {
 		q.core.removeWaiting(id)
 	}
 	return true
+}
+
+// holdsReadyLocked reports whether item is queued, or is being processed
+// and will be queued again at Done. The caller holds mu.
+func (q *Typed[T]) holdsReadyLocked(item T, hash uint32) bool {
+	entry, _ := q.core.items.Lookup(item, hash)
+	return entry != nil && entry.Val.pending == pendingReady
 }
 
 // Park holds item, which the caller got from Get and has not yet marked done,
@@ -297,73 +295,3 @@ func (q *Typed[T]) Snapshot(n int) Snapshot[T] {
 	defer q.core.mu.Unlock()
 	return q.core.snapshotLocked(n)
 }
-
-// fifoOrder hands out items first in, first out.
-type fifoOrder struct {
-	list  list.IDs
-	links list.Links
-}
-
-func (o *fifoOrder) queue(id int32)   { o.list.PushBack(&o.links, id) }
-func (o *fifoOrder) next() int32      { return o.list.PopFront(&o.links) }
-func (o *fifoOrder) unqueue(id int32) { o.list.Remove(&o.links, id) }
-func (o *fifoOrder) empty()           { o.links.Shrink() }
-
-func (o *fifoOrder) first(n int) []int32 {
-	var ids []int32
-	for id := o.list.Head(); id >= 0 && len(ids) < n; id = o.links.Next(id) {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-// storageOrder hands out items in the order of the user's storage. The
-// storage cannot take an item out of its middle, so an item the core
-// unqueues stays stored, in removed, until Pop returns it and it is
-// skipped, or until it is queued again and keeps its place.
-type storageOrder[T comparable] struct {
-	storage Queue[T]
-	items   *table.Table[T, record]
-	removed map[T]struct{}
-}
-
-func (o *storageOrder[T]) queue(id int32) { o.store(o.items.At(id).Item) }
-
-// store puts item in the storage, or, if it is still there, removed,
-// takes it back where it is.
-func (o *storageOrder[T]) store(item T) {
-	if _, ok := o.removed[item]; ok {
-		o.storage.Touch(item)
-		delete(o.removed, item)
-		return
-	}
-	o.storage.Push(item)
-}
-
-func (o *storageOrder[T]) next() int32 {
-	for {
-		item := o.storage.Pop()
-		if _, ok := o.removed[item]; ok {
-			delete(o.removed, item)
-			continue
-		}
-		entry, id := o.items.Lookup(item, o.items.Hash(item))
-		if entry == nil || entry.Val.processing || entry.Val.pending != pendingReady {
-			panic("workqueue: the queue's storage popped an item that was not queued in it")
-		}
-		return id
-	}
-}
-
-func (o *storageOrder[T]) unqueue(id int32) {
-	if o.removed == nil {
-		o.removed = make(map[T]struct{})
-	}
-	o.removed[o.items.At(id).Item] = struct{}{}
-}
-
-// touch tells the storage that the queued id was added again.
-func (o *storageOrder[T]) touch(id int32) { o.storage.Touch(o.items.At(id).Item) }
-
-func (o *storageOrder[T]) first(int) []int32 { return nil }
-func (o *storageOrder[T]) empty()            {}

@@ -9,6 +9,12 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// TypedRateLimitingQueue's row of the capabilities table (capabilities.go).
+var (
+	_ rescheduler[int] = (*TypedRateLimitingQueue[int])(nil)
+	_ additions[int]   = (*TypedRateLimitingQueue[int])(nil)
+)
+
 // TypedRateLimitingInterface is client-go's rate-limiting queue interface.
 type TypedRateLimitingInterface[T comparable] interface {
 	TypedDelayingInterface[T]

@@ -3,6 +3,8 @@ package workqueue
 import (
 	"context"
 	"math"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -292,4 +294,47 @@ func TestMisuse(t *testing.T) {
 			})
 		})
 	}
+}
+
+// delayGoroutines returns how many goroutines of this process end delays:
+// those started by a delayer, running or not yet scheduled.
+func delayGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for g := range strings.SplitSeq(string(buf), "\n\n") {
+		if strings.Contains(g, "workqueue.(*delayer[") {
+			count++
+		}
+	}
+	return count
+}
+
+// TestRateLimitingQueueRunsOneDelayGoroutine checks that a rate-limiting
+// queue without metrics ends all its delays, rate-limited adds and parks
+// alike, on one goroutine: the delaying layer uses the core's delays.
+func TestRateLimitingQueueRunsOneDelayGoroutine(t *testing.T) {
+	before := delayGoroutines()
+	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second))
+	defer q.ShutDown()
+	assert.Equal(t, 1, delayGoroutines()-before, "delay goroutines after construction")
+
+	q.AddRateLimited("a")
+	q.Add("b")
+	item, _ := q.Get()
+	require.Equal(t, "b", item)
+	q.Park("b", "event")
+	q.Done("b")
+	require.Equal(t, 1, q.Snapshot(0).Parked)
+	assert.Equal(t, 1, delayGoroutines()-before, "delay goroutines after a Park")
+
+	q.Wake("event") // the park's backoff waits in the same delays
+	assert.Equal(t, 1, delayGoroutines()-before, "delay goroutines after a Wake")
 }

@@ -42,7 +42,9 @@ func verifyCoreLocked[T comparable](c *core[T]) error {
 	if err := table.Verify(&c.items); err != nil {
 		return err
 	}
-	delayed := func(e *table.Entry[T, record]) bool { return c.delays != nil && c.delays.heap.Contains(e.Item) }
+	delayed := func(e *table.Entry[T, record]) bool {
+		return c.delays != nil && c.delays.heap.Contains(ownDelay(e.Item))
+	}
 	if c.delays != nil {
 		if err := delayheap.Verify(c.delays.heap); err != nil {
 			return fmt.Errorf("delay heap: %w", err)
@@ -74,8 +76,21 @@ func verifyCoreLocked[T comparable](c *core[T]) error {
 			parked[id] = true
 		}
 	}
-	if c.delays != nil && waiting != c.delays.heap.Len() {
-		return fmt.Errorf("%d records wait for a delay, the heap holds %d", waiting, c.delays.heap.Len())
+	if c.delays != nil {
+		own, added := 0, 0
+		for _, w := range c.delays.heap.First(c.delays.heap.Len()) {
+			if w.Item.added {
+				added++
+			} else {
+				own++
+			}
+		}
+		if waiting != own {
+			return fmt.Errorf("%d records wait for a delay, the heap holds %d", waiting, own)
+		}
+		if c.shuttingDown.Load() && added > 0 {
+			return fmt.Errorf("shut down with %d delayed adds", added)
+		}
 	}
 	if c.shuttingDown.Load() && (waiting > 0 || len(parked) > 0) {
 		return fmt.Errorf("shut down with %d items waiting for a delay and %d parked", waiting, len(parked))
