@@ -266,8 +266,8 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	allExited := r.pool.start(getCtx, workers, func(getCtx context.Context) {
-		for r.processNext(getCtx, workCtx) {
+	allExited := r.pool.start(getCtx, workers, func(leave context.Context) {
+		for r.processNext(getCtx, leave, workCtx) {
 		}
 	})
 	r.metrics.workers.Set(float64(workers))
@@ -298,19 +298,24 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 }
 
 // processNext reconciles one item and reports whether the worker goes on:
-// getCtx ending, by Run's context or by SetWorkers, or the queue's
-// shutdown ends it.
-func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
-	item, priority, ok := r.next(getCtx)
+// getCtx ending, leave ending (SetWorkers told the worker to leave), or the
+// queue's shutdown ends it.
+func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
+	item, priority, ok := r.next(getCtx, leave)
 	if !ok {
 		return false
 	}
 	defer r.queue.Done(item)
-	r.metrics.active.Inc()
-	start := time.Now()
+	var start time.Time
+	if r.metrics.on {
+		r.metrics.active.Inc()
+		start = time.Now()
+	}
 	result, err := r.reconcileRecovered(workCtx, item)
-	r.metrics.duration.Observe(time.Since(start).Seconds())
-	r.metrics.active.Dec()
+	if r.metrics.on {
+		r.metrics.duration.Observe(time.Since(start).Seconds())
+		r.metrics.active.Dec()
+	}
 	if err != nil {
 		r.metrics.errors.Inc()
 		r.metrics.reconciles.Inc(r.handleFailure(item, priority, err))
@@ -348,11 +353,15 @@ func (r *Runner[T]) processNext(getCtx, workCtx context.Context) bool {
 }
 
 // next gets the next item, with its priority on a priority queue, or
-// reports that the worker should stop.
-func (r *Runner[T]) next(ctx context.Context) (item T, priority int, ok bool) {
-	if ctx.Err() != nil {
+// reports that the worker should stop. leave is a child of getCtx, but a
+// child learns of its parent's end only after the parent's Done is closed:
+// getCtx is checked itself, so that once Run has seen its context end no
+// worker takes another item.
+func (r *Runner[T]) next(getCtx, leave context.Context) (item T, priority int, ok bool) {
+	if getCtx.Err() != nil || leave.Err() != nil {
 		return item, 0, false
 	}
+	ctx := leave
 	switch {
 	case r.prio != nil:
 		item, priority, err := r.prio.GetWithPriorityContext(ctx)

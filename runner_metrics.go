@@ -72,8 +72,10 @@ func (q *TypedRateLimitingQueue[T]) MetricsConfig() (MetricsProvider, string) {
 }
 
 // runnerMetrics are a Runner's metrics; each does nothing when the queue
-// records none.
+// records none, and on is false then, so that a reconcile does not read
+// the clock for a duration nobody records.
 type runnerMetrics struct {
+	on         bool
 	reconciles ResultCounterMetric
 	errors     CounterMetric
 	duration   HistogramMetric
@@ -99,6 +101,7 @@ func newRunnerMetrics(queue any) runnerMetrics {
 	m.duration = orNoop(p.NewReconcileDurationMetric(name))
 	m.active = orNoop(p.NewActiveWorkersMetric(name))
 	m.workers = orNoop(p.NewWorkersMetric(name))
+	m.on = true
 	return m
 }
 

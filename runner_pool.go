@@ -6,12 +6,12 @@ import (
 )
 
 // workerPool runs the workers of a Runner's Run and changes their number.
-// Each worker has a context of its own, under Run's, which ends when the
-// worker is told to leave.
+// Each worker has a context of its own, under the one start is given, which
+// ends when the worker is told to leave or exits.
 type workerPool struct {
 	mu     sync.Mutex
 	getCtx context.Context
-	work   func(getCtx context.Context)
+	work   func(leave context.Context)
 	// staying are the workers not told to leave, oldest first.
 	staying []*poolWorker
 	// live counts the running workers, those leaving included; exited is
@@ -27,7 +27,7 @@ type poolWorker struct{ leave context.CancelFunc }
 
 // start runs n workers, each calling work with its own context, and
 // returns a channel closed once every worker has exited.
-func (p *workerPool) start(getCtx context.Context, n int, work func(getCtx context.Context)) <-chan struct{} {
+func (p *workerPool) start(getCtx context.Context, n int, work func(leave context.Context)) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.getCtx, p.work, p.open = getCtx, work, true
