@@ -68,9 +68,13 @@ else
 fi
 
 # One Go version for the whole repository: the go line of every go.mod and
-# go.work, and the README's "Requires Go X.Y", must agree, so that the
+# go.work, and the README's "With Go X.Y or later", must agree, so that the
 # README's commands work with the version it names.
-readme_go=$(sed -nE 's/^Requires Go ([0-9]+\.[0-9]+) or later.*/\1/p' README.md)
+readme_go=$(sed -nE 's/^With Go ([0-9]+\.[0-9]+) or later.*/\1/p' README.md)
+if [ -z "$readme_go" ]; then
+  echo "README.md names no Go version in a line starting \"With Go X.Y or later\"" >&2
+  exit 1
+fi
 for f in $(git ls-files 'go.mod' '*/go.mod' 'go.work' 2>/dev/null || find . -name go.mod -o -name go.work); do
   line=$(sed -nE 's/^go ([0-9.]+)$/\1/p' "$f")
   if [ "$line" != "$readme_go.0" ]; then
