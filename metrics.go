@@ -37,7 +37,8 @@ type HistogramMetric interface {
 
 // MetricsProvider creates the metrics of a queue with a Name, once each, at
 // construction; a nil metric disables that one. A queue takes it from its
-// config: there is no global provider. The prometheus subpackage provides one.
+// config, or else the one [SetProvider] set. The prometheus and
+// otelworkqueue packages provide one.
 type MetricsProvider interface {
 	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
 	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item
@@ -174,8 +175,8 @@ var defaultProvider atomic.Pointer[providerBox]
 
 type providerBox struct{ provider MetricsProvider }
 
-// SetProvider sets the MetricsProvider of the queues made after it whose
-// config has none, so that one line gives every queue of a program its
+// SetProvider sets the MetricsProvider of this package's queues made after
+// it whose config has none, so that one line gives every queue of a program its
 // metrics, as the blank imports of client-go's providers did. A program
 // that imported k8s.io/component-base/metrics/prometheus/workqueue calls
 // workqueue.SetProvider(prometheus.NewProvider(legacyregistry.Registerer()))

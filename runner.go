@@ -45,7 +45,10 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // from its first failure with one line each time its failures double, and
 // its other retried failures at [WithRetryLogLevel] (debug by default). It
 // logs a failure while Run stops or during a drain at warn, and panics and
-// items given up on at error.
+// items given up on at error. A Get that fails with an error of the queue's
+// own (the Redis queue's while Redis is out of reach) ends no worker: the
+// worker logs it, at warn on the 1st, 2nd, 4th, ... failure in a row, and
+// tries again a second later.
 //
 // Over a queue with a [RunnerMetricsProvider] ([MetricsSource]), it records
 // the metrics that interface lists under the queue's name.
@@ -232,7 +235,9 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 		r.logger = slog.Default()
 	}
 	r.prio, _ = queue.(Prioritized[T])
-	r.getter, _ = queue.(contextGetter[T])
+	if getsWithContext[T](queue) {
+		r.getter, _ = queue.(contextGetter[T])
+	}
 	r.metrics = newRunnerMetrics(queue)
 	return r
 }
@@ -266,12 +271,11 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}
 	workCtx, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
-	allExited := r.pool.start(getCtx, workers, func(leave context.Context) {
+	allExited := r.pool.start(ctx, getCtx, workers, r.metrics.workers, func(leave context.Context) {
 		for r.processNext(getCtx, leave, workCtx) {
 		}
 	})
-	r.metrics.workers.Set(float64(workers))
-	defer r.metrics.workers.Set(0)
+	defer r.pool.stopped()
 	select {
 	case <-ctx.Done():
 		r.stopping.Store(true)
@@ -343,7 +347,7 @@ func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
 			p.Park(item, result.WaitFor...)
 		} else {
 			outcome = ResultRequeue
-			r.queue.AddRateLimited(item)
+			r.requeue(item, priority, AddOpts{RateLimited: true})
 		}
 	default:
 		r.queue.Forget(item)
@@ -357,22 +361,58 @@ func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
 // child learns of its parent's end only after the parent's Done is closed:
 // getCtx is checked itself, so that once Run has seen its context end no
 // worker takes another item.
+//
+// An error other than the end of a context or ErrShutDown, such as the
+// Redis queue's when Redis is out of reach, does not end the worker: it is
+// logged at warn on the 1st, 2nd, 4th, ... in a row, and the worker tries
+// again a second later.
 func (r *Runner[T]) next(getCtx, leave context.Context) (item T, priority int, ok bool) {
-	if getCtx.Err() != nil || leave.Err() != nil {
-		return item, 0, false
+	for failures := 1; ; failures++ {
+		if getCtx.Err() != nil || leave.Err() != nil {
+			return item, 0, false
+		}
+		var err error
+		switch {
+		case r.prio != nil:
+			item, priority, err = r.prio.GetWithPriorityContext(leave)
+		case r.getter != nil:
+			item, err = r.getter.GetContext(leave)
+		default:
+			item, shutdown := r.queue.Get()
+			return item, 0, !shutdown
+		}
+		if err == nil {
+			return item, priority, true
+		}
+		if leave.Err() != nil || errors.Is(err, ErrShutDown) || r.queue.ShuttingDown() {
+			return item, 0, false
+		}
+		level := slog.LevelDebug
+		if failures&(failures-1) == 0 {
+			level = slog.LevelWarn
+		}
+		r.logger.Log(context.Background(), level, "workqueue: getting an item failed, trying again in 1s", "error", err, "failures", failures)
+		wait := time.NewTimer(time.Second)
+		select {
+		case <-leave.Done():
+		case <-wait.C:
+		}
+		wait.Stop()
 	}
-	ctx := leave
-	switch {
-	case r.prio != nil:
-		item, priority, err := r.prio.GetWithPriorityContext(ctx)
-		return item, priority, err == nil
-	case r.getter != nil:
-		item, err := r.getter.GetContext(ctx)
-		return item, 0, err == nil
-	default:
-		item, shutdown := r.queue.Get()
-		return item, 0, !shutdown
+}
+
+// getsWithContext reports whether q's GetContext can work: this package's
+// layers have the method, but over a queue from outside the package that
+// has none it returns an error wrapping errors.ErrUnsupported.
+func getsWithContext[T comparable](q TypedInterface[T]) bool {
+	switch q := q.(type) {
+	case *TypedRateLimitingQueue[T]:
+		return getsWithContext[T](q.delaying)
+	case *TypedDelayingQueue[T]:
+		return getsWithContext(q.queue)
 	}
+	_, ok := q.(contextGetter[T])
+	return ok
 }
 
 // requeue adds item again as opts says, at priority on a priority queue.

@@ -28,7 +28,7 @@ type RunnerMetricsProvider interface {
 	NewReconcileErrorsMetric(name string) CounterMetric     // reconciles that returned an error or panicked
 	NewReconcileDurationMetric(name string) HistogramMetric // seconds a reconcile ran
 	NewActiveWorkersMetric(name string) GaugeMetric         // workers reconciling an item
-	NewWorkersMetric(name string) SettableGaugeMetric       // workers Run runs, 0 when it is not running
+	NewWorkersMetric(name string) SettableGaugeMetric       // workers Run runs, not those told to leave; 0 when it is not running
 }
 
 // MetricsSource is a queue that records its metrics with a provider under a
@@ -117,9 +117,5 @@ func (r *Runner[T]) SetWorkers(n int) bool {
 	if n < 1 {
 		panic(fmt.Sprintf("workqueue: SetWorkers needs at least one worker, got %d", n))
 	}
-	if !r.pool.resize(n) {
-		return false
-	}
-	r.metrics.workers.Set(float64(n))
-	return true
+	return r.pool.resize(n)
 }

@@ -9,9 +9,14 @@ import (
 // Each worker has a context of its own, under the one start is given, which
 // ends when the worker is told to leave or exits.
 type workerPool struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// runCtx is Run's context: once it has ended, resize does nothing.
+	runCtx context.Context
 	getCtx context.Context
-	work   func(leave context.Context)
+	// gauge is the workers metric, set under mu so that its value follows
+	// the order of the changes.
+	gauge SettableGaugeMetric
+	work  func(leave context.Context)
 	// staying are the workers not told to leave, oldest first.
 	staying []*poolWorker
 	// live counts the running workers, those leaving included; exited is
@@ -27,15 +32,25 @@ type poolWorker struct{ leave context.CancelFunc }
 
 // start runs n workers, each calling work with its own context, and
 // returns a channel closed once every worker has exited.
-func (p *workerPool) start(getCtx context.Context, n int, work func(leave context.Context)) <-chan struct{} {
+func (p *workerPool) start(runCtx, getCtx context.Context, n int, gauge SettableGaugeMetric, work func(leave context.Context)) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.getCtx, p.work, p.open = getCtx, work, true
+	p.runCtx, p.getCtx, p.gauge, p.work, p.open = runCtx, getCtx, gauge, work, true
 	p.exited = make(chan struct{})
 	for range n {
 		p.startLocked()
 	}
+	p.gauge.Set(float64(n))
 	return p.exited
+}
+
+// stopped is called as Run returns: nothing more starts, and the gauge
+// reads 0.
+func (p *workerPool) stopped() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.open = false
+	p.gauge.Set(0)
 }
 
 func (p *workerPool) startLocked() {
@@ -74,14 +89,15 @@ func indexOf(workers []*poolWorker, w *poolWorker) int {
 }
 
 // resize starts workers, or tells the newest to leave, until n stay, and
-// reports whether it could: not before start, nor after freeze or the
-// last worker's exit.
+// reports whether it could: not before start, nor once Run's context has
+// ended, nor after freeze or the last worker's exit.
 func (p *workerPool) resize(n int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.open {
+	if !p.open || p.runCtx.Err() != nil {
 		return false
 	}
+	defer p.gauge.Set(float64(n))
 	for len(p.staying) < n {
 		p.startLocked()
 	}

@@ -985,3 +985,134 @@ func TestRunnerWarnsOfAFailureAsItStops(t *testing.T) {
 		assert.Contains(t, logs.String(), `level=WARN msg="workqueue: reconcile failed as the Runner stops; its retry goes to the queue before the shutdown"`)
 	})
 }
+
+// flakyGetQueue is a queue from outside this package whose GetContext
+// fails its first failures calls, as the Redis queue's does while Redis is
+// out of reach.
+type flakyGetQueue struct {
+	*TypedRateLimitingQueue[string]
+	failures int64
+	calls    atomic.Int64
+}
+
+func (q *flakyGetQueue) GetContext(ctx context.Context) (string, error) {
+	if q.calls.Add(1) <= q.failures {
+		return "", errors.New("connection reset")
+	}
+	return q.TypedRateLimitingQueue.GetContext(ctx)
+}
+
+// TestRunnerGetErrorsEndNoWorker pins that a queue's own Get errors end
+// no worker, and so not Run: the worker logs them, at warn on the 1st,
+// 2nd and 4th in a row, and tries again a second later.
+func TestRunnerGetErrorsEndNoWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := &flakyGetQueue{TypedRateLimitingQueue: NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]()), failures: 5}
+		var logs bytes.Buffer
+		var reconciled atomic.Int32
+		runner := NewRunner[string](q, func(context.Context, string) (Result, error) {
+			reconciled.Add(1)
+			return Result{}, nil
+		}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		q.Add("a")
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 1)
+		time.Sleep(4500 * time.Millisecond)
+		synctest.Wait()
+		assert.Zero(t, reconciled.Load(), "reconciled while Get fails")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, int32(1), reconciled.Load(), "reconciled once Get works again")
+		select {
+		case <-exited:
+			t.Fatal("Run returned on Get errors")
+		default:
+		}
+		cancel()
+		<-exited
+		assert.Equal(t, 3, strings.Count(logs.String(), `level=WARN msg="workqueue: getting an item failed, trying again in 1s"`), "logs: %s", logs.String())
+	})
+}
+
+// outsideQueue is a queue from outside this package, without GetContext.
+type outsideQueue struct {
+	TypedInterface[string]
+}
+
+// TestRunnerOverALayerOverAnOutsideQueue checks that a Runner over this
+// package's rate-limiting queue over a queue without GetContext, whose
+// GetContext can only fail, uses Get: it reconciles, and stops on cancel.
+func TestRunnerOverALayerOverAnOutsideQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Queue: outsideQueue{NewTyped[string]()}})
+		q := NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{DelayingQueue: delaying})
+		var reconciled atomic.Int32
+		runner := NewRunner[string](q, func(context.Context, string) (Result, error) {
+			reconciled.Add(1)
+			return Result{}, nil
+		})
+		q.Add("a")
+		q.Add("b")
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 2)
+		synctest.Wait()
+		assert.Equal(t, int32(2), reconciled.Load())
+		cancel()
+		<-exited
+		assert.True(t, q.ShuttingDown())
+	})
+}
+
+// TestRunnerSetWorkersAfterCancel pins SetWorkers' doc: once Run's context
+// has ended it does nothing and returns false, even before Run has seen
+// the end.
+func TestRunnerSetWorkersAfterCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
+		runner := NewRunner(q, func(context.Context, int) (Result, error) { return Result{}, nil })
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 1)
+		synctest.Wait()
+		require.True(t, runner.SetWorkers(2))
+		cancel()
+		assert.False(t, runner.SetWorkers(3), "SetWorkers right after the cancel")
+		<-exited
+	})
+}
+
+// parklessPriorityQueue is a priority queue from outside this package
+// that cannot park.
+type parklessPriorityQueue struct {
+	TypedRateLimitingInterface[string]
+	Prioritized[string]
+}
+
+// TestRunnerWaitForOnAQueueThatCannotParkKeepsThePriority checks that
+// WaitFor on a Prioritized queue without Park requeues at the item's
+// priority.
+func TestRunnerWaitForOnAQueueThatCannotParkKeepsThePriority(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pq := NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{})
+		rec := &requeueRecorder{TypedPriorityQueue: pq}
+		q := parklessPriorityQueue{rec, rec}
+		var reconciles atomic.Int32
+		runner := NewRunner[string](q, func(context.Context, string) (Result, error) {
+			if reconciles.Add(1) == 1 {
+				return WaitFor("event"), nil
+			}
+			return Result{}, nil
+		})
+		seven := 7
+		pq.AddWithOpts(AddOpts{Priority: &seven}, "a")
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 1)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		cancel()
+		<-exited
+		assert.Equal(t, int32(2), reconciles.Load(), "the requeued item is reconciled again")
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		assert.Equal(t, []int{7}, rec.priorities, "the requeue's priority")
+	})
+}
