@@ -26,24 +26,30 @@ const writeLatency = 500 * time.Millisecond
 // scenario's.
 const trickleNamespace = "load"
 
-// trickle keeps the controller working after the scenario, for -serve, until
-// ctx is done. Each of the controller's writes takes writeLatency. Every
-// tick submits a PodGroup to one of the leaf queues and moves four of the
-// earlier ones, at random, a phase on (Pending, Inqueue, Running,
-// Completed, then deleted). Each cycle, at these seconds of a cycle of a minute (in
-// proportion on another): at 10 a Command closes team-a, which closes dev
-// and prod; at 20 a Command opens dev, which parks until team-a opens; at
-// 30 the API server throttles every write for 5 s, asking to retry after
-// 3 s, so that requests wait for their delay; at 36 a Command closes
-// team-b; at 40 a Command opens team-a, which wakes dev's open; at 50 a
-// Command opens team-b. A close or an open usually finds a sync of the
-// same Queue in flight and waits for its slot. The controller's
-// injected write failures go on meanwhile, so the pages show retries,
-// backoffs and, with -max-requeue, give-ups as they happen.
+// trickle keeps the controller working after the scenario, for -serve,
+// until ctx is done. Each of the controller's writes takes writeLatency.
+// Every tick (every trickleInterval) submits a PodGroup to one of the leaf
+// queues and moves four of the earlier ones, at random, a phase on
+// (Pending, Inqueue, Running, Completed, then deleted). Each cycle, at
+// these seconds of a cycle of a minute: at 10 a Command closes team-a,
+// which closes dev and prod; at 20 a Command opens dev, which parks until
+// team-a opens; at 30 the API server throttles every write for 5 s, asking
+// to retry after 3 s, so that requests wait for their delay; at 36 a
+// Command closes team-b; at 40 a Command opens team-a, which wakes dev's
+// open; at 50 a Command opens team-b. A close or an open usually finds a
+// sync of the same Queue in flight and waits for its slot. The
+// controller's injected write failures go on meanwhile, so the pages show
+// retries, backoffs and, with -max-requeue, give-ups as they happen. A
+// cycle of another length plays the same script faster or slower: the
+// tick, the write latency and the throttle scale with it, so that the
+// controller keeps up with the script as it does on a minute.
 func trickle(ctx context.Context, store *Store, client *faultyClient, seed uint64, cycle time.Duration) {
-	client.slow(writeLatency)
+	scale := func(d time.Duration) time.Duration {
+		return max(time.Millisecond, time.Duration(float64(d)*float64(cycle)/float64(trickleCycle)))
+	}
+	client.slow(scale(writeLatency))
 	defer client.slow(0)
-	interval := min(trickleInterval, cycle/24)
+	interval := scale(trickleInterval)
 	perCycle := int(cycle / interval)
 	at := func(second int) int { return perCycle * second / 60 }
 	rng := rand.New(rand.NewPCG(seed, seed+1))
