@@ -248,7 +248,7 @@ func TestTwoManagersTakeTurnsByNamespace(t *testing.T) {
 
 	rec := sharedRecorder(t, config)
 	queueName := unique("crredis-fair")
-	opts := redisqueue.Options[reconcile.Request]{Fairness: func(r reconcile.Request) string { return r.Namespace }}
+	opts := redisqueue.Options[reconcile.Request]{Fairness: []func(reconcile.Request) string{func(r reconcile.Request) string { return r.Namespace }}}
 	gates, q := startHeldManagers(t, srv, rec, queueName, opts, heldNS, busyNS, quietNS)
 	busy := createConfigMaps(t, cs, busyNS, "cm", "source", busyCount)
 	require.Eventually(t, func() bool { return q.Len() == busyCount }, time.Minute, 10*time.Millisecond,

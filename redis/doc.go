@@ -16,7 +16,8 @@
 //   - a key parked until an event (Park) stays parked in Redis, whichever
 //     process parked it, until any process wakes the event (Wake), the
 //     key (WakeItem) or adds it, or MaxParkTime passes; an event woken
-//     since the key's Get ends its park at Done, so no wakeup is lost;
+//     since the key's Get ends its park at Done, so no wakeup is lost; a
+//     wake queues the key no sooner than its ParkBackoff after the Park;
 //   - AddAfter's earliest ready time wins, and AddRateLimited's failure
 //     counts live in Redis, so backoff goes on when another process
 //     retries the key;

@@ -25,8 +25,8 @@ func (q *Queue[T]) sortedArgs(key string) []any {
 }
 
 // innerOf returns the "STEP NAME" for INNER (see lua/workqueue.lua) of an item,
-// decoded if it could be: its key of Options.NestedFairness and the step
-// of that key's weight; "" without NestedFairness or for a key the codec
+// decoded if it could be: its key of Options.Fairness[1] and the step
+// of that key's weight; "" without a second Fairness function or for a key the codec
 // cannot decode, which has no second level.
 func (q *Queue[T]) innerOf(item T, decoded bool) string {
 	if q.nested == nil || !decoded {
@@ -49,8 +49,8 @@ func fairStep(weight func(string) int, key string) string {
 // flowOf returns the "STEP FLOW" for FLOWS (see lua/workqueue.lua) of key,
 // which encodes item if decoded: its fairness key, from Options.Fairness
 // ("" for all without it), and the step of that key's weight, led by "a"
-// with MaxWait and by "n" (after the "a") with NestedFairness; or UNFAIR,
-// "s", with neither (GroupLimits alone). A key the codec cannot decode is
+// with MaxWait and by "n" (after the "a") with two Fairness functions; or
+// UNFAIR, "s", with neither (GroupLimits alone). A key the codec cannot decode is
 // a flow of its own, of weight 1, with no second level.
 func (q *Queue[T]) flowOf(key string, item T, decoded bool) string {
 	if q.fairness == nil && q.maxWait == 0 {

@@ -32,7 +32,7 @@ func TestFairness(t *testing.T) {
 	tests := []struct {
 		name    string
 		weights map[string]int
-		// nested adds NestedFairness by the items' first two letters, of
+		// nested adds a second Fairness function by the items' first two letters, of
 		// weights nestedWeights.
 		nested        bool
 		nestedWeights map[string]int
@@ -77,10 +77,10 @@ func TestFairness(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := Options[string]{Fairness: flowOfItem, FairnessWeight: func(flow string) int { return tt.weights[flow] }}
+			opts := Options[string]{Fairness: []func(string) string{flowOfItem}, FairnessWeights: []func(string) int{func(flow string) int { return tt.weights[flow] }}}
 			if tt.nested {
-				opts.NestedFairness = func(item string) string { return item[:2] }
-				opts.NestedFairnessWeight = func(key string) int { return tt.nestedWeights[key] }
+				opts.Fairness = append(opts.Fairness, func(item string) string { return item[:2] })
+				opts.FairnessWeights = append(opts.FairnessWeights, func(key string) int { return tt.nestedWeights[key] })
 			}
 			first := newTestQueue(t, s.Client(), opts)
 			handles := []*Queue[string]{first, newHandle(t, s.Client(), queueNameOf(first), opts)}
@@ -131,7 +131,7 @@ func TestFairness(t *testing.T) {
 // live in do not grow with every key and flow ever added.
 func TestFairnessForgetsIdleKeys(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	q := newTestQueue(t, s.Client(), Options[string]{Fairness: flowOfItem})
+	q := newTestQueue(t, s.Client(), Options[string]{Fairness: []func(string) string{flowOfItem}})
 	ctx := context.Background()
 	for _, item := range []string{"a1", "a2", "b1", "c1"} {
 		require.NoError(t, q.AddContext(ctx, item))
@@ -159,7 +159,7 @@ func TestFairnessForgetsIdleKeys(t *testing.T) {
 // near its sweep size instead of growing with every key ever seen.
 func TestFairnessSweepsIdleFlows(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	q := newTestQueue(t, s.Client(), Options[string]{Fairness: func(item string) string { return item }})
+	q := newTestQueue(t, s.Client(), Options[string]{Fairness: []func(string) string{func(item string) string { return item }}})
 	ctx := context.Background()
 	low := -1
 	require.NoError(t, q.AddWithOptsContext(ctx, workqueue.AddOpts{Priority: &low}, "anchor")) // keeps the queue from emptying
@@ -190,7 +190,7 @@ func BenchmarkFairness(b *testing.B) {
 	}{
 		{name: "fifo"},
 		{name: "priorities", prio: true},
-		{name: "fairness", opts: Options[string]{Fairness: func(item string) string { return item[:2] }}},
+		{name: "fairness", opts: Options[string]{Fairness: []func(string) string{func(item string) string { return item[:2] }}}},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			q := New(s.Client(), "bench-fair-"+bb.name+strconv.Itoa(b.N), bb.opts)
@@ -221,7 +221,7 @@ func BenchmarkFairness(b *testing.B) {
 func TestFairnessDelayedKeys(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	opts := Options[string]{Clock: clk, Fairness: flowOfItem}
+	opts := Options[string]{Clock: clk, Fairness: []func(string) string{flowOfItem}}
 	q := newTestQueue(t, s.Client(), opts)
 	other := newHandle(t, s.Client(), queueNameOf(q), opts)
 	q.Add("b1")
@@ -251,7 +251,7 @@ func TestMaxWait(t *testing.T) {
 	tests := []struct {
 		name     string
 		fairness func(string) string
-		// nested adds NestedFairness by the whole item: Snapshot lists, of
+		// nested adds a second Fairness function by the whole item: Snapshot lists, of
 		// each Fairness key, its aged items and its next one.
 		nested bool
 		// steps: "+x@p" AddWithOpts at priority p, "wN" N seconds pass,
@@ -270,9 +270,12 @@ func TestMaxWait(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-			opts := Options[string]{Clock: clk, MaxWait: 10 * time.Second, Fairness: tt.fairness}
+			opts := Options[string]{Clock: clk, MaxWait: 10 * time.Second}
+			if tt.fairness != nil {
+				opts.Fairness = []func(string) string{tt.fairness}
+			}
 			if tt.nested {
-				opts.NestedFairness = func(item string) string { return item }
+				opts.Fairness = append(opts.Fairness, func(item string) string { return item })
 			}
 			q := newTestQueue(t, s.Client(), opts)
 			other := newHandle(t, s.Client(), queueNameOf(q), opts)
@@ -317,7 +320,7 @@ func TestMaxWait(t *testing.T) {
 // its flow's turn.
 func TestFairnessWokenKeys(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	opts := Options[string]{Fairness: flowOfItem}
+	opts := Options[string]{Fairness: []func(string) string{flowOfItem}, ParkBackoff: noParkBackoff()}
 	q := newTestQueue(t, s.Client(), opts)
 	other := newHandle(t, s.Client(), queueNameOf(q), opts)
 	for _, item := range []string{"a1", "a2", "a3"} {
@@ -341,7 +344,7 @@ func TestFairnessWokenKeys(t *testing.T) {
 // order, those at priority 0, which it keeps beside the others, included.
 func TestFairnessSnapshot(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	q := newTestQueue(t, s.Client(), Options[string]{Fairness: flowOfItem})
+	q := newTestQueue(t, s.Client(), Options[string]{Fairness: []func(string) string{flowOfItem}})
 	one, low := 1, -1
 	q.Add("a1")
 	q.Add("a2")
@@ -355,7 +358,7 @@ func TestFairnessSnapshot(t *testing.T) {
 }
 
 // TestNestedFairnessMatchesFlat runs random calls on a queue with Fairness
-// by item and on one whose items are the NestedFairness keys of one
+// by item and on one whose items are the second-level keys of one
 // Fairness key, and checks that every Get hands out the same item: one
 // first-level key's turns are its second-level keys' turns, the same
 // start-time fair queueing, whose heads and ties must not change the
@@ -364,9 +367,9 @@ func TestNestedFairnessMatchesFlat(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	ctx := context.Background()
 	for seed := range uint64(60) {
-		flat := newTestQueue(t, s.Client(), Options[string]{RateLimit: &RateLimit{}, Fairness: func(item string) string { return item }})
+		flat := newTestQueue(t, s.Client(), Options[string]{RateLimit: &RateLimit{}, Fairness: []func(string) string{func(item string) string { return item }}})
 		nested := newTestQueue(t, s.Client(), Options[string]{RateLimit: &RateLimit{},
-			Fairness: func(string) string { return "" }, NestedFairness: func(item string) string { return item }})
+			Fairness: []func(string) string{func(string) string { return "" }, func(item string) string { return item }}})
 		rng := rand.New(rand.NewPCG(seed, 2))
 		var log []string
 		var held []string
@@ -425,8 +428,9 @@ func TestNestedFairnessMatchesFlat(t *testing.T) {
 // moves up only as its previous one is handed out.
 func TestNestedFairnessBatchedGets(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
-	q := newTestQueue(t, s.Client(), Options[string]{Fairness: flowOfItem, FairnessWeight: func(key string) int { return map[string]int{"A": 3}[key] },
-		NestedFairness: func(item string) string { return item[:2] }})
+	q := newTestQueue(t, s.Client(), Options[string]{
+		Fairness:        []func(string) string{flowOfItem, func(item string) string { return item[:2] }},
+		FairnessWeights: []func(string) int{func(key string) int { return map[string]int{"A": 3}[key] }}})
 	ctx := context.Background()
 	for _, item := range []string{"Aa1", "Aa2", "Aa3", "Ab1", "Ab2", "Bb1", "Bb2"} {
 		require.NoError(t, q.AddContext(ctx, item))

@@ -82,8 +82,8 @@ func newLibrary(src string) *library {
 }
 
 // features returns the features the library's functions branch on, their
-// ARGV[1]: 1 for a sorted queue (Fairness, MaxWait, GroupLimits or
-// NestedFairness), plus 2 with GroupLimits, plus 4 with NestedFairness.
+// ARGV[1]: 1 for a sorted queue (Fairness, MaxWait or GroupLimits), plus
+// 2 with GroupLimits, plus 4 with two Fairness functions.
 func (q *Queue[T]) features() int {
 	f := 0
 	if q.sorted() {

@@ -37,7 +37,7 @@ func TestGroupLimits(t *testing.T) {
 		limits     map[string]int // over a default of 1
 		maxWait    time.Duration
 		fairness   bool
-		nested     bool // Fairness "" for all, NestedFairness by first letter
+		nested     bool // Fairness "" for all, then by first letter
 		partitions int
 		// ops separated by spaces, each by handle 0 unless prefixed "1:":
 		// +x Add, +x@p AddWithOpts at priority p, g:x a Get that hands
@@ -70,11 +70,10 @@ func TestGroupLimits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := Options[string]{MaxWait: tt.maxWait, Partitions: tt.partitions, GroupLimits: &workqueue.GroupLimits[string]{Group: groupOfItem, Default: 1, Limits: tt.limits}}
 			if tt.fairness {
-				opts.Fairness = flowOfItem
+				opts.Fairness = []func(string) string{flowOfItem}
 			}
 			if tt.nested {
-				opts.Fairness = func(string) string { return "" }
-				opts.NestedFairness = flowOfItem
+				opts.Fairness = []func(string) string{func(string) string { return "" }, flowOfItem}
 			}
 			first := newTestQueue(t, s.Client(), opts)
 			handles := []*Queue[string]{first, newHandle(t, s.Client(), queueNameOf(first), opts)}

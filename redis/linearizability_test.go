@@ -490,17 +490,16 @@ func TestLinearizability(t *testing.T) {
 				seed := rand.Uint64()
 				name := fmt.Sprintf("lin-%d-%d", h, queueSeq.Add(1))
 				handles := make([]*Queue[string], tt.handles)
-				opts := Options[string]{RateLimit: &RateLimit{}, Partitions: tt.partitions}
+				opts := Options[string]{RateLimit: &RateLimit{}, Partitions: tt.partitions, ParkBackoff: noParkBackoff()}
 				if tt.sorted {
-					opts.Fairness = func(string) string { return "" }
+					opts.Fairness = []func(string) string{func(string) string { return "" }}
 					opts.MaxWait = time.Hour
 				}
 				if tt.fair {
-					opts.Fairness = func(key string) string { return key }
+					opts.Fairness = []func(string) string{func(key string) string { return key }}
 				}
 				if tt.nested {
-					opts.Fairness = func(string) string { return "" }
-					opts.NestedFairness = func(key string) string { return key }
+					opts.Fairness = []func(string) string{func(string) string { return "" }, func(key string) string { return key }}
 				}
 				if tt.limited {
 					opts.GroupLimits = &workqueue.GroupLimits[string]{Group: func(string) string { return "g" }, Default: 1}

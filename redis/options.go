@@ -12,6 +12,10 @@ import (
 	"github.com/go-workqueue/workqueue"
 )
 
+// MaxFairnessLevels is the most Options.Fairness functions a Queue takes:
+// its library in Redis keeps two levels of turns.
+const MaxFairnessLevels = 2
+
 // Options configures a Queue. The zero value is valid for a Queue[string].
 type Options[T comparable] struct {
 	// Codec turns items into Redis strings and back. It may be nil for a
@@ -35,9 +39,28 @@ type Options[T comparable] struct {
 	MaxKeyBytes int
 
 	// MaxParkTime bounds a park (see Queue.Park): a key parked by this
-	// handle's Done is queued again once this long has passed since, if
-	// nothing woke it before. 0 means workqueue.DefaultMaxParkTime.
+	// handle's Done is queued again once this long has passed since, or
+	// once its ParkBackoff has if that ends later, if nothing woke it
+	// before. 0 means workqueue.DefaultMaxParkTime.
 	MaxParkTime time.Duration
+
+	// ParkBackoff gives, at each Park of an item this handle holds, how
+	// long from the Park a wake waits before it queues the item, as the
+	// in-memory rate-limiting queue's ParkBackoff does: a Wake or WakeFunc
+	// by any handle before then makes the item wait until then, as an
+	// AddAfter would, and MaxParkTime's end waits for it too; WakeItem and
+	// an add do not wait. Nil means a backoff per item from 5 ms, doubling
+	// up to 10 s, as in the in-memory queue. Its When is called once per
+	// Park (once per ParkContext) of an item this handle holds, whether or
+	// not the park then takes effect; Forget and Remove through this handle
+	// call its Forget. It must be safe for concurrent use.
+	//
+	// Unlike RateLimit it is not kept in Redis, as it is a
+	// workqueue.TypedRateLimiter: its counts are this handle's, so the
+	// Park of an item by another handle goes by that handle's counts, and
+	// another handle's Forget or Remove does not reset this one's. The end
+	// of a park's backoff is kept in Redis with the park.
+	ParkBackoff workqueue.TypedRateLimiter[T]
 
 	// WaitReplicas, when positive, makes every add and Done wait until
 	// that many replicas have its writes (Redis's WAIT), so that one that
@@ -75,53 +98,46 @@ type Options[T comparable] struct {
 	// items. Default slog.Default().
 	Logger *slog.Logger
 
-	// Fairness, if set, makes the keys it gives the items (namespaces, say)
-	// take turns within each priority, across every process: an item whose
-	// fairness key has nothing queued waits behind at most one item of each
-	// other fairness key at its priority when the encoded items sort by
-	// their fairness key (as crredis's "namespace/name" keys do), and at
-	// most two otherwise, however many they have queued (besides the
-	// items that come back from waiting for a group slot, see
-	// GroupLimits, which keep their earlier turns). An item removed or raised to another
-	// priority gives its turn back only once its fairness key has no
-	// other item queued at that priority: the others keep their turns.
-	// On a partitioned queue the turns are taken within each partition.
-	// It must return the same key for an item every time, be safe for
-	// concurrent use and not panic; every handle of a queue must use the
-	// same Fairness and FairnessWeight. It is called on each add and on
-	// items decoded from their keys.
-	Fairness func(item T) string
+	// Fairness, if not empty, makes the keys these functions give the
+	// items take turns within each priority, across every process, as the
+	// in-memory priority queue's Fairness does: the first function's keys
+	// (tenants, say), then within each the second's (namespaces). It takes
+	// at most MaxFairnessLevels (two) functions, where the in-memory queue
+	// takes any number: New panics on more. An item whose key has nothing queued waits
+	// behind at most one item of each other key at its level and priority
+	// when the encoded items sort by that key (as crredis's
+	// "namespace/name" keys do), and at most two otherwise, however many
+	// they have queued (besides the items that come back from waiting for
+	// a group slot, see GroupLimits, which keep their earlier turns). An
+	// item removed or raised to another priority gives its turn back only
+	// once its key has no other item queued at that priority: the others
+	// keep their turns. On a partitioned queue the turns are taken within
+	// each partition. With two functions, Snapshot's Queued lists, of each
+	// first-level key, only its next item (and, with MaxWait, its aged
+	// ones).
+	//
+	// The functions must return the same key for an item every time, be
+	// safe for concurrent use and not panic; every handle of a queue must
+	// use the same Fairness and FairnessWeights. They are called on each
+	// add and on items decoded from their keys.
+	Fairness []func(item T) string
 
-	// FairnessWeight, if set, gives a fairness key more turns: one of
-	// weight w gets w items for each one of a key of weight 1, spread over
-	// the turn (not in a row). It is read at each add of the key's items;
-	// weights below 1 count as 1 and above 2520 as 2520, and a weight w
-	// acts as 2520/⌊2520/w⌋, which is w for the divisors of 2520 (1000
-	// acts as 1260, 1300 as 2520). It is called as Fairness is.
-	FairnessWeight func(key string) int
-
-	// NestedFairness, if set with Fairness, makes the keys it gives the
-	// items take turns within each Fairness key, as the in-memory queue's
-	// second Fairness function does (namespaces within a tenant, say):
-	// each Fairness key hands out one item per turn, the one whose
-	// NestedFairness key is next in turn among that Fairness key's, so
-	// that among a Fairness key's items, one whose NestedFairness key has
-	// nothing queued waits behind at most one item of each other
-	// NestedFairness key when the encoded items sort by it, and two
-	// otherwise. It is called as Fairness is, and every handle of a queue
-	// must use the same one. Snapshot's Queued lists, of each Fairness
-	// key, only its next item (and, with MaxWait, its aged ones).
-	NestedFairness func(item T) string
-
-	// NestedFairnessWeight is FairnessWeight for the keys of
-	// NestedFairness.
-	NestedFairnessWeight func(key string) int
+	// FairnessWeights, if not empty, gives keys of Fairness more turns:
+	// FairnessWeights[d](key) is the weight of a key of Fairness[d] (a nil
+	// function or a missing one means 1). A key of weight w gets w items
+	// for each one of a key of weight 1, spread over the turn, not in a row
+	// as in the in-memory queue. A weight is read at each add of the key's
+	// items; weights below 1 count as 1 and above 2520 as 2520, and a
+	// weight w acts as 2520/⌊2520/w⌋, which is w for the divisors of 2520
+	// (1000 acts as 1260, 1300 as 2520). The functions are called as
+	// Fairness's are. It cannot be longer than Fairness.
+	FairnessWeights []func(key string) int
 
 	// MaxWait, if positive, hands out an item queued for that long before
 	// any other, whatever its priority or fairness key, the longest
 	// queued first, as the in-memory priority queue's MaxWait does. A key
 	// queued again at the front after its holder died is not aged, nor is,
-	// with NestedFairness and GroupLimits, an aged key that a Get passes
+	// with two Fairness functions and GroupLimits, an aged key that a Get passes
 	// over for a full group: it goes back at the front of its priority.
 	// Every handle of a queue must use the same MaxWait; at least 1ms.
 	MaxWait time.Duration

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-workqueue/workqueue"
 )
@@ -25,15 +26,19 @@ import (
 // is queued again. An add since the Get, or a wake of an earlier Park,
 // wins over the park; otherwise a later Park replaces an earlier one. A
 // park is not a failure: NumRequeues does not count it. Events should
-// come from a small fixed set: Redis keeps the last wake of each. There
-// is no park backoff: a wake queues the item at once (README.md says why).
+// come from a small fixed set: Redis keeps the last wake of each. As on
+// the in-memory rate-limiting queue, a Wake or WakeFunc queues the item
+// no sooner than its Options.ParkBackoff after the Park (until then it
+// waits as after an AddAfter), and so does a park that ends at Done or at
+// MaxParkTime; WakeItem and an add queue it at once.
 //
 // Park does nothing for an item this handle does not hold. It works after
 // ShutDown, as Done does. It retries while Redis is unreachable, and logs
 // a failure it gives up on; the item is then processed once, not parked.
 func (q *Queue[T]) Park(item T, events ...string) {
+	backoff := time.Duration(-1) // read from ParkBackoff at the first try
 	_, err := retryValue(q, "Park", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, q.ParkContext(ctx, item, events...)
+		return struct{}{}, q.park(ctx, item, &backoff, events)
 	})
 	switch {
 	case err == nil || errors.Is(err, ErrNotHeld):
@@ -50,6 +55,13 @@ func (q *Queue[T]) Park(item T, events ...string) {
 // after which ParkContext may be called again: the park may or may not
 // have been recorded, and a second one replaces it.
 func (q *Queue[T]) ParkContext(ctx context.Context, item T, events ...string) error {
+	backoff := time.Duration(-1)
+	return q.park(ctx, item, &backoff, events)
+}
+
+// park is ParkContext with the park's backoff: *backoff if not negative,
+// else ParkBackoff's, which park stores in *backoff for a retry.
+func (q *Queue[T]) park(ctx context.Context, item T, backoff *time.Duration, events []string) error {
 	key, err := q.encode(item)
 	if err != nil {
 		return ErrNotHeld
@@ -69,9 +81,12 @@ func (q *Queue[T]) ParkContext(ctx context.Context, item T, events ...string) er
 	h.parked = true
 	token := h.token
 	q.mu.Unlock()
+	if *backoff < 0 {
+		*backoff = max(q.parkBackoff.When(item), 0)
+	}
 	events = slices.Compact(slices.Sorted(slices.Values(events)))
-	args := make([]any, 0, 2+len(events))
-	args = append(args, key, token)
+	args := make([]any, 0, 4+len(events))
+	args = append(args, key, token, q.now(), millis(*backoff))
 	for _, e := range events {
 		args = append(args, e)
 	}

@@ -27,6 +27,12 @@ func newParkingRef() *workqueue.TypedPriorityQueue[string] {
 		workqueue.TypedPriorityQueueConfig[string]{ParkBackoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)})
 }
 
+// noParkBackoff is a ParkBackoff of none: a wake queues at once, as in
+// the reference.
+func noParkBackoff() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](0, 0)
+}
+
 // TestParkSequences runs short scripts of calls through two handles on
 // one queue, each with its own client as two processes would have, and
 // through the in-memory priority queue, and checks that every Get hands
@@ -101,7 +107,7 @@ func TestParkSequences(t *testing.T) {
 	for _, partitions := range []int{1, 3} {
 		for _, tt := range tests {
 			t.Run(fmt.Sprintf("partitions=%d/%s", partitions, tt.name), func(t *testing.T) {
-				opts := Options[string]{RateLimit: &RateLimit{}, Partitions: partitions}
+				opts := Options[string]{RateLimit: &RateLimit{}, Partitions: partitions, ParkBackoff: noParkBackoff()}
 				q1 := newTestQueue(t, s.Client(), opts)
 				q2 := newHandle(t, s.Client(), queueNameOf(q1), opts)
 				refs := make([]*workqueue.TypedPriorityQueue[string], partitions)
@@ -276,8 +282,8 @@ func verifyParks(t *testing.T, client redis.UniversalClient, q *Queue[string]) {
 func TestMaxParkTime(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	parker := newTestQueue(t, s.Client(), Options[string]{Clock: clk, MaxParkTime: time.Minute})
-	other := newHandle(t, s.Client(), queueNameOf(parker), Options[string]{Clock: clk})
+	parker := newTestQueue(t, s.Client(), Options[string]{Clock: clk, MaxParkTime: time.Minute, ParkBackoff: noParkBackoff()})
+	other := newHandle(t, s.Client(), queueNameOf(parker), Options[string]{Clock: clk, ParkBackoff: noParkBackoff()})
 	three := 3
 	parker.AddWithOpts(workqueue.AddOpts{Priority: &three}, "slow")
 	parker.Add("woken")
@@ -323,7 +329,7 @@ func TestMaxParkTime(t *testing.T) {
 func TestParkOutlivesItsHandle(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	client := s.Client()
-	parker := New(client, fmt.Sprint("outlives-", queueSeq.Add(1)), Options[string]{})
+	parker := New(client, fmt.Sprint("outlives-", queueSeq.Add(1)), Options[string]{ParkBackoff: noParkBackoff()})
 	parker.Add("a")
 	item, _ := parker.Get()
 	parker.Park(item, "e")
@@ -332,7 +338,7 @@ func TestParkOutlivesItsHandle(t *testing.T) {
 	parker.ShutDownWithDrain()
 	require.NoError(t, client.Close())
 
-	other := newHandle(t, s.Client(), parker.name, Options[string]{})
+	other := newHandle(t, s.Client(), parker.name, Options[string]{ParkBackoff: noParkBackoff()})
 	assert.Equal(t, 0, other.Len())
 	assert.Equal(t, 1, other.Wake("e"))
 	assert.Equal(t, "a", getNow(t, other))
@@ -345,8 +351,8 @@ func TestParkErrors(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	// q's clock stands still, so that it does not extend its lease.
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	q := newTestQueue(t, s.Client(), Options[string]{Clock: clocktesting.NewFakeClock(clk.Now()), LeaseDuration: 3 * time.Second})
-	other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{Clock: clk, LeaseDuration: 3 * time.Second})
+	q := newTestQueue(t, s.Client(), Options[string]{Clock: clocktesting.NewFakeClock(clk.Now()), LeaseDuration: 3 * time.Second, ParkBackoff: noParkBackoff()})
+	other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{Clock: clk, LeaseDuration: 3 * time.Second, ParkBackoff: noParkBackoff()})
 	ctx := context.Background()
 	assert.ErrorIs(t, q.ParkContext(ctx, "a", "e"), ErrNotHeld)
 	q.Add("a")
@@ -375,8 +381,8 @@ func TestParkErrors(t *testing.T) {
 func TestParkingMetrics(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	reg := prometheus.NewRegistry()
-	q := newTestQueue(t, s.Client(), Options[string]{MetricsProvider: wqprometheus.NewProvider(reg), Name: "objects"})
-	other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{})
+	q := newTestQueue(t, s.Client(), Options[string]{MetricsProvider: wqprometheus.NewProvider(reg), Name: "objects", ParkBackoff: noParkBackoff()})
+	other := newHandle(t, s.Client(), queueNameOf(q), Options[string]{ParkBackoff: noParkBackoff()})
 	other.Add("a")
 	other.Add("b")
 	for range 2 {
@@ -401,7 +407,7 @@ func TestWakeFunc(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	for _, partitions := range []int{1, 3} {
 		t.Run(fmt.Sprint("partitions=", partitions), func(t *testing.T) {
-			opts := Options[string]{Partitions: partitions}
+			opts := Options[string]{Partitions: partitions, ParkBackoff: noParkBackoff()}
 			q := newTestQueue(t, s.Client(), opts)
 			other := newHandle(t, s.Client(), queueNameOf(q), opts)
 			keys := []string{"a", "b", "c", "d"}
@@ -440,7 +446,7 @@ func TestWakeFunc(t *testing.T) {
 func TestDelayedAddsOfParkedKeys(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
-	opts := Options[string]{Clock: clk, MaxParkTime: time.Minute, LeaseDuration: time.Hour}
+	opts := Options[string]{Clock: clk, MaxParkTime: time.Minute, LeaseDuration: time.Hour, ParkBackoff: noParkBackoff()}
 	q := newTestQueue(t, s.Client(), opts)
 	other := newHandle(t, s.Client(), queueNameOf(q), opts)
 	park := func(item string) {
@@ -473,4 +479,108 @@ func TestDelayedAddsOfParkedKeys(t *testing.T) {
 	clk.Step(time.Hour)
 	assertNothingReady(t, q)
 	verifyParks(t, s.Client(), q)
+}
+
+// TestParkBackoff checks with a fake clock, across two handles, the rule
+// of the in-memory rate-limiting queue's ParkBackoff: a Wake or WakeFunc
+// queues the key no sooner than its backoff after the Park (here 1s, then
+// 2s as the handle's limiter counts its parks), as do a park that ends at
+// Done and MaxParkTime's end; WakeItem and an add queue it at once;
+// Forget resets the count.
+func TestParkBackoff(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	type env struct {
+		q, other *Queue[string]
+		clk      *clocktesting.FakeClock
+	}
+	park := func(e env, key string) {
+		e.q.Add(key)
+		require.Equal(t, key, getNow(t, e.q))
+		e.q.Park(key, "ev")
+		e.q.Done(key)
+	}
+	tests := []struct {
+		name    string
+		maxPark time.Duration
+		run     func(e env, key string)
+		ready   time.Duration // from the start, when the key is queued
+	}{
+		{name: "a wake before the backoff waits for it", run: func(e env, key string) {
+			park(e, key)
+			assert.Equal(t, 1, e.other.Wake("ev"))
+		}, ready: time.Second},
+		{name: "a wake after the backoff queues at once", run: func(e env, key string) {
+			park(e, key)
+			e.clk.Step(3 * time.Second)
+			assert.Equal(t, 1, e.other.Wake("ev"))
+		}, ready: 3 * time.Second},
+		{name: "WakeFunc waits too", run: func(e env, key string) {
+			park(e, key)
+			assert.Equal(t, 1, e.other.WakeFunc("ev", func(string) bool { return true }))
+		}, ready: time.Second},
+		{name: "WakeItem does not wait", run: func(e env, key string) {
+			park(e, key)
+			assert.True(t, e.other.WakeItem(key))
+		}},
+		{name: "an add does not wait", run: func(e env, key string) {
+			park(e, key)
+			e.other.Add(key)
+		}},
+		{name: "a second park backs off twice as long", run: func(e env, key string) {
+			park(e, key)
+			e.other.Wake("ev")
+			e.clk.Step(time.Second)
+			park(e, key)
+			assert.Equal(t, 1, e.other.Wake("ev"))
+		}, ready: 3 * time.Second},
+		{name: "Forget resets the count", run: func(e env, key string) {
+			park(e, key)
+			e.other.Wake("ev")
+			e.clk.Step(time.Second)
+			require.Equal(t, key, getNow(t, e.q))
+			e.q.Forget(key)
+			e.q.Park(key, "ev")
+			e.q.Done(key)
+			assert.Equal(t, 1, e.other.Wake("ev"))
+		}, ready: 2 * time.Second},
+		{name: "a wake before Done waits after it", run: func(e env, key string) {
+			e.q.Add(key)
+			require.Equal(t, key, getNow(t, e.q))
+			e.q.Park(key, "ev")
+			assert.Equal(t, 1, e.other.Wake("ev"))
+			e.q.Done(key)
+		}, ready: time.Second},
+		{name: "woken between Get and Park: the park ends at Done, after the backoff", run: func(e env, key string) {
+			e.q.Add(key)
+			require.Equal(t, key, getNow(t, e.q))
+			e.other.Wake("ev")
+			e.q.Park(key, "ev")
+			e.q.Done(key)
+		}, ready: time.Second},
+		{name: "MaxParkTime's end waits for the backoff", maxPark: 500 * time.Millisecond, run: func(e env, key string) {
+			park(e, key)
+		}, ready: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+			start := clk.Now()
+			opts := Options[string]{Clock: clk, MaxParkTime: tt.maxPark, LeaseDuration: time.Hour,
+				ParkBackoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)}
+			q := newTestQueue(t, s.Client(), opts)
+			e := env{q: q, other: newHandle(t, s.Client(), queueNameOf(q), opts), clk: clk}
+			const key = "k"
+			tt.run(e, key)
+			if wait := tt.ready - clk.Since(start); wait > 0 {
+				clk.Step(wait - time.Millisecond)
+				assert.Equal(t, 0, q.Len(), "Len a millisecond before the backoff ends")
+				assertNothingReady(t, q)
+				clk.Step(time.Millisecond)
+			}
+			assert.Equal(t, 1, q.Len(), "Len once the backoff has ended")
+			require.Equal(t, key, getNow(t, q))
+			q.Done(key)
+			verifyParks(t, s.Client(), q)
+		})
+	}
 }

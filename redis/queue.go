@@ -87,14 +87,17 @@ type Queue[T comparable] struct {
 	provider    workqueue.MetricsProvider
 	metricsName string
 	metrics     *handleMetrics
-	// fairness and fairWeight: Options.Fairness and FairnessWeight;
-	// nested and nestedWeight: NestedFairness and NestedFairnessWeight.
+	// fairness and fairWeight: Options.Fairness[0] and FairnessWeights[0];
+	// nested and nestedWeight: Fairness[1] and FairnessWeights[1]; each
+	// nil if not given.
 	fairness     func(T) string
 	fairWeight   func(string) int
 	nested       func(T) string
 	nestedWeight func(string) int
 	// maxWait is Options.MaxWait.
 	maxWait time.Duration
+	// parkBackoff is Options.ParkBackoff, or the default.
+	parkBackoff workqueue.TypedRateLimiter[T]
 	// groups is Options.GroupLimits, its Limits copied, nil without it.
 	groups *groupLimits[T]
 
@@ -143,7 +146,8 @@ var _ workqueue.TypedRateLimitingInterface[string] = (*Queue[string])(nil)
 // '}'; on a nil Codec for a T other than string; on a LeaseDuration below
 // 3ms, a MaxWait below 1ms, a Heartbeat below 1s, and negative durations
 // and limits (MaxParkTime included); on Partitions outside 0 to 256; on
-// GroupLimits with a nil Group; on NestedFairness without Fairness; and on
+// GroupLimits with a nil Group; on a nil Fairness function, more than
+// two (MaxFairnessLevels), or more FairnessWeights than Fairness; and on
 // WaitReplicas with a client other than a *redis.Client or
 // *redis.ClusterClient.
 func New[T comparable](client redis.UniversalClient, name string, opts Options[T]) *Queue[T] {
@@ -206,8 +210,34 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		panic(fmt.Sprintf("workqueue: redisqueue.New: Partitions %d is outside 0 to %d", partitions, maxPartitions))
 	}
 	partitions = max(partitions, 1)
-	if opts.NestedFairness != nil && opts.Fairness == nil {
-		panic("workqueue: redisqueue.New: NestedFairness needs Fairness")
+	if len(opts.Fairness) > MaxFairnessLevels {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: %d Fairness functions; the Redis queue takes at most %d", len(opts.Fairness), MaxFairnessLevels))
+	}
+	for i, f := range opts.Fairness {
+		if f == nil {
+			panic(fmt.Sprintf("workqueue: redisqueue.New: Fairness[%d] is nil", i))
+		}
+	}
+	if len(opts.FairnessWeights) > len(opts.Fairness) {
+		panic(fmt.Sprintf("workqueue: redisqueue.New: %d FairnessWeights for %d Fairness functions", len(opts.FairnessWeights), len(opts.Fairness)))
+	}
+	var fairness, nested func(T) string
+	var fairWeight, nestedWeight func(string) int
+	if len(opts.Fairness) > 0 {
+		fairness = opts.Fairness[0]
+	}
+	if len(opts.Fairness) > 1 {
+		nested = opts.Fairness[1]
+	}
+	if len(opts.FairnessWeights) > 0 {
+		fairWeight = opts.FairnessWeights[0]
+	}
+	if len(opts.FairnessWeights) > 1 {
+		nestedWeight = opts.FairnessWeights[1]
+	}
+	parkBackoff := opts.ParkBackoff
+	if parkBackoff == nil {
+		parkBackoff = workqueue.NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 10*time.Second)
 	}
 	if opts.GroupLimits != nil && opts.GroupLimits.Group == nil {
 		panic("workqueue: redisqueue.New: GroupLimits.Group is nil")
@@ -242,11 +272,12 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		metrics:      newHandleMetrics(opts.MetricsProvider, metricsName),
 		provider:     opts.MetricsProvider,
 		metricsName:  metricsName,
-		fairness:     opts.Fairness,
-		fairWeight:   opts.FairnessWeight,
-		nested:       opts.NestedFairness,
-		nestedWeight: opts.NestedFairnessWeight,
+		fairness:     fairness,
+		fairWeight:   fairWeight,
+		nested:       nested,
+		nestedWeight: nestedWeight,
 		maxWait:      opts.MaxWait,
+		parkBackoff:  parkBackoff,
 		groups:       newGroupLimits(opts.GroupLimits),
 		held:         make(map[string]*holding),
 		stopCh:       make(chan struct{}),
@@ -317,9 +348,11 @@ func (q *Queue[T]) encode(item T) (string, error) {
 	return key, nil
 }
 
-// Forget clears item's failure count in Redis, for every process. It
-// retries while Redis is unreachable, and logs a failure it gives up on.
+// Forget clears item's failure count in Redis, for every process, and
+// this handle's ParkBackoff count of it. It retries while Redis is
+// unreachable, and logs a failure it gives up on.
 func (q *Queue[T]) Forget(item T) {
+	q.parkBackoff.Forget(item)
 	key, err := q.encode(item)
 	if err != nil {
 		return // it was never counted
@@ -333,6 +366,7 @@ func (q *Queue[T]) Forget(item T) {
 
 // ForgetContext is Forget without retries.
 func (q *Queue[T]) ForgetContext(ctx context.Context, item T) error {
+	q.parkBackoff.Forget(item)
 	key, err := q.encode(item)
 	if err != nil {
 		return err

@@ -456,7 +456,7 @@ func TestLenCountsDueKeys(t *testing.T) {
 				prio := 3
 				q.AddWithOpts(workqueue.AddOpts{After: time.Second, Priority: &prio}, key)
 			}},
-		{name: "Fairness", opts: Options[string]{Fairness: func(string) string { return "f" }},
+		{name: "Fairness", opts: Options[string]{Fairness: []func(string) string{func(string) string { return "f" }}},
 			delay: func(q *Queue[string], key string) { q.AddAfter(key, time.Second) }},
 		{name: "partitioned", opts: Options[string]{Partitions: 3}, other: true,
 			delay: func(q *Queue[string], key string) { q.AddAfter(key, time.Second) }},

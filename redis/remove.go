@@ -8,7 +8,8 @@ import (
 // Remove takes item back, whichever handle added it, and reports whether
 // it took anything: an item queued or waiting for its delay leaves the
 // queue; an item being processed, by any handle, is not queued again at
-// its Done. It also clears item's failure count, as Forget does. It
+// its Done. It also clears item's failure count and this handle's
+// ParkBackoff count of it, as Forget does. It
 // retries while Redis is unreachable, and logs a failure it gives up on
 // and returns false.
 func (q *Queue[T]) Remove(item T) bool {
@@ -24,6 +25,7 @@ func (q *Queue[T]) Remove(item T) bool {
 // RemoveContext is Remove without retries: it returns Redis's error, the
 // codec's or ErrKeyTooLarge.
 func (q *Queue[T]) RemoveContext(ctx context.Context, item T) (bool, error) {
+	q.parkBackoff.Forget(item)
 	key, err := q.encode(item)
 	if err != nil {
 		return false, err

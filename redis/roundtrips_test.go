@@ -115,7 +115,7 @@ func TestRoundTripsPriorities(t *testing.T) {
 		opts Options[string]
 	}{
 		{name: "priorities"},
-		{name: "priorities with fairness", opts: Options[string]{Fairness: func(item string) string { return item[len(item)-1:] }}},
+		{name: "priorities with fairness", opts: Options[string]{Fairness: []func(string) string{func(item string) string { return item[len(item)-1:] }}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-#!lua name=workqueue_v1
+#!lua name=workqueue_v2
 -- The work queue's Redis Functions library: one function per operation,
 -- registered as the library's name and its own (workqueue_v1_get, ...), each headed by its
 -- arguments and reply, after the helpers they share. A queue's features
@@ -41,14 +41,17 @@
 -- adds that queued or marked a key, for snapshots.
 --
 -- Parks. A key parked since its Done has the state
---   "wNUM PRIO/DEADLINE|EVENTS"  (no spaces) parked by park number NUM (16
---                      digits), to be queued at priority PRIO, until
---                      DEADLINE (ms) at the latest
+--   "wNUM PRIO/DEADLINE/UNTIL|EVENTS"  (no spaces) parked by park number
+--                      NUM (16 digits), to be queued at priority PRIO,
+--                      until DEADLINE (ms) at the latest, and by a wake
+--                      no sooner than UNTIL (ms), when its backoff ends
 -- where EVENTS is each event it waits for as LENGTH:EVENT, one after
--- another. Its deadline waits in DELAYED as an add of the key at PRIO, so
--- that promote ends the park with that add and an idle Get wakes for it;
--- PARKED holds when each such key was parked. A park asked for while the
--- key is processed is in PARKS until Done: key -> "wNUM0/TOKEN|EVENTS",
+-- another (see park_fields). Its deadline waits in DELAYED as an add of
+-- the key at PRIO, so that promote ends the park with that add and an
+-- idle Get wakes for it; PARKED holds when each such key was parked. A
+-- wake before UNTIL puts the key in DELAYED until then, as an add at
+-- PRIO, instead of queuing it. A park asked for while the
+-- key is processed is in PARKS until Done: key -> "wNUM0/TOKEN/UNTIL|EVENTS",
 -- the parked state with the lease's token in place of the deadline, and
 -- counts only while the key's state is "p" or "pPRIO" and TOKEN its
 -- lease's (an add, a wake or a lost lease ends it; the record is dropped
@@ -893,14 +896,25 @@ local function unqueue(key, state)
   end
 end
 
--- unpark forgets key's park, park (a parked key's state, or a record of
--- PARKS), and returns the priority to queue it at; the caller sets its
--- state or drops the record. A parked key's deadline's add is taken back,
--- unless an earlier add waits in its place.
-local function unpark(key, park)
+-- park_fields splits park, a parked key's state or a record of PARKS,
+-- "wNUM PRIO/MID/UNTIL|EVENTS": it returns NUM (16 digits), PRIO, MID (a
+-- parked key's deadline, a record's token), UNTIL and EVENTS.
+local function park_fields(park)
   local slash = string.find(park, '/', 18, true)
-  local bar = string.find(park, '|', slash, true)
-  local events, n, members, pos = string.sub(park, bar + 1), string.sub(park, 2, 17), {}, 1
+  local ends_at = string.find(park, '/', slash + 1, true)
+  local bar = string.find(park, '|', ends_at, true)
+  return string.sub(park, 2, 17), tonumber(string.sub(park, 18, slash - 1)),
+    string.sub(park, slash + 1, ends_at - 1), tonumber(string.sub(park, ends_at + 1, bar - 1)),
+    string.sub(park, bar + 1)
+end
+
+-- unpark forgets key's park, park (a parked key's state, or a record of
+-- PARKS), and returns the priority to queue it at and when its backoff
+-- ends; the caller sets its state or drops the record. A parked key's
+-- deadline's add is taken back, unless an earlier add waits in its place.
+local function unpark(key, park)
+  local n, prio, mid, ends, events = park_fields(park)
+  local members, pos = {}, 1
   while pos <= #events do
     local colon = string.find(events, ':', pos, true)
     local stop = colon + tonumber(string.sub(events, pos, colon - 1))
@@ -909,12 +923,12 @@ local function unpark(key, park)
   end
   if #members > 0 then redis.call('ZREM', WAITERS, unpack(members)) end
   redis.call('ZREM', PARKED, key)
-  local deadline = tonumber(string.sub(park, slash + 1, bar - 1))
+  local deadline = tonumber(mid)
   if deadline and tonumber(redis.call('ZSCORE', DELAYED, key)) == deadline then
     redis.call('ZREM', DELAYED, key)
     redis.call('HDEL', DPRIO, key)
   end
-  return tonumber(string.sub(park, 18, slash - 1))
+  return prio, ends
 end
 
 -- add queues key at priority 0, and returns 1 if it was idle, 2 if it is
@@ -1055,38 +1069,52 @@ end
 -- pending_token returns the token of the lease that asked for the park
 -- record, a record of PARKS.
 local function pending_token(record)
-  local slash = string.find(record, '/', 18, true)
-  return string.sub(record, slash + 1, string.find(record, '|', slash, true) - 1)
+  local _, _, token = park_fields(record)
+  return token
 end
 
 -- end_pending drops the park that key's holder asked for, numbered n (any
 -- if n is nil), before its Done, and reports whether it still counted:
 -- whether state, key's state, is processing and the park's lease is key's.
 -- If it counted and mark is set, the key is marked to be queued again at
--- Done, at its priority.
-local function end_pending(key, n, state, mark)
+-- Done, at its priority; or, if backoff is set and the park's backoff
+-- ends after now, it waits in DELAYED until then.
+local function end_pending(key, n, state, mark, backoff, now)
   local record = redis.call('HGET', PARKS, key)
   if not record or (n and string.sub(record, 2, 17) ~= n) then return false end
-  unpark(key, record)
+  local _, ends = unpark(key, record)
   redis.call('HDEL', PARKS, key)
   local live = state and string.byte(state) == PROCESSING and
     redis.call('HGET', TOKENS, key) == pending_token(record)
-  if live and mark then redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2)) end
+  if live and mark then
+    if backoff and ends > now then
+      delay(key, ends, state_priority(state))
+    else
+      redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2))
+    end
+  end
   return live
 end
 
 -- wake_park ends key's park, if it is numbered n (any if n is nil), and
 -- reports whether it did: a key parked since its Done is queued at the
 -- back of its priority, and one still processed is marked to be queued
--- again at its Done.
-local function wake_park(key, n, now)
+-- again at its Done; with backoff set, a park whose backoff ends after
+-- now has the key wait in DELAYED until then instead.
+local function wake_park(key, n, now, backoff)
   local state = redis.call('HGET', STATE, key)
   if state and string.byte(state) == WAITING then
     if n and string.sub(state, 2, 17) ~= n then return false end
-    rank(key, now, unpark(key, state), false)
+    local prio, ends = unpark(key, state)
+    if backoff and ends > now then
+      redis.call('HDEL', STATE, key)
+      delay(key, ends, prio)
+    else
+      rank(key, now, prio, false)
+    end
     return true
   end
-  return end_pending(key, n, state, true)
+  return end_pending(key, n, state, true, backoff, now)
 end
 
 -- parked_count is the number of keys parked since their Done.
@@ -1699,15 +1727,17 @@ local function fn_partitions(keys, args)
   return tonumber(ARGV[2])
 end
 
--- park: ARGV[2] key, ARGV[3] token, then the events. Park: the holder of
--- key's lease of token asks that its Done park the key until one of the
--- events; the park replaces one it asked for before.
+-- park: ARGV[2] key, ARGV[3] token, ARGV[4] now, ARGV[5] the park's
+-- backoff (ms), then the events. Park: the holder of key's lease of token
+-- asks that its Done park the key until one of the events, and that a
+-- wake queue it no sooner than the backoff after now; the park replaces
+-- one it asked for before.
 -- Reply: 1 if the park is recorded (PARKS), to take effect at Done; 2 if
 -- one of the events was woken since the lease was granted, which may have
 -- changed what the holder read, so the key is marked to be queued again
--- at Done instead; 0 if the key was added since its Get, or an earlier
--- park of it woken, and is queued again at Done anyway; -1 if the lease
--- is not token's.
+-- at Done instead (or, with a backoff, waits in DELAYED until it ends); 0
+-- if the key was added since its Get, or an earlier park of it woken, and
+-- is queued again at Done anyway; -1 if the lease is not token's.
 local function fn_park(keys, args)
   begin(keys, args)
   local key, token = ARGV[2], ARGV[3]
@@ -1715,24 +1745,30 @@ local function fn_park(keys, args)
   local state = redis.call('HGET', STATE, key)
   if string.byte(state) ~= PROCESSING then return 0 end
   end_pending(key, nil, state, false)
-  if #ARGV > 3 then
+  local now = clock(ARGV[4])
+  local ends = now + math.ceil(tonumber(ARGV[5]))
+  if #ARGV > 5 then
     -- The lease was granted when FENCE reached the token's number, so a
     -- wake that recorded that number or more came after the grant.
     local number = tonumber(string.sub(token, 1, string.find(token, ':', 1, true) - 1))
-    for _, fired in ipairs(redis.call('HMGET', FIRED, unpack(ARGV, 4))) do
+    for _, fired in ipairs(redis.call('HMGET', FIRED, unpack(ARGV, 6))) do
       if fired and tonumber(fired) >= number then
-        redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2))
+        if ends > now then
+          delay(key, ends, state_priority(state))
+        else
+          redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2))
+        end
         return 2
       end
     end
   end
   local n = string.format('%016d', redis.call('HINCRBY', SEQ, 'w', 1))
   local events, scored = {}, {}
-  for i = 4, #ARGV do
+  for i = 6, #ARGV do
     events[#events + 1] = fmt(#ARGV[i]) .. ':' .. ARGV[i]
     scored[#scored + 1], scored[#scored + 2] = 0, events[#events] .. n .. key
   end
-  redis.call('HSET', PARKS, key, 'w' .. n .. '0/' .. token .. '|' .. table.concat(events))
+  redis.call('HSET', PARKS, key, 'w' .. n .. '0/' .. token .. '/' .. fmt(ends) .. '|' .. table.concat(events))
   if #scored > 0 then redis.call('ZADD', WAITERS, unpack(scored)) end
   return 1
 end
@@ -1741,7 +1777,7 @@ end
 -- ARGV[5] token. Done of a key whose holder asked to park it: as done's,
 -- except that a key whose park still counts (see end_pending) is parked,
 -- until its events, an add, or now plus the longest park, whose add waits
--- in DELAYED.
+-- in DELAYED (or the end of its backoff, if later).
 -- Reply: {parked count, outcome}: 1 queued again, 0 idle, 3 parked, -1
 -- the lease was lost: nothing changed.
 local function fn_parkdone(keys, args)
@@ -1754,9 +1790,9 @@ local function fn_parkdone(keys, args)
   if string.byte(state) == PROCESSING and record and pending_token(record) == token then
     redis.call('HDEL', PARKS, key)
     end_lease(key)
-    local prio, deadline = state_priority(state), now + longest
-    local events = string.sub(record, string.find(record, '|', 18, true) + 1)
-    redis.call('HSET', STATE, key, 'w' .. string.sub(record, 2, 17) .. fmt(prio) .. '/' .. fmt(deadline) .. '|' .. events)
+    local n, _, _, ends, events = park_fields(record)
+    local prio, deadline = state_priority(state), math.max(now + longest, ends)
+    redis.call('HSET', STATE, key, 'w' .. n .. fmt(prio) .. '/' .. fmt(deadline) .. '/' .. fmt(ends) .. '|' .. events)
     redis.call('ZADD', PARKED, now, key)
     delay(key, deadline, prio)
     outcome = 3
@@ -1790,7 +1826,7 @@ local function fn_wake(keys, args)
   local prefix = record_wake(ARGV[3])
   local woken = 0
   for _, member in ipairs(redis.call('ZRANGE', WAITERS, '[' .. prefix, '(' .. prefix .. '\255', 'BYLEX')) do
-    if wake_park(string.sub(member, #prefix + 17), string.sub(member, #prefix + 1, #prefix + 16), now) then
+    if wake_park(string.sub(member, #prefix + 17), string.sub(member, #prefix + 1, #prefix + 16), now, true) then
       woken = woken + 1
     end
   end
@@ -1827,13 +1863,14 @@ local function fn_wakekeys(keys, args)
   local now = clock(ARGV[2])
   local woken = 0
   for i = 3, #ARGV, 2 do
-    if wake_park(ARGV[i + 1], ARGV[i], now) then woken = woken + 1 end
+    if wake_park(ARGV[i + 1], ARGV[i], now, true) then woken = woken + 1 end
   end
   return {parked_count(), woken}
 end
 
 -- wakeitem: ARGV[2] now, ARGV[3] key. WakeItem: ends key's park,
--- whichever it is (see wake_park).
+-- whichever it is, and queues key without waiting for its backoff (see
+-- wake_park).
 -- Reply: {parked count, 1 if it ended one, else 0}.
 local function fn_wakeitem(keys, args)
   begin(keys, args)
@@ -1882,22 +1919,22 @@ end
 
 -- Each function is registered under the library's name and its own, so
 -- that two versions of the library can be loaded side by side.
-redis.register_function('workqueue_v1_add', fn_add)
-redis.register_function('workqueue_v1_addopts', fn_addopts)
-redis.register_function('workqueue_v1_get', fn_get)
-redis.register_function('workqueue_v1_done', fn_done)
-redis.register_function('workqueue_v1_extend', fn_extend)
-redis.register_function('workqueue_v1_signal', fn_signal)
-redis.register_function('workqueue_v1_release', fn_release)
-redis.register_function('workqueue_v1_cancel', fn_cancel)
-redis.register_function('workqueue_v1_remove', fn_remove)
-redis.register_function('workqueue_v1_snapshot', fn_snapshot)
-redis.register_function('workqueue_v1_partitions', fn_partitions)
-redis.register_function('workqueue_v1_park', fn_park)
-redis.register_function('workqueue_v1_parkdone', fn_parkdone)
-redis.register_function('workqueue_v1_wake', fn_wake)
-redis.register_function('workqueue_v1_wakelist', fn_wakelist)
-redis.register_function('workqueue_v1_wakekeys', fn_wakekeys)
-redis.register_function('workqueue_v1_wakeitem', fn_wakeitem)
-redis.register_function('workqueue_v1_setlimit', fn_setlimit)
-redis.register_function('workqueue_v1_len', fn_len)
+redis.register_function('workqueue_v2_add', fn_add)
+redis.register_function('workqueue_v2_addopts', fn_addopts)
+redis.register_function('workqueue_v2_get', fn_get)
+redis.register_function('workqueue_v2_done', fn_done)
+redis.register_function('workqueue_v2_extend', fn_extend)
+redis.register_function('workqueue_v2_signal', fn_signal)
+redis.register_function('workqueue_v2_release', fn_release)
+redis.register_function('workqueue_v2_cancel', fn_cancel)
+redis.register_function('workqueue_v2_remove', fn_remove)
+redis.register_function('workqueue_v2_snapshot', fn_snapshot)
+redis.register_function('workqueue_v2_partitions', fn_partitions)
+redis.register_function('workqueue_v2_park', fn_park)
+redis.register_function('workqueue_v2_parkdone', fn_parkdone)
+redis.register_function('workqueue_v2_wake', fn_wake)
+redis.register_function('workqueue_v2_wakelist', fn_wakelist)
+redis.register_function('workqueue_v2_wakekeys', fn_wakekeys)
+redis.register_function('workqueue_v2_wakeitem', fn_wakeitem)
+redis.register_function('workqueue_v2_setlimit', fn_setlimit)
+redis.register_function('workqueue_v2_len', fn_len)
