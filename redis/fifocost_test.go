@@ -45,7 +45,7 @@ func TestFIFOCommands(t *testing.T) {
 
 // The commands of TestFIFOCommands, as the queue runs them without parks.
 const (
-	fifoAddCommands   = "hget=101 hset=100 incr=100 llen=202 rpush=101 time=101 zadd=1 zcard=101 zrange=102"
+	fifoAddCommands   = "hget=1 hmget=101 hset=100 incrby=100 llen=102 rpush=101 time=101 zadd=1 zcard=101 zrange=102"
 	fifoDrainCommands = "hdel=300 hmget=400 hset=300 incrby=100 llen=199 lpop=100 time=200 zadd=200 zcard=100 zrange=200 zrem=200"
 )
 

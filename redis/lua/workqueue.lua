@@ -1,4 +1,4 @@
-#!lua name=workqueue_v2
+#!lua name=workqueue_v3
 -- The work queue's Redis Functions library: one function per operation,
 -- registered as the library's name and its own (workqueue_v1_get, ...), each headed by its
 -- arguments and reply, after the helpers they share. A queue's features
@@ -931,38 +931,59 @@ local function unpark(key, park)
   return prio, ends
 end
 
--- add queues key at priority 0, and returns 1 if it was idle, 2 if it is
--- being processed and is now marked to be queued again at Done, 0 if it
--- was already queued or marked. A key queued or marked at a priority
--- below 0 is raised to 0: a queued one goes behind the keys queued at 0.
--- A parked key is left as it is, and add returns 4: add_at adds it (it
--- ends the park), through fn_addopts. add_at is the same at any
--- priority; add is apart so that fn_add, of priority 0 alone on a queue
--- that is not sorted, runs none of PRIO's commands.
-local function add(key, now)
-  local state = redis.call('HGET', STATE, key)
-  local kind = state and string.byte(state)
-  if kind == WAITING then return 4 end
-  if not state then
-    enqueue(key, now, false)
-    redis.call('INCR', ADDS)
-    return 1
+-- add_all queues each key of added at priority 0, in order, given states,
+-- their states as read before (false: none), none of them parked, and
+-- returns an outcome for each, and READY's length if it pushed keys
+-- there: outcome 1 if it was idle, 2 if it is being
+-- processed and is now marked to be queued again at Done, 0 if it was
+-- already queued or marked. A key queued or marked at a priority below 0
+-- is raised to 0: a queued one goes behind the keys queued at 0. The
+-- writes of all the adds are gathered into one command per key of the
+-- queue, and the state each add leaves is kept for a later add of the
+-- same key. A parked key is added by add_at (it ends the park), through
+-- fn_addopts. add_at is the same at any priority; add_all is apart so
+-- that fn_add, of priority 0 alone on a queue that is not sorted, runs
+-- none of PRIO's commands.
+local function add_all(added, states, now)
+  local outcomes, pushed, written, left, adds = {}, {}, {}, {}, 0
+  for i, key in ipairs(added) do
+    local state = left[key]
+    if state == nil then state = states[i] end
+    local kind = state and string.byte(state)
+    local outcome = 0
+    if not state then
+      pushed[#pushed + 1] = key
+      written[#written + 1], written[#written + 2] = key, now
+      left[key] = fmt(now)
+      adds, outcome = adds + 1, 1
+    elseif kind == PROCESSING then
+      written[#written + 1], written[#written + 2] = key, 'd'
+      left[key] = 'd'
+      adds, outcome = adds + 1, 2
+    elseif kind == MARKED then
+      if state_priority(state) < 0 then
+        written[#written + 1], written[#written + 2] = key, 'd'
+        left[key] = 'd'
+      end
+    else
+      local place, prio, since = queued_state(state)
+      if prio < 0 then
+        redis.call('ZREM', PRIO, place .. key)
+        pushed[#pushed + 1] = key
+        written[#written + 1], written[#written + 2] = key, since
+        left[key] = fmt(since)
+      end
+    end
+    outcomes[i] = outcome
   end
-  if kind == PROCESSING then
-    redis.call('HSET', STATE, key, 'd')
-    redis.call('INCR', ADDS)
-    return 2
+  local length
+  if #pushed > 0 then
+    length = redis.call('RPUSH', READY, unpack(pushed))
+    signal()
   end
-  if kind == MARKED then
-    if state_priority(state) < 0 then redis.call('HSET', STATE, key, 'd') end
-    return 0
-  end
-  local place, prio, since = queued_state(state)
-  if prio < 0 then
-    redis.call('ZREM', PRIO, place .. key)
-    enqueue(key, since, false)
-  end
-  return 0
+  if #written > 0 then redis.call('HSET', STATE, unpack(written)) end
+  if adds > 0 then redis.call('INCRBY', ADDS, adds) end
+  return outcomes, length
 end
 
 -- queue_at is add at priority prio, of a key that is not parked, whose
@@ -1219,45 +1240,54 @@ end
 
 -- Every function below is called with one key, the prefix of the keys
 -- of one queue (or one partition of it), and the queue's features as
--- ARGV[1]: 1 sorted (Fairness, MaxWait, GroupLimits or
--- NestedFairness: every key in PRIO with a flow), plus 2 with
--- GroupLimits, plus 4 with NestedFairness. Its header says what follows.
+-- ARGV[1]: 1 sorted (Fairness, MaxWait or GroupLimits: every key in
+-- PRIO with a flow), plus 2 with GroupLimits, plus 4 with two Fairness
+-- levels. Its header says what follows.
 
 -- add: ARGV[2] now, then one key, delay (ms) pair per add at priority 0,
 -- run in order after promoting the due keys (see promote_due): Add when delay <= 0, else AddAfter, the earlier of two
 -- ready times winning. For a queue that is not sorted, whose adds at
 -- priority 0 need none of PRIO's work; addopts takes every other add.
--- Reply: {depth, outcome of each add}: as the helper add's, or 3 for a
--- key put to wait; 4, for a parked key, is no add: the caller adds it
--- again with addopts. Adds of more than one key (an AddBatch's among
--- them) are all 4 if one key is parked, and nothing is changed, so that
--- addopts makes them take effect together.
+-- Reply: {depth, outcome of each add}: as add_all's, or 3 for a key put
+-- to wait; 4, for a parked key, is no add: the caller adds it again with
+-- addopts. The adds are all 4 if one key is parked, and nothing is
+-- changed, so that addopts makes them take effect together.
 local function fn_add(keys, args)
   begin(keys, args)
   local now = clock(ARGV[2])
   promote_due(now)
   local reply = {0}
-  if #ARGV > 4 then
-    local queued = {}
-    for i = 3, #ARGV, 2 do queued[#queued + 1] = ARGV[i] end
-    for _, state in ipairs(redis.call('HMGET', STATE, unpack(queued))) do
-      if state and string.byte(state) == WAITING then
-        for i = 3, #ARGV, 2 do reply[#reply + 1] = 4 end
-        reply[1] = depth()
-        return reply
-      end
+  local added = {}
+  for i = 3, #ARGV, 2 do added[#added + 1] = ARGV[i] end
+  local states = redis.call('HMGET', STATE, unpack(added))
+  for _, state in ipairs(states) do
+    if state and string.byte(state) == WAITING then
+      for i = 3, #ARGV, 2 do reply[#reply + 1] = 4 end
+      reply[1] = depth()
+      return reply
     end
   end
+  -- The adds without a delay, gathered (add_all), and the delayed ones
+  -- apart: delay touches neither the states nor READY.
+  local now_keys, now_states, now_at, m = {}, {}, {}, 0
   for i = 3, #ARGV, 2 do
-    local key, wait = ARGV[i], tonumber(ARGV[i + 1])
-    if wait <= 0 then
-      reply[#reply + 1] = add(key, now)
+    local n = (i - 1) / 2
+    if tonumber(ARGV[i + 1]) <= 0 then
+      m = m + 1
+      now_keys[m], now_states[m], now_at[m] = ARGV[i], states[n], n
     else
-      delay(key, now + wait, 0)
-      reply[#reply + 1] = 3
+      delay(ARGV[i], now + tonumber(ARGV[i + 1]), 0)
+      reply[n + 1] = 3
     end
   end
-  reply[1] = depth()
+  local length
+  if m > 0 then
+    local outcomes
+    outcomes, length = add_all(now_keys, now_states, now)
+    for i, outcome in ipairs(outcomes) do reply[now_at[i] + 1] = outcome end
+  end
+  -- A queue that is not sorted has no blocked or nested keys to count.
+  if length then reply[1] = length + redis.call('ZCARD', PRIO) else reply[1] = depth() end
   return reply
 end
 
@@ -1348,7 +1378,7 @@ local function fn_get(keys, args)
   -- with MaxWait those waiting longer (aged), then PRIO's above 0 (high),
   -- READY's, then PRIO's below 0 (low). With GroupLimits, a key whose
   -- group has no free slot is passed over (see admit), and more are popped
-  -- in its place, up to GROUP_SCAN in all; with NestedFairness one is
+  -- in its place, up to GROUP_SCAN in all; with two Fairness levels one is
   -- popped a round, as the head that moves up may come before the others.
   -- A queue that is not sorted pops in one round.
   local popped, prios = {}, {}
@@ -1919,22 +1949,22 @@ end
 
 -- Each function is registered under the library's name and its own, so
 -- that two versions of the library can be loaded side by side.
-redis.register_function('workqueue_v2_add', fn_add)
-redis.register_function('workqueue_v2_addopts', fn_addopts)
-redis.register_function('workqueue_v2_get', fn_get)
-redis.register_function('workqueue_v2_done', fn_done)
-redis.register_function('workqueue_v2_extend', fn_extend)
-redis.register_function('workqueue_v2_signal', fn_signal)
-redis.register_function('workqueue_v2_release', fn_release)
-redis.register_function('workqueue_v2_cancel', fn_cancel)
-redis.register_function('workqueue_v2_remove', fn_remove)
-redis.register_function('workqueue_v2_snapshot', fn_snapshot)
-redis.register_function('workqueue_v2_partitions', fn_partitions)
-redis.register_function('workqueue_v2_park', fn_park)
-redis.register_function('workqueue_v2_parkdone', fn_parkdone)
-redis.register_function('workqueue_v2_wake', fn_wake)
-redis.register_function('workqueue_v2_wakelist', fn_wakelist)
-redis.register_function('workqueue_v2_wakekeys', fn_wakekeys)
-redis.register_function('workqueue_v2_wakeitem', fn_wakeitem)
-redis.register_function('workqueue_v2_setlimit', fn_setlimit)
-redis.register_function('workqueue_v2_len', fn_len)
+redis.register_function('workqueue_v3_add', fn_add)
+redis.register_function('workqueue_v3_addopts', fn_addopts)
+redis.register_function('workqueue_v3_get', fn_get)
+redis.register_function('workqueue_v3_done', fn_done)
+redis.register_function('workqueue_v3_extend', fn_extend)
+redis.register_function('workqueue_v3_signal', fn_signal)
+redis.register_function('workqueue_v3_release', fn_release)
+redis.register_function('workqueue_v3_cancel', fn_cancel)
+redis.register_function('workqueue_v3_remove', fn_remove)
+redis.register_function('workqueue_v3_snapshot', fn_snapshot)
+redis.register_function('workqueue_v3_partitions', fn_partitions)
+redis.register_function('workqueue_v3_park', fn_park)
+redis.register_function('workqueue_v3_parkdone', fn_parkdone)
+redis.register_function('workqueue_v3_wake', fn_wake)
+redis.register_function('workqueue_v3_wakelist', fn_wakelist)
+redis.register_function('workqueue_v3_wakekeys', fn_wakekeys)
+redis.register_function('workqueue_v3_wakeitem', fn_wakeitem)
+redis.register_function('workqueue_v3_setlimit', fn_setlimit)
+redis.register_function('workqueue_v3_len', fn_len)
