@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/go-workqueue/workqueue/internal/delayheap"
+	"github.com/go-workqueue/workqueue/internal/grouped"
 	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/go-workqueue/workqueue/internal/lock"
 	"github.com/go-workqueue/workqueue/internal/table"
@@ -200,10 +201,8 @@ func verifyGroups[T comparable](c *core[T], queued map[int32]bool) error {
 		if g.waiting() > 0 {
 			atLimit++
 		}
-		for i, s := range g.subs {
-			if s.g != g || s.groupAt != i || s.owner.subs[g] != s {
-				return fmt.Errorf("group %q: list %d filed wrong", name, i)
-			}
+		if g.Open() != g.open() {
+			return fmt.Errorf("group %q: open %v in the lists, %v by its slots", name, g.Open(), g.open())
 		}
 	}
 	if waiting != c.slotWaits || atLimit != c.groups.atLimit {
@@ -212,50 +211,11 @@ func verifyGroups[T comparable](c *core[T], queued map[int32]bool) error {
 	return nil
 }
 
-// verifyGroupedList checks a groupedList and returns the ids it lists:
-// each group's list is sound, in key order, and filed under its group; the
-// heap holds exactly the lists of open groups, in heap order; eligible
-// counts their ids.
-func verifyGroupedList(l *groupedList, name string) (map[int32]bool, error) {
-	listed := map[int32]bool{}
-	eligible := 0
-	for g, s := range l.subs {
-		ids, err := list.Verify(s.ids, l.links)
-		if err != nil {
-			return nil, fmt.Errorf("%s, group %q: %w", name, g.name, err)
-		}
-		if len(ids) == 0 || s.g != g || s.owner != l {
-			return nil, fmt.Errorf("%s, group %q: an empty list, or filed wrong", name, g.name)
-		}
-		for i, id := range ids {
-			if listed[id] {
-				return nil, fmt.Errorf("%s: id %d listed twice", name, id)
-			}
-			listed[id] = true
-			if i > 0 && *l.keys.At(int(id)) <= *l.keys.At(int(ids[i-1])) {
-				return nil, fmt.Errorf("%s, group %q: out of order at id %d", name, g.name, id)
-			}
-		}
-		if (s.heapAt >= 0) != g.open() || s.heapAt >= len(l.heap) || s.heapAt >= 0 && l.heap[s.heapAt] != s {
-			return nil, fmt.Errorf("%s, group %q: open %v, at %d in the heap", name, g.name, g.open(), s.heapAt)
-		}
-		if g.open() {
-			eligible += len(ids)
-		}
-	}
-	for i := 1; i < len(l.heap); i++ {
-		if l.less(i, (i-1)/2) {
-			return nil, fmt.Errorf("%s: heap out of order at %d", name, i)
-		}
-	}
-	open := 0
-	for _, s := range l.subs {
-		if s.heapAt >= 0 {
-			open++
-		}
-	}
-	if open != len(l.heap) || eligible != l.eligible {
-		return nil, fmt.Errorf("%s: %d open lists, heap holds %d; %d eligible ids, counted %d", name, open, len(l.heap), eligible, l.eligible)
+// verifyGroupedList checks a grouped list and returns the ids it lists.
+func verifyGroupedList(l *grouped.List, name string) (map[int32]bool, error) {
+	listed, err := grouped.Verify(l)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return listed, nil
 }
@@ -365,7 +325,11 @@ func verifyPriorityOrder[T comparable](o *priorityOrder[T], queued map[int32]boo
 		}
 	}
 	if o.maxWait == 0 {
-		if o.ages.Len() > 0 || o.ageLinks.Size() > 0 || o.readySince.Len() > 0 || o.groupedAges != nil && len(o.groupedAges.subs) > 0 {
+		var aged map[int32]bool
+		if o.groupedAges != nil {
+			aged, _ = grouped.Verify(o.groupedAges)
+		}
+		if o.ages.Len() > 0 || o.ageLinks.Size() > 0 || o.readySince.Len() > 0 || len(aged) > 0 {
 			return fmt.Errorf("age list used without MaxWait")
 		}
 		return nil
@@ -415,7 +379,7 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 		}
 		ready := len(ids)
 		if node.grouped != nil {
-			if len(ids) > 0 || node.grouped.leaf != node {
+			if len(ids) > 0 || node.grouped.Owner != any(node) {
 				return 0, 0, fmt.Errorf("leaf %q: lists ids in both lists, or a list of another leaf", node.key)
 			}
 			grouped, err := verifyGroupedList(node.grouped, fmt.Sprintf("leaf %q", node.key))
@@ -423,7 +387,7 @@ func verifyFairNode[T comparable](o *priorityOrder[T], node *fairNode, priority,
 				return 0, 0, err
 			}
 			ids = slices.Collect(maps.Keys(grouped))
-			ready = node.grouped.eligible
+			ready = node.grouped.Eligible()
 		}
 		for _, id := range ids {
 			if listed[id] {
