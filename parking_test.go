@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -872,4 +873,68 @@ func (p *parkingModel) clone() parkingModel {
 	c := *p
 	c.counts, c.backoffUntil, c.since = maps.Clone(p.counts), maps.Clone(p.backoffUntil), maps.Clone(p.since)
 	return c
+}
+
+// verifyParking checks a core's parking against the ids of the records
+// that say they are parked: it holds exactly those, each under each of its
+// events and no other (an event's set may be empty); the parks that took effect are exactly those of
+// items no longer processed, listed oldest first; and no item is parked
+// without the delays whose goroutine ends parks.
+func verifyParking[T comparable](c *core[T], parked map[int32]bool) error {
+	p := c.parking
+	if p == nil {
+		if len(parked) > 0 {
+			return fmt.Errorf("%d records parked, no parking", len(parked))
+		}
+		return nil
+	}
+	if len(p.byID) != len(parked) {
+		return fmt.Errorf("%d records parked, the parking holds %d", len(parked), len(p.byID))
+	}
+	if len(parked) > 0 && c.delays == nil {
+		return fmt.Errorf("%d items parked without the delays' goroutine", len(parked))
+	}
+	listed := 0
+	for id, r := range p.byID {
+		if !parked[id] || r.id != id {
+			return fmt.Errorf("the parking holds id %d, whose record is not parked", id)
+		}
+		if r.settledIn == c.items.At(id).Val.processing {
+			return fmt.Errorf("item %v: processing %v, park in effect %v", c.items.At(id).Item, c.items.At(id).Val.processing, r.settledIn)
+		}
+		for _, e := range r.events {
+			if p.byEvent[e][id] != r {
+				return fmt.Errorf("item %v is not filed under its event %q", c.items.At(id).Item, e)
+			}
+		}
+		listed += len(r.events)
+	}
+	for _, set := range p.byEvent {
+		listed -= len(set)
+	}
+	if listed != 0 {
+		return fmt.Errorf("the events file %d more items than the parks name", -listed)
+	}
+	settled, err := list.VerifyPtrs(&p.settled)
+	if err != nil {
+		return fmt.Errorf("parks in effect: %w", err)
+	}
+	for i, r := range settled {
+		if !r.settledIn || p.byID[r.id] != r {
+			return fmt.Errorf("the parks in effect list item %v, which is not parked", c.items.At(r.id).Item)
+		}
+		if i > 0 && settled[i-1].since > r.since {
+			return fmt.Errorf("the parks in effect are not oldest first")
+		}
+	}
+	inEffect := 0
+	for _, r := range p.byID {
+		if r.settledIn {
+			inEffect++
+		}
+	}
+	if inEffect != len(settled) {
+		return fmt.Errorf("%d parks in effect, %d listed", inEffect, len(settled))
+	}
+	return nil
 }
