@@ -31,7 +31,7 @@ import (
 // The linearizability test checks that the queues are linearizable: that every history of
 // concurrent calls that a queue produces could also have been produced by
 // the calls one at a time, each taking effect at some instant between its
-// call and its return, on the obvious sequential queue (linState). Each
+// call and its return, on the obvious sequential queue (fifoSpec). Each
 // history runs a few workers and a shutdown goroutine on a fresh queue with
 // two or three keys, so that deduplication, the dirty mark and shutdown
 // collide, records when every call started and returned, and gives the
@@ -829,12 +829,13 @@ func linBaseSeed(t *testing.T) uint64 {
 	return seed
 }
 
-// The sequential specification of the queues for the linearizability test:
-// the operations a history records (linInput, linOutput), the sequential
-// FIFO queue (linState) with what every model shares (linCommon: the
-// processing and dirty keys, failures, shutdown and parking), and the
-// porcupine model built from them. The priority queue's specification is in
-// priority_queue_model_test.go.
+// The sequential specification of the queues: the FIFO queue (fifoSpec)
+// with what every queue shares (queueSpec: the processing and dirty keys,
+// failures, shutdown, parking and group limits), which the model walks of
+// rate_limiting_queue_model_test.go and the linearizability histories both
+// check against; the operations a history records (linInput, linOutput)
+// and the porcupine model built from them. The priority queue's
+// specification is in priority_queue_model_test.go.
 
 // linMaxKeys is the most keys a history uses; the model keeps one bit per key.
 const linMaxKeys = 3
@@ -991,27 +992,28 @@ func linDescribe(in linInput, out linOutput) string {
 	return fmt.Sprintf("%s(%s)", name, linKeyName(in.key))
 }
 
-// linState is the sequential queue: a value, so that porcupine can keep
-// states and compare them with ==. An item is in at most one of the FIFO and
-// the processing set; dirty items are processing items added again.
-type linState struct {
-	linCommon
-	fifo   [linMaxKeys]int8
+// fifoSpec is the sequential FIFO queue: a value, so that porcupine can
+// keep states and compare them with ==. An item is in at most one of the
+// FIFO and the processing set; dirty items are processing items added
+// again. Its keys are 0 to specKeys-1.
+type fifoSpec struct {
+	queueSpec
+	fifo   [specKeys]int8
 	queued int8
 	// custom is set for a queue with custom storage, where a removed item
 	// stays in the FIFO, hidden (bit per key), until a Get passes it or an
 	// add shows it again in its old place.
 	custom bool
-	hidden uint8
+	hidden uint16
 }
 
-// linCommon is what the sequential queues of every model keep apart from
+// queueSpec is what the sequential queues of every model keep apart from
 // their order: the keys being processed, those added again meanwhile, the
 // failures and the shutdown.
-type linCommon struct {
-	processing uint8 // bit per key
-	dirty      uint8 // bit per key
-	failures   [linMaxKeys]uint8
+type queueSpec struct {
+	processing uint16 // bit per key
+	dirty      uint16 // bit per key
+	failures   [specKeys]uint8
 	shutdown   bool
 	released   bool // a ShutDown has released every drain
 
@@ -1025,24 +1027,28 @@ type linCommon struct {
 	groupLimit int8
 }
 
+// specKeys is the number of keys a spec holds: the model walks' items;
+// a history uses linMaxKeys of them.
+const specKeys = modelItems
+
 // linGroupKeys is the bit mask of the keys of the limited group.
 const linGroupKeys = 0b011
 
 // eligible reports whether Get may hand out key: its group, if it has
 // one, has a free slot.
-func (c *linCommon) eligible(key int8) bool {
-	return !c.grouped || linGroupKeys&(1<<key) == 0 || c.groupLimit <= 0 || bits.OnesCount8(c.processing&linGroupKeys) < int(c.groupLimit)
+func (c *queueSpec) eligible(key int8) bool {
+	return !c.grouped || linGroupKeys&(1<<key) == 0 || c.groupLimit <= 0 || bits.OnesCount16(c.processing&linGroupKeys) < int(c.groupLimit)
 }
 
 // handOut marks key, just handed out by Get, as processing.
-func (c *linCommon) handOut(key int8) {
+func (c *queueSpec) handOut(key int8) {
 	c.processing |= 1 << key
 	c.parks.handOut(int(key))
 }
 
 // unpark ends key's park, if it has one, and reports whether it was
 // parked since its Done and whether it was parked by its worker.
-func (c *linCommon) unpark(key int8) (parked, parking bool) {
+func (c *queueSpec) unpark(key int8) (parked, parking bool) {
 	had, settled := c.parks.drop(int(key))
 	return settled, had && !settled
 }
@@ -1051,21 +1057,24 @@ func (c *linCommon) unpark(key int8) (parked, parking bool) {
 // a key not processing, or for one added again since its Get; a Done that
 // queues it again if one of events woke since its Get; otherwise a park
 // that takes effect at Done, replacing one asked for before.
-func (c *linCommon) park(key int8, events uint8) {
-	bit := uint8(1) << key
-	if c.shutdown || c.processing&bit == 0 || c.dirty&bit != 0 {
-		return
+func (c *queueSpec) park(key int8, events uint8) {
+	if c.mayPark(key) && c.parks.park(int(key), events) {
+		c.dirty |= 1 << key
 	}
-	if c.parks.park(int(key), events) {
-		c.dirty |= bit
-	}
+}
+
+// mayPark reports whether a worker's Park of key can park it: not after a
+// shutdown, only for a key processing and not added again since its Get.
+func (c *queueSpec) mayPark(key int8) bool {
+	bit := uint16(1) << key
+	return !c.shutdown && c.processing&bit != 0 && c.dirty&bit == 0
 }
 
 // wake applies Wake(events): it ends the parks waiting for them, in the
 // order they were asked for, returning the keys parked since their Done
 // (to queue, in that order) and the number of parks it ended. A key still
 // processing is queued again at its Done.
-func (c *linCommon) wake(events uint8) (woken []int8, n int) {
+func (c *queueSpec) wake(events uint8) (woken []int8, n int) {
 	if c.shutdown {
 		return nil, 0
 	}
@@ -1083,7 +1092,7 @@ func (c *linCommon) wake(events uint8) (woken []int8, n int) {
 // wakeItem applies WakeItem(key): it ends key's park, if it has one, and
 // reports whether it did and whether to queue key now (parked since its
 // Done). A key still processing is queued again at its Done.
-func (c *linCommon) wakeItem(key int8) (woken, queue bool) {
+func (c *queueSpec) wakeItem(key int8) (woken, queue bool) {
 	woken, settled := c.parks.wakeItem(int(key))
 	if woken && !settled {
 		c.dirty |= 1 << key
@@ -1091,18 +1100,33 @@ func (c *linCommon) wakeItem(key int8) (woken, queue bool) {
 	return woken, settled
 }
 
-// dropParks is the shutdown's part: every park ends, and nothing is
-// queued.
-func (c *linCommon) dropParks() { c.parks.shutDown() }
+// shutDown begins a shutdown: every park ends, and nothing is queued;
+// release says whether it releases the drains (a ShutDown, not a
+// ShutDownWithDrain).
+func (c *queueSpec) shutDown(release bool) {
+	c.shutdown = true
+	c.released = c.released || release
+	c.parks.shutDown()
+}
 
-// settle makes the park of key, whose Done ends its processing, take
-// effect.
-func (c *linCommon) settle(key int8) { c.parks.done(int(key)) }
+// isProcessing reports whether key is handed out and not yet done.
+func (c *queueSpec) isProcessing(key int8) bool { return c.processing&(1<<key) != 0 }
+
+// processingKeys returns the keys being processed, in key order.
+func (c *queueSpec) processingKeys() []int {
+	var keys []int
+	for key := range specKeys {
+		if c.processing&(1<<key) != 0 {
+			keys = append(keys, key)
+		}
+	}
+	return keys
+}
 
 // stepCommon applies in if it does not depend on the order, and reports
 // whether it did and whether out is what the queue could have returned.
 // queued is the number of items Get can hand out.
-func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled, ok bool) {
+func (c *queueSpec) stepCommon(in linInput, out linOutput, queued int) (handled, ok bool) {
 	switch in.kind {
 	case linForget:
 		c.failures[in.key] = 0
@@ -1113,11 +1137,9 @@ func (c *linCommon) stepCommon(in linInput, out linOutput, queued int) (handled,
 	case linShuttingDown:
 		return true, out.shutdown == c.shutdown
 	case linShutDown:
-		c.shutdown, c.released = true, true
-		c.dropParks()
+		c.shutDown(true)
 	case linDrainBegin:
-		c.shutdown = true
-		c.dropParks()
+		c.shutDown(false)
 	case linPark:
 		c.park(in.key, in.events)
 	case linDrainEnd:
@@ -1147,10 +1169,10 @@ func validKey(in linInput) bool {
 }
 
 // hash mixes c into h.
-func (c linCommon) hash(h uint64) uint64 {
+func (c queueSpec) hash(h uint64) uint64 {
 	parked, parking := c.parks.masks()
 	h ^= uint64(c.processing)<<40 | uint64(c.dirty)<<44 | uint64(parked)<<32 | uint64(parking)<<36
-	for i, n := range c.failures {
+	for i, n := range c.failures[:linMaxKeys] {
 		h ^= uint64(n) << (48 + 4*i)
 	}
 	if c.shutdown {
@@ -1164,7 +1186,7 @@ func (c linCommon) hash(h uint64) uint64 {
 
 // describe writes the processing keys, each with pending(key) if it was
 // added again meanwhile, then the failures and the shutdown.
-func (c linCommon) describe(b *strings.Builder, pending func(key int8) string) {
+func (c queueSpec) describe(b *strings.Builder, pending func(key int8) string) {
 	b.WriteString(" processing {")
 	sep := ""
 	for key := range int8(linMaxKeys) {
@@ -1204,12 +1226,15 @@ func (c linCommon) describe(b *strings.Builder, pending func(key int8) string) {
 }
 
 // visible returns the number of items Get can hand out.
-func (s linState) visible() int {
-	return int(s.queued) - bits.OnesCount8(s.hidden)
+func (s fifoSpec) visible() int {
+	return int(s.queued) - bits.OnesCount16(s.hidden)
 }
 
-func (s linState) add(key int8) linState {
-	bit := uint8(1) << key
+// add applies an add of key: nothing after a shutdown; otherwise it ends
+// key's park, and queues key at the back, or again at its Done if it is
+// processing, unless it is queued already.
+func (s fifoSpec) add(key int8) fifoSpec {
+	bit := uint16(1) << key
 	if !s.shutdown {
 		s.unpark(key)
 	}
@@ -1228,7 +1253,7 @@ func (s linState) add(key int8) linState {
 
 // step applies one operation with its output to s. It reports false if the
 // queue could not have returned out at this point.
-func (s linState) step(in linInput, out linOutput) (bool, linState) {
+func (s fifoSpec) step(in linInput, out linOutput) (bool, fifoSpec) {
 	if !validKey(in) {
 		return false, s // a Done of something no Get returned
 	}
@@ -1260,69 +1285,117 @@ func (s linState) step(in linInput, out linOutput) (bool, linState) {
 		}
 		return out.n == 1 == woken, s
 	case linRemove:
-		bit := uint8(1) << key
-		parked, parking := s.unpark(key)
-		removed := s.dirty&bit != 0 || parked || parking
-		s.dirty &^= bit
-		if i := slices.Index(s.fifo[:s.queued], key); i >= 0 && s.hidden&bit == 0 {
-			if s.custom {
-				s.hidden |= bit
-			} else {
-				s = s.drop(i)
-			}
-			removed = true
-		}
-		s.failures[key] = 0
+		removed, s := s.remove(key)
 		return out.n == 1 == removed, s
 	case linGet, linGetContext:
-		for s.queued > 0 && s.hidden&(1<<s.fifo[0]) != 0 { // Get passes removed items
-			s.hidden &^= 1 << s.fifo[0]
-			s = s.drop(0)
-		}
-		i := slices.IndexFunc(s.fifo[:s.queued], s.eligible) // the first whose group has a free slot
-		if i < 0 || s.fifo[i] != out.key {
-			return false, s
-		}
-		s = s.drop(i)
-		s.handOut(out.key)
-		return true, s
+		got, s := s.get()
+		return got >= 0 && got == out.key, s
 	case linSetGroupLimit:
 		s.groupLimit = in.prio
 		return true, s
 	case linDone:
-		bit := uint8(1) << key
-		if s.processing&bit == 0 {
-			return true, s
-		}
-		s.settle(key)
-		s.processing &^= bit
-		if s.dirty&bit != 0 {
-			s.dirty &^= bit
-			s.fifo[s.queued] = key
-			s.queued++
-		}
+		_, s := s.done(key)
 		return true, s
 	}
-	panic(fmt.Sprintf("linState.step: unexpected operation %v", in.kind))
+	panic(fmt.Sprintf("fifoSpec.step: unexpected operation %v", in.kind))
+}
+
+// get applies a Get that does not wait: it passes the removed items at
+// the front and hands out the first key whose group has a free slot, -1
+// if there is none.
+func (s fifoSpec) get() (int8, fifoSpec) {
+	for s.queued > 0 && s.hidden&(1<<s.fifo[0]) != 0 { // Get passes removed items
+		s.hidden &^= 1 << s.fifo[0]
+		s = s.drop(0)
+	}
+	i := slices.IndexFunc(s.fifo[:s.queued], s.eligible) // the first whose group has a free slot
+	if i < 0 {
+		return -1, s
+	}
+	key := s.fifo[i]
+	s = s.drop(i)
+	s.handOut(key)
+	return key, s
+}
+
+// done applies Done(key): for a key processing, its park takes effect, if
+// it has one, and done reports whether one did; a key added again
+// meanwhile is queued at the back.
+func (s fifoSpec) done(key int8) (settled bool, _ fifoSpec) {
+	bit := uint16(1) << key
+	if s.processing&bit == 0 {
+		return false, s
+	}
+	settled = s.parks.done(int(key))
+	s.processing &^= bit
+	if s.dirty&bit != 0 {
+		s.dirty &^= bit
+		s.fifo[s.queued] = key
+		s.queued++
+	}
+	return settled, s
+}
+
+// remove applies Remove(key): it ends key's park, takes it out of the
+// FIFO (with custom storage, hides it there) and forgets its failures; a
+// processing key stays processing, but is not queued again. It reports
+// whether key was queued, parked or to be queued at its Done.
+func (s fifoSpec) remove(key int8) (bool, fifoSpec) {
+	bit := uint16(1) << key
+	parked, parking := s.unpark(key)
+	removed := s.dirty&bit != 0 || parked || parking
+	s.dirty &^= bit
+	if i := slices.Index(s.fifo[:s.queued], key); i >= 0 && s.hidden&bit == 0 {
+		if s.custom {
+			s.hidden |= bit
+		} else {
+			s = s.drop(i)
+		}
+		removed = true
+	}
+	s.failures[key] = 0
+	return removed, s
+}
+
+// order returns the queued keys, first to be handed out first; s has
+// neither custom storage nor group limits.
+func (s fifoSpec) order() []int {
+	keys := make([]int, 0, s.queued)
+	for _, key := range s.fifo[:s.queued] {
+		keys = append(keys, int(key))
+	}
+	return keys
+}
+
+// withOrder returns s with the queued keys in the order of keys, which
+// holds the same keys.
+func (s fifoSpec) withOrder(keys []int) fifoSpec {
+	if len(keys) != int(s.queued) {
+		panic(fmt.Sprintf("fifoSpec.withOrder(%v) of %d queued keys", keys, s.queued))
+	}
+	for i, key := range keys {
+		s.fifo[i] = int8(key)
+	}
+	return s
 }
 
 // drop takes the item at position i out of the FIFO.
-func (s linState) drop(i int) linState {
+func (s fifoSpec) drop(i int) fifoSpec {
 	copy(s.fifo[i:], s.fifo[i+1:s.queued])
 	s.queued--
 	s.fifo[s.queued] = 0
 	return s
 }
 
-func (s linState) hash() uint64 {
+func (s fifoSpec) hash() uint64 {
 	h := uint64(s.queued) | uint64(s.hidden)<<8
 	for i := range linMaxKeys {
 		h |= uint64(s.fifo[i]&3) << (16 + 2*i)
 	}
-	return s.linCommon.hash(h)
+	return s.queueSpec.hash(h)
 }
 
-func (s linState) String() string {
+func (s fifoSpec) String() string {
 	var b strings.Builder
 	b.WriteString("queued [")
 	for i, key := range s.fifo[:s.queued] {
@@ -1346,11 +1419,11 @@ var (
 	linCustomModel = linModelFor(true)
 )
 
-func linModelFor(custom bool) porcupine.Model { return linModelOf(linState{custom: custom}) }
+func linModelFor(custom bool) porcupine.Model { return linModelOf(fifoSpec{custom: custom}) }
 
 // linGroupModel is the specification of a queue with group limits: a and
 // b share a group of limit 1 at first.
-var linGroupModel = linModelOf(linState{linCommon: linCommon{grouped: true, groupLimit: 1}})
+var linGroupModel = linModelOf(fifoSpec{queueSpec: queueSpec{grouped: true, groupLimit: 1}})
 
 // linSpec is a sequential queue of the models: a comparable value.
 type linSpec[S any] interface {
@@ -1542,13 +1615,13 @@ type linDebounceInner[S any] interface {
 	isShutdown() bool
 }
 
-func (s linState) holdsReady(key int8) bool {
-	bit := uint8(1) << key
+func (s fifoSpec) holdsReady(key int8) bool {
+	bit := uint16(1) << key
 	return s.dirty&bit != 0 || slices.Contains(s.fifo[:s.queued], key) && s.hidden&bit == 0
 }
 
-func (s linState) withoutPark(key int8) linState { s.unpark(key); return s }
-func (s linState) isShutdown() bool              { return s.shutdown }
+func (s fifoSpec) withoutPark(key int8) fifoSpec { s.unpark(key); return s }
+func (s fifoSpec) isShutdown() bool              { return s.shutdown }
 
 func (s linPrioState) holdsReady(key int8) bool {
 	return s.dirty&(1<<key) != 0 || s.isQueued(key)
@@ -1650,7 +1723,7 @@ func linDebounceModel(c linSetup) porcupine.Model {
 	case c.custom:
 		panic(fmt.Sprintf("linDebounceModel: no model for %+v", c))
 	}
-	return linModelOf(linDebounced[linState]{})
+	return linModelOf(linDebounced[fifoSpec]{})
 }
 
 // The invariant checkers, one per concept, as container/heap's tests check

@@ -594,7 +594,7 @@ func TestStoragePushPanicEndingAPark(t *testing.T) {
 
 // parkSpec is the sequential specification of parking, written once: the
 // model walks (through parkingModel, which adds the clock) and the
-// linearizability histories (through linCommon) both apply it. It is a
+// linearizability histories (through queueSpec) both apply it. It is a
 // value, so that porcupine can keep its states and compare them with ==,
 // over keys 0 to parkKeys-1.
 //
@@ -744,22 +744,23 @@ func (p *parkSpec) masks() (parked, parking uint16) {
 	return parked, parking &^ parked
 }
 
-// parkingModel is parkSpec on the model walks' clock: each park takes a
-// backoff from the walks' park limiter (counts holds the parks since each
-// item's last Forget or Remove), and a settled park ends by itself maxPark
-// after its Done, oldest settled first. An ended park's item is ready once
-// its backoff has passed. The methods that end parks hand them to the
-// owner's release.
+// parkingModel puts the parks of a model's specification (a parkSpec it
+// points to) on the model walks' clock: each park takes a backoff from the
+// walks' park limiter (counts holds the parks since each item's last
+// Forget or Remove), and a settled park ends by itself maxPark after its
+// Done, oldest settled first. An ended park's item is ready once its
+// backoff has passed. The methods that end parks hand them to the owner's
+// release.
 type parkingModel struct {
-	parkSpec
+	*parkSpec
 	maxPark      time.Duration
 	counts       map[int]int
 	backoffUntil map[int]time.Duration // of each park
 	since        map[int]time.Duration // when each settled park took effect
 }
 
-func newParkingModel(maxPark time.Duration) parkingModel {
-	return parkingModel{maxPark: maxPark, counts: map[int]int{}, backoffUntil: map[int]time.Duration{}, since: map[int]time.Duration{}}
+func newParkingModel(parks *parkSpec, maxPark time.Duration) parkingModel {
+	return parkingModel{parkSpec: parks, maxPark: maxPark, counts: map[int]int{}, backoffUntil: map[int]time.Duration{}, since: map[int]time.Duration{}}
 }
 
 // park applies Park(item, events) at now to an item the owner found may
@@ -777,9 +778,12 @@ func (p *parkingModel) park(now time.Duration, item int, events uint8, release f
 // done notes that item's processing ended at now.
 func (p *parkingModel) done(now time.Duration, item int) {
 	if p.parkSpec.done(item) {
-		p.since[item] = now
+		p.tookEffect(now, item)
 	}
 }
+
+// tookEffect notes that item's park took effect at now, at its Done.
+func (p *parkingModel) tookEffect(now time.Duration, item int) { p.since[item] = now }
 
 // wake applies Wake of the events in bit, hands the parks it ended to
 // release in the order of their Park calls, and returns how many it ended.
@@ -868,9 +872,11 @@ func modelParkOp(q parkingUnderTest, limiter, parkLimiter *recordingLimiter, m p
 	return ""
 }
 
-// clone returns a copy of p that can be changed without changing p.
-func (p *parkingModel) clone() parkingModel {
+// clone returns a copy of p that can be changed without changing p, for
+// the parks of parks, a copy of p's.
+func (p *parkingModel) clone(parks *parkSpec) parkingModel {
 	c := *p
+	c.parkSpec = parks
 	c.counts, c.backoffUntil, c.since = maps.Clone(p.counts), maps.Clone(p.backoffUntil), maps.Clone(p.since)
 	return c
 }

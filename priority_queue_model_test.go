@@ -117,8 +117,10 @@ type pqModel struct {
 	turnAt   map[string]uint64 // the turn of each key path "priority/key/key"
 	tick     uint64
 	failures map[int]int
-	// parking holds the parks; a parked item stays in items, with nothing
-	// pending, so that it keeps its priority.
+	// parks are the parks, and parking puts them on the walks' clock; a
+	// parked item stays in items, with nothing pending, so that it keeps
+	// its priority.
+	parks        parkSpec
 	parking      parkingModel
 	shuttingDown bool
 	draining     bool
@@ -126,8 +128,9 @@ type pqModel struct {
 }
 
 func newPQModel(dims int, maxWait time.Duration) *pqModel {
-	return &pqModel{dims: dims, maxWait: maxWait, items: map[int]*pqModelItem{}, turnAt: map[string]uint64{}, failures: map[int]int{},
-		parking: newParkingModel(pqModelMaxPark)}
+	m := &pqModel{dims: dims, maxWait: maxWait, items: map[int]*pqModelItem{}, turnAt: map[string]uint64{}, failures: map[int]int{}}
+	m.parking = newParkingModel(&m.parks, pqModelMaxPark)
+	return m
 }
 
 // when is the delay AddRateLimited takes for item, as queueModel's.
@@ -516,7 +519,7 @@ func (m *pqModel) clone() *pqModel {
 	}
 	c.turnAt = maps.Clone(m.turnAt)
 	c.failures = maps.Clone(m.failures)
-	c.parking = m.parking.clone()
+	c.parking = m.parking.clone(&c.parks)
 	return &c
 }
 
@@ -778,7 +781,7 @@ func linTenant(key int8) int8 {
 // the level of their priority: the first of a level is handed out first,
 // or, with fairness, the first of the key whose turn it is at that level.
 type linPrioState struct {
-	linCommon
+	queueSpec
 	fifo   [linMaxKeys]int8
 	queued int8
 	// prio is the priority of each key's pending add: the one it is
@@ -888,7 +891,7 @@ func (s linPrioState) next() (int8, linPrioState) {
 }
 
 func (s linPrioState) add(key, priority int8) linPrioState {
-	bit := uint8(1) << key
+	bit := uint16(1) << key
 	if !s.shutdown {
 		s.unpark(key)
 	}
@@ -928,11 +931,11 @@ func (s linPrioState) get(want, prio int8) (bool, linPrioState) {
 }
 
 func (s linPrioState) done(key int8) linPrioState {
-	bit := uint8(1) << key
+	bit := uint16(1) << key
 	if s.processing&bit == 0 {
 		return s
 	}
-	s.settle(key)
+	s.parks.done(int(key))
 	s.processing &^= bit
 	if s.dirty&bit != 0 {
 		s.dirty &^= bit
@@ -942,7 +945,7 @@ func (s linPrioState) done(key int8) linPrioState {
 }
 
 func (s linPrioState) remove(key int8) (bool, linPrioState) {
-	bit := uint8(1) << key
+	bit := uint16(1) << key
 	parked, parking := s.unpark(key)
 	removed := s.dirty&bit != 0 || parked || parking
 	s.dirty &^= bit
@@ -1009,7 +1012,7 @@ func (s linPrioState) hash() uint64 {
 	for l := range s.rot {
 		h |= uint64(s.rot[l][0]+1)<<(16+4*l) | uint64(s.rot[l][1]+1)<<(18+4*l)
 	}
-	return s.linCommon.hash(h)
+	return s.queueSpec.hash(h)
 }
 
 func (s linPrioState) String() string {
