@@ -1007,9 +1007,9 @@ type fifoSpec struct {
 	hidden uint16
 }
 
-// queueSpec is what the sequential queues of every model keep apart from
-// their order: the keys being processed, those added again meanwhile, the
-// failures and the shutdown.
+// queueSpec is what the sequential queues (fifoSpec, linPrioState) keep
+// apart from their order: the keys being processed, those added again
+// meanwhile, the failures, the shutdown, the parks and the group limit.
 type queueSpec struct {
 	processing uint16 // bit per key
 	dirty      uint16 // bit per key
