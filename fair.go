@@ -1,6 +1,9 @@
 package workqueue
 
-import "github.com/go-workqueue/workqueue/internal/list"
+import (
+	"github.com/go-workqueue/workqueue/internal/grouped"
+	"github.com/go-workqueue/workqueue/internal/list"
+)
 
 // fairNode is one node of a priority level's fairness tree. A level with no
 // fairness dimensions is a single leaf; with d dimensions, the nodes at
@@ -27,7 +30,7 @@ type fairNode struct {
 	// A leaf's list of queued items; with group limits, grouped lists
 	// them instead, by group.
 	items   list.IDs
-	grouped *groupedList
+	grouped *grouped.List
 
 	// An inner node's children by key, its rotation, and how many of its
 	// children have nothing queued; weight gives its children's weights,

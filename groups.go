@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/go-workqueue/workqueue/internal/chunked"
+	"github.com/go-workqueue/workqueue/internal/grouped"
 	"github.com/go-workqueue/workqueue/internal/list"
 )
 
@@ -55,10 +56,10 @@ type group struct {
 	inFlight int
 	queued   int
 	held     int // ids the queue holds with this group
-	// subs are the lists of queued ids of the group, one per list of the
-	// order that holds some: blocking the group takes them all out of
-	// the running.
-	subs []*groupSub
+	// Group is the group as the order's lists of queued ids see it: the
+	// order closes it when its slots fill and reopens it when one frees,
+	// so that its Open agrees with open.
+	grouped.Group
 }
 
 // open reports whether the group has a free slot.
@@ -221,212 +222,9 @@ func (s *groupSet[T]) states(n int) (count int, first []GroupState) {
 	return count, first
 }
 
-// groupedList holds queued ids in lists by group, each list ordered by a
-// key of its ids (a sequence number), and finds the id of least key among
-// the groups with a free slot: the FIFO order, a fairness leaf or the age
-// list of a queue with group limits. A heap of the lists of open groups
-// keeps that O(log groups).
-type groupedList struct {
-	links *list.Links
-	keys  *chunked.Array[uint64] // by id
-	// leaf is the fairness leaf the list belongs to, nil for none.
-	leaf *fairNode
-	subs map[*group]*groupSub
-	// heap holds the lists of the open groups, by the key of their first
-	// id; eligible counts the ids in them.
-	heap     []*groupSub
-	eligible int
-}
-
-// groupSub is the list of one group's queued ids in a groupedList.
-type groupSub struct {
-	owner   *groupedList
-	g       *group
-	ids     list.IDs
-	heapAt  int // its index in owner.heap, -1 when not in it
-	groupAt int // its index in g.subs
-}
-
-func newGroupedList(links *list.Links, keys *chunked.Array[uint64], leaf *fairNode) *groupedList {
-	return &groupedList{links: links, keys: keys, leaf: leaf, subs: make(map[*group]*groupSub)}
-}
-
-func (l *groupedList) key(s *groupSub) uint64 { return *l.keys.At(int(s.ids.Head())) }
-
-// push appends id, of group g, to g's list; its key is already set.
-func (l *groupedList) push(id int32, g *group) {
-	s := l.subs[g]
-	if s == nil {
-		s = &groupSub{owner: l, g: g, ids: list.New(), heapAt: -1, groupAt: len(g.subs)}
-		g.subs = append(g.subs, s)
-		l.subs[g] = s
-	}
-	s.ids.PushBack(l.links, id)
-	if g.open() {
-		l.eligible++
-		if s.heapAt < 0 {
-			l.heapPush(s)
-		}
-	}
-}
-
-// remove takes id, of group g, out of g's list.
-func (l *groupedList) remove(id int32, g *group) {
-	s := l.subs[g]
-	wasFirst := s.ids.Head() == id
-	s.ids.Remove(l.links, id)
-	if g.open() {
-		l.eligible--
-	}
-	if s.ids.Len() == 0 {
-		if s.heapAt >= 0 {
-			l.heapRemove(s)
-		}
-		delete(l.subs, g)
-		last := g.subs[len(g.subs)-1]
-		g.subs[s.groupAt] = last
-		last.groupAt = s.groupAt
-		g.subs[len(g.subs)-1] = nil
-		g.subs = g.subs[:len(g.subs)-1]
-		return
-	}
-	if wasFirst && s.heapAt >= 0 {
-		l.down(s.heapAt) // its first key only grew
-	}
-}
-
-// first returns the id of least key among the open groups; eligible must
-// be positive.
-func (l *groupedList) first() int32 { return l.heap[0].ids.Head() }
-
-// block takes s, whose group filled its slots, out of the running, and
-// returns how many ids left it.
-func (l *groupedList) block(s *groupSub) int {
-	l.heapRemove(s)
-	l.eligible -= s.ids.Len()
-	return s.ids.Len()
-}
-
-// unblock puts s, whose group has a free slot again, back in the running,
-// and returns how many ids joined it.
-func (l *groupedList) unblock(s *groupSub) int {
-	l.heapPush(s)
-	l.eligible += s.ids.Len()
-	return s.ids.Len()
-}
-
-// walk returns at most n eligible ids in key order, without changing
-// anything.
-func (l *groupedList) walk(n int) []int32 {
-	w := l.walker()
-	var out []int32
-	for len(out) < n {
-		id := w.next()
-		if id < 0 {
-			break
-		}
-		out = append(out, id)
-	}
-	return out
-}
-
-// groupedWalker returns the eligible ids of a groupedList in key order,
-// for a Snapshot: a heap of the next id of every open group, which the
-// list's own heap already orders.
-type groupedWalker struct {
-	l       *groupedList
-	cursors []int32 // a heap by key
-}
-
-func (l *groupedList) walker() *groupedWalker {
-	w := &groupedWalker{l: l, cursors: make([]int32, 0, len(l.heap))}
-	for _, s := range l.heap {
-		w.cursors = append(w.cursors, s.ids.Head())
-	}
-	return w
-}
-
-func (w *groupedWalker) key(i int) uint64 { return *w.l.keys.At(int(w.cursors[i])) }
-
-// next returns the next id, -1 after the last.
-func (w *groupedWalker) next() int32 {
-	if len(w.cursors) == 0 {
-		return -1
-	}
-	id := w.cursors[0]
-	if next := w.l.links.Next(id); next >= 0 {
-		w.cursors[0] = next
-	} else {
-		last := len(w.cursors) - 1
-		w.cursors[0] = w.cursors[last]
-		w.cursors = w.cursors[:last]
-	}
-	for i := 0; ; { // sift the first cursor down
-		least := i
-		for _, child := range [2]int{2*i + 1, 2*i + 2} {
-			if child < len(w.cursors) && w.key(child) < w.key(least) {
-				least = child
-			}
-		}
-		if least == i {
-			return id
-		}
-		w.cursors[i], w.cursors[least] = w.cursors[least], w.cursors[i]
-		i = least
-	}
-}
-
-func (l *groupedList) less(i, j int) bool { return l.key(l.heap[i]) < l.key(l.heap[j]) }
-
-func (l *groupedList) swap(i, j int) {
-	l.heap[i], l.heap[j] = l.heap[j], l.heap[i]
-	l.heap[i].heapAt = i
-	l.heap[j].heapAt = j
-}
-
-func (l *groupedList) heapPush(s *groupSub) {
-	s.heapAt = len(l.heap)
-	l.heap = append(l.heap, s)
-	l.up(s.heapAt)
-}
-
-func (l *groupedList) heapRemove(s *groupSub) {
-	i, last := s.heapAt, len(l.heap)-1
-	if i != last {
-		l.swap(i, last)
-	}
-	l.heap[last] = nil
-	l.heap = l.heap[:last]
-	s.heapAt = -1
-	if i != last {
-		l.down(i)
-		l.up(i)
-	}
-}
-
-func (l *groupedList) up(i int) {
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !l.less(i, parent) {
-			return
-		}
-		l.swap(i, parent)
-		i = parent
-	}
-}
-
-func (l *groupedList) down(i int) {
-	for {
-		least := i
-		for _, child := range [2]int{2*i + 1, 2*i + 2} {
-			if child < len(l.heap) && l.less(child, least) {
-				least = child
-			}
-		}
-		if least == i {
-			return
-		}
-		l.swap(i, least)
-		i = least
-	}
+// newGroupedList returns an empty grouped list of queued ids linked in
+// links and ordered by keys, whose Owner is owner: the fairness leaf it
+// lists, or nil.
+func newGroupedList(links *list.Links, keys *chunked.Array[uint64], owner any) *grouped.List {
+	return grouped.New(links, keys, owner)
 }

@@ -130,3 +130,43 @@ func runWorkers(q *Typed[string], items []string, workers int, reconcile func(st
 	q.ShutDownWithDrain()
 	wg.Wait()
 }
+
+// BenchmarkGroupCycle measures one Get, Done and Add of a queue with group
+// limits on one goroutine, 64 items queued in 4 groups of limit 1: each Get
+// fills its group's slot, taking the group's queued items out of the
+// running, and each Done frees it, putting them back.
+func BenchmarkGroupCycle(b *testing.B) {
+	groupOf := func(item string) string { g, _, _ := strings.Cut(item, "/"); return g }
+	limits := &GroupLimits[string]{Group: groupOf, Default: 1}
+	limiter := NewTypedItemExponentialFailureRateLimiter[string](time.Millisecond, time.Second)
+	queues := []struct {
+		name string
+		make func() TypedInterface[string]
+	}{
+		{"typed", func() TypedInterface[string] {
+			return NewTypedWithConfig(TypedQueueConfig[string]{GroupLimits: limits})
+		}},
+		{"priority", func() TypedInterface[string] {
+			return NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{GroupLimits: limits})
+		}},
+		{"fairness", func() TypedInterface[string] {
+			return NewTypedPriorityQueue(limiter, TypedPriorityQueueConfig[string]{GroupLimits: limits,
+				Fairness: []func(string) string{func(item string) string { return item[len(item)-1:] }}})
+		}},
+	}
+	for _, tt := range queues {
+		b.Run(tt.name, func(b *testing.B) {
+			q := tt.make()
+			defer q.ShutDown()
+			for i := range 64 {
+				q.Add(fmt.Sprintf("g%d/o%d", i%4, i))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				item, _ := q.Get()
+				q.Done(item)
+				q.Add(item)
+			}
+		})
+	}
+}

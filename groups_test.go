@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/go-workqueue/workqueue/internal/grouped"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -411,4 +412,87 @@ func TestGroupLimitsSnapshotListsTheFirstGroups(t *testing.T) {
 		assert.Equal(t, tt.want, got, "Snapshot(%d)", tt.n)
 		assert.Equal(t, 5, s.GroupCount)
 	}
+}
+
+// verifyGroups checks a core's group limits: every queued or in-flight
+// item has its group, whose counts match the records, and no other group
+// is kept; the items waiting for a slot and the groups at their limit are
+// counted right; a group's lists hold its queued items.
+func verifyGroups[T comparable](c *core[T], queued map[int32]bool) error {
+	if c.groups == nil {
+		if c.slotWaits != 0 {
+			return fmt.Errorf("%d items wait for a slot without group limits", c.slotWaits)
+		}
+		return nil
+	}
+	type counts struct{ inFlight, queued, held int }
+	want := map[*group]*counts{}
+	for id := range c.items.IDLimit() {
+		var g *group
+		if int(id) < c.groups.byID.Len() {
+			g = *c.groups.byID.At(int(id))
+		}
+		if !c.items.IsLive(id) {
+			if g != nil {
+				return fmt.Errorf("id %d: not held, yet in group %q", id, g.name)
+			}
+			continue
+		}
+		e := c.items.At(id)
+		if g == nil {
+			if e.Val.processing || queued[id] {
+				return fmt.Errorf("item %v: queued or in flight without a group", e.Item)
+			}
+			continue
+		}
+		if name := c.groups.groupOf(e.Item); name != g.name {
+			return fmt.Errorf("item %v: in group %q, its group is %q", e.Item, g.name, name)
+		}
+		if want[g] == nil {
+			want[g] = &counts{}
+		}
+		want[g].held++
+		if e.Val.processing {
+			want[g].inFlight++
+		}
+		if queued[id] {
+			want[g].queued++
+		}
+	}
+	if len(want) != len(c.groups.byName) {
+		return fmt.Errorf("%d groups hold items, %d are kept", len(want), len(c.groups.byName))
+	}
+	waiting, atLimit := 0, 0
+	for name, g := range c.groups.byName {
+		w := want[g]
+		if w == nil || g.name != name {
+			return fmt.Errorf("group %q: kept without items, or under another name", name)
+		}
+		if *w != (counts{g.inFlight, g.queued, g.held}) {
+			return fmt.Errorf("group %q: %+v, counted %d in flight, %d queued, %d held", name, *w, g.inFlight, g.queued, g.held)
+		}
+		if g.limit != c.groups.limitOf(name) {
+			return fmt.Errorf("group %q: limit %d, set %d", name, g.limit, c.groups.limitOf(name))
+		}
+		waiting += g.waiting()
+		if g.waiting() > 0 {
+			atLimit++
+		}
+		if g.Open() != g.open() {
+			return fmt.Errorf("group %q: open %v in the lists, %v by its slots", name, g.Open(), g.open())
+		}
+	}
+	if waiting != c.slotWaits || atLimit != c.groups.atLimit {
+		return fmt.Errorf("%d items wait for a slot in %d groups, counted %d in %d", waiting, atLimit, c.slotWaits, c.groups.atLimit)
+	}
+	return nil
+}
+
+// verifyGroupedList checks a grouped list and returns the ids it lists.
+func verifyGroupedList(l *grouped.List, name string) (map[int32]bool, error) {
+	listed, err := grouped.Verify(l)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return listed, nil
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/go-workqueue/workqueue/internal/ring"
 
 	"github.com/go-workqueue/workqueue/internal/chunked"
+	"github.com/go-workqueue/workqueue/internal/grouped"
 	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/go-workqueue/workqueue/internal/table"
 )
@@ -104,7 +105,7 @@ func (o *storageOrder[T]) empty()            {}
 // without a free slot.
 type groupedFIFO[T comparable] struct {
 	groups *groupSet[T]
-	list   *groupedList
+	list   *grouped.List
 	links  list.Links
 	seqs   chunked.Array[uint64] // by id: when it was queued
 	seq    uint64
@@ -122,17 +123,17 @@ func (o *groupedFIFO[T]) queue(id int32) {
 	}
 	o.seq++
 	*o.seqs.At(int(id)) = o.seq
-	o.list.push(id, o.groups.of(id))
+	o.list.Push(id, &o.groups.of(id).Group)
 }
 
 func (o *groupedFIFO[T]) next() int32 {
-	id := o.list.first()
-	o.list.remove(id, o.groups.of(id))
+	id := o.list.First()
+	o.list.Remove(id, &o.groups.of(id).Group)
 	return id
 }
 
-func (o *groupedFIFO[T]) unqueue(id int32)    { o.list.remove(id, o.groups.of(id)) }
-func (o *groupedFIFO[T]) first(n int) []int32 { return o.list.walk(n) }
+func (o *groupedFIFO[T]) unqueue(id int32)    { o.list.Remove(id, &o.groups.of(id).Group) }
+func (o *groupedFIFO[T]) first(n int) []int32 { return o.list.Walk(n) }
 
 func (o *groupedFIFO[T]) empty() {
 	o.links.Shrink()
@@ -140,14 +141,5 @@ func (o *groupedFIFO[T]) empty() {
 	o.groups.byID.Shrink()
 }
 
-func (o *groupedFIFO[T]) block(g *group) {
-	for _, s := range g.subs {
-		s.owner.block(s)
-	}
-}
-
-func (o *groupedFIFO[T]) unblock(g *group) {
-	for _, s := range g.subs {
-		s.owner.unblock(s)
-	}
-}
+func (o *groupedFIFO[T]) block(g *group)   { g.Close() }
+func (o *groupedFIFO[T]) unblock(g *group) { g.Reopen() }

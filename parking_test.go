@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -593,7 +594,7 @@ func TestStoragePushPanicEndingAPark(t *testing.T) {
 
 // parkSpec is the sequential specification of parking, written once: the
 // model walks (through parkingModel, which adds the clock) and the
-// linearizability histories (through linCommon) both apply it. It is a
+// linearizability histories (through queueSpec) both apply it. It is a
 // value, so that porcupine can keep its states and compare them with ==,
 // over keys 0 to parkKeys-1.
 //
@@ -743,22 +744,23 @@ func (p *parkSpec) masks() (parked, parking uint16) {
 	return parked, parking &^ parked
 }
 
-// parkingModel is parkSpec on the model walks' clock: each park takes a
-// backoff from the walks' park limiter (counts holds the parks since each
-// item's last Forget or Remove), and a settled park ends by itself maxPark
-// after its Done, oldest settled first. An ended park's item is ready once
-// its backoff has passed. The methods that end parks hand them to the
-// owner's release.
+// parkingModel puts the parks of a model's specification (a parkSpec it
+// points to) on the model walks' clock: each park takes a backoff from the
+// walks' park limiter (counts holds the parks since each item's last
+// Forget or Remove), and a settled park ends by itself maxPark after its
+// Done, oldest settled first. An ended park's item is ready once its
+// backoff has passed. The methods that end parks hand them to the owner's
+// release.
 type parkingModel struct {
-	parkSpec
+	*parkSpec
 	maxPark      time.Duration
 	counts       map[int]int
 	backoffUntil map[int]time.Duration // of each park
 	since        map[int]time.Duration // when each settled park took effect
 }
 
-func newParkingModel(maxPark time.Duration) parkingModel {
-	return parkingModel{maxPark: maxPark, counts: map[int]int{}, backoffUntil: map[int]time.Duration{}, since: map[int]time.Duration{}}
+func newParkingModel(parks *parkSpec, maxPark time.Duration) parkingModel {
+	return parkingModel{parkSpec: parks, maxPark: maxPark, counts: map[int]int{}, backoffUntil: map[int]time.Duration{}, since: map[int]time.Duration{}}
 }
 
 // park applies Park(item, events) at now to an item the owner found may
@@ -776,9 +778,12 @@ func (p *parkingModel) park(now time.Duration, item int, events uint8, release f
 // done notes that item's processing ended at now.
 func (p *parkingModel) done(now time.Duration, item int) {
 	if p.parkSpec.done(item) {
-		p.since[item] = now
+		p.tookEffect(now, item)
 	}
 }
+
+// tookEffect notes that item's park took effect at now, at its Done.
+func (p *parkingModel) tookEffect(now time.Duration, item int) { p.since[item] = now }
 
 // wake applies Wake of the events in bit, hands the parks it ended to
 // release in the order of their Park calls, and returns how many it ended.
@@ -867,9 +872,75 @@ func modelParkOp(q parkingUnderTest, limiter, parkLimiter *recordingLimiter, m p
 	return ""
 }
 
-// clone returns a copy of p that can be changed without changing p.
-func (p *parkingModel) clone() parkingModel {
+// clone returns a copy of p that can be changed without changing p, for
+// the parks of parks, a copy of p's.
+func (p *parkingModel) clone(parks *parkSpec) parkingModel {
 	c := *p
+	c.parkSpec = parks
 	c.counts, c.backoffUntil, c.since = maps.Clone(p.counts), maps.Clone(p.backoffUntil), maps.Clone(p.since)
 	return c
+}
+
+// verifyParking checks a core's parking against the ids of the records
+// that say they are parked: it holds exactly those, each under each of its
+// events and no other (an event's set may be empty); the parks that took effect are exactly those of
+// items no longer processed, listed oldest first; and no item is parked
+// without the delays whose goroutine ends parks.
+func verifyParking[T comparable](c *core[T], parked map[int32]bool) error {
+	p := c.parking
+	if p == nil {
+		if len(parked) > 0 {
+			return fmt.Errorf("%d records parked, no parking", len(parked))
+		}
+		return nil
+	}
+	if len(p.byID) != len(parked) {
+		return fmt.Errorf("%d records parked, the parking holds %d", len(parked), len(p.byID))
+	}
+	if len(parked) > 0 && c.delays == nil {
+		return fmt.Errorf("%d items parked without the delays' goroutine", len(parked))
+	}
+	listed := 0
+	for id, r := range p.byID {
+		if !parked[id] || r.id != id {
+			return fmt.Errorf("the parking holds id %d, whose record is not parked", id)
+		}
+		if r.settledIn == c.items.At(id).Val.processing {
+			return fmt.Errorf("item %v: processing %v, park in effect %v", c.items.At(id).Item, c.items.At(id).Val.processing, r.settledIn)
+		}
+		for _, e := range r.events {
+			if p.byEvent[e][id] != r {
+				return fmt.Errorf("item %v is not filed under its event %q", c.items.At(id).Item, e)
+			}
+		}
+		listed += len(r.events)
+	}
+	for _, set := range p.byEvent {
+		listed -= len(set)
+	}
+	if listed != 0 {
+		return fmt.Errorf("the events file %d more items than the parks name", -listed)
+	}
+	settled, err := list.VerifyPtrs(&p.settled)
+	if err != nil {
+		return fmt.Errorf("parks in effect: %w", err)
+	}
+	for i, r := range settled {
+		if !r.settledIn || p.byID[r.id] != r {
+			return fmt.Errorf("the parks in effect list item %v, which is not parked", c.items.At(r.id).Item)
+		}
+		if i > 0 && settled[i-1].since > r.since {
+			return fmt.Errorf("the parks in effect are not oldest first")
+		}
+	}
+	inEffect := 0
+	for _, r := range p.byID {
+		if r.settledIn {
+			inEffect++
+		}
+	}
+	if inEffect != len(settled) {
+		return fmt.Errorf("%d parks in effect, %d listed", inEffect, len(settled))
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/go-workqueue/workqueue/internal/chunked"
+	"github.com/go-workqueue/workqueue/internal/grouped"
 	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/go-workqueue/workqueue/internal/table"
 )
@@ -52,8 +53,8 @@ type priorityOrder[T comparable] struct {
 	seqs        chunked.Array[uint64]
 	ageSeqs     chunked.Array[uint64]
 	seq         uint64
-	groupedAges *groupedList
-	unblocking  []*groupSub // unblock's scratch
+	groupedAges *grouped.List
+	unblocking  []*grouped.Sub // unblock's scratch
 }
 
 // maxIdleLevels is how many empty levels the queue keeps for reuse, so that
@@ -90,7 +91,7 @@ func (o *priorityOrder[T]) queue(id int32) {
 		*o.readySince.At(int(id)) = o.now()
 		if o.groups != nil {
 			o.setSeq(&o.ageSeqs, id)
-			o.groupedAges.push(id, o.groups.of(id))
+			o.groupedAges.Push(id, &o.groups.of(id).Group)
 		} else {
 			o.ages.PushBack(&o.ageLinks, id)
 		}
@@ -139,11 +140,12 @@ func (o *priorityOrder[T]) empty() {
 // block takes the queued items of g, whose slots are all taken, out of the
 // running.
 func (o *priorityOrder[T]) block(g *group) {
-	for _, s := range g.subs {
-		if n := s.owner.block(s); s.owner.leaf != nil {
-			o.countLevel(s.owner.leaf.count(0, -n))
+	for _, s := range g.Subs() {
+		if leaf, _ := s.List().Owner.(*fairNode); leaf != nil {
+			o.countLevel(leaf.count(0, -s.Len()))
 		}
 	}
+	g.Close()
 }
 
 // unblock puts the queued items of g, which has a free slot again, back in
@@ -151,18 +153,19 @@ func (o *priorityOrder[T]) block(g *group) {
 // oldest item of g, so that the order does not depend on the order of g's
 // lists.
 func (o *priorityOrder[T]) unblock(g *group) {
-	subs := g.subs
+	g.Reopen()
+	subs := g.Subs()
 	if len(subs) > 1 {
-		o.unblocking = append(o.unblocking[:0], subs...) // unblock changes no list of g, but the order must not depend on g.subs'
-		slices.SortFunc(o.unblocking, func(a, b *groupSub) int {
-			return cmp.Compare(a.owner.key(a), b.owner.key(b))
+		o.unblocking = append(o.unblocking[:0], subs...) // the order must not depend on that of g's lists
+		slices.SortFunc(o.unblocking, func(a, b *grouped.Sub) int {
+			return cmp.Compare(a.FirstKey(), b.FirstKey())
 		})
 		subs = o.unblocking
 		defer clear(o.unblocking)
 	}
 	for _, s := range subs {
-		if n := s.owner.unblock(s); s.owner.leaf != nil {
-			o.countLevel(s.owner.leaf.count(0, n))
+		if leaf, _ := s.List().Owner.(*fairNode); leaf != nil {
+			o.countLevel(leaf.count(0, s.Len()))
 		}
 	}
 }
@@ -199,7 +202,7 @@ func (o *priorityOrder[T]) enqueue(id int32) {
 	}
 	g := o.groups.of(id)
 	o.setSeq(&o.seqs, id)
-	node.grouped.push(id, g)
+	node.grouped.Push(id, &g.Group)
 	o.countLevel(node.count(1, readyCount(g)))
 }
 
@@ -259,7 +262,7 @@ func (o *priorityOrder[T]) dequeue(id int32, leaf *fairNode) {
 		return
 	}
 	g := o.groups.of(id)
-	leaf.grouped.remove(id, g)
+	leaf.grouped.Remove(id, &g.Group)
 	o.countLevel(leaf.count(-1, -readyCount(g)))
 }
 
@@ -270,7 +273,7 @@ func (o *priorityOrder[T]) unqueueFrom(id int32, leaf *fairNode) {
 	switch {
 	case o.maxWait == 0:
 	case o.groups != nil:
-		o.groupedAges.remove(id, o.groups.of(id))
+		o.groupedAges.Remove(id, &o.groups.of(id).Group)
 	default:
 		o.ages.Remove(&o.ageLinks, id)
 	}
@@ -335,7 +338,7 @@ func (o *priorityOrder[T]) nextID() (int32, *fairNode) {
 		node.turn()
 	}
 	if node.grouped != nil {
-		return node.grouped.first(), node
+		return node.grouped.First(), node
 	}
 	return node.items.Head(), node
 }
@@ -346,8 +349,8 @@ func (o *priorityOrder[T]) oldest() int32 {
 	switch {
 	case o.groups == nil:
 		return o.ages.Head()
-	case o.groupedAges.eligible > 0:
-		return o.groupedAges.first()
+	case o.groupedAges.Eligible() > 0:
+		return o.groupedAges.First()
 	}
 	return -1
 }
@@ -364,7 +367,7 @@ func (o *priorityOrder[T]) first(n int) []int32 {
 		cutoff := o.now() - o.maxWait
 		overdue = func(id int32) bool { return *o.readySince.At(int(id)) <= cutoff }
 		if o.groups != nil {
-			for _, id := range o.groupedAges.walk(n) {
+			for _, id := range o.groupedAges.Walk(n) {
 				if !overdue(id) {
 					break
 				}
@@ -394,9 +397,9 @@ type fairCursor struct {
 	node      *fairNode
 	turnsLeft int // as the node's, in the walk
 	started   bool
-	id        int32          // a leaf's next item
-	walker    *groupedWalker // with group limits, a leaf's items instead
-	turns     []*fairCursor  // an inner node's children, next in turn first
+	id        int32           // a leaf's next item
+	walker    *grouped.Walker // with group limits, a leaf's items instead
+	turns     []*fairCursor   // an inner node's children, next in turn first
 }
 
 // step returns the id of the next item below c.node in hand-out order that
@@ -408,7 +411,7 @@ func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) b
 		c.started = true
 		c.id = c.node.items.Head()
 		if c.node.grouped != nil {
-			c.walker, c.id = c.node.grouped.walker(), -1
+			c.walker, c.id = c.node.grouped.Walker(), -1
 		}
 		for child := c.node.rotation.Front(); child != nil && len(c.turns) < budget; child = c.node.rotation.Next(child) {
 			c.turns = append(c.turns, &fairCursor{node: child, turnsLeft: child.turnsLeft, id: -1})
@@ -416,7 +419,7 @@ func (o *priorityOrder[T]) step(c *fairCursor, budget int, skip func(id int32) b
 	}
 	if c.node.leaf {
 		for c.walker != nil {
-			id := c.walker.next()
+			id := c.walker.Next()
 			if id < 0 {
 				break
 			}

@@ -3,12 +3,14 @@ package workqueue
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/grouped"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -505,4 +507,87 @@ func TestPriorityQueueConfigPanics(t *testing.T) {
 	}
 	var zero TypedPriorityQueue[string]
 	assert.PanicsWithValue(t, "workqueue: ShutDownWithDrain on a zero TypedPriorityQueue; make one with NewTypedPriorityQueue", zero.ShutDownWithDrain)
+}
+
+// verifyPriorityQueue checks the invariants of q's core; see
+// verifyCoreLocked. It takes the queue's lock.
+func verifyPriorityQueue[T comparable](q *TypedPriorityQueue[T]) error {
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	return verifyCoreLocked(&q.core)
+}
+
+// verifyPriorityOrder checks o's invariant: every id in queued, and no
+// other, is listed once, in the leaf its priority and fairness keys name;
+// the levels are sorted, their fairness trees well formed and their counts
+// right; and with MaxWait the age list holds the queued ids in the order
+// they became ready.
+func verifyPriorityOrder[T comparable](o *priorityOrder[T], queued map[int32]bool) error {
+	listed, idle := map[int32]bool{}, 0
+	for i, level := range o.levels {
+		if i > 0 && o.levels[i-1].priority >= level.priority {
+			return fmt.Errorf("levels out of order: %d before %d", o.levels[i-1].priority, level.priority)
+		}
+		if level.root.total == 0 {
+			idle++
+		}
+		if _, _, err := verifyFairNode(o, &level.root, level.priority, 0, listed); err != nil {
+			return fmt.Errorf("level %d: %w", level.priority, err)
+		}
+	}
+	if len(listed) != len(queued) || idle != o.idleLevels || idle > maxIdleLevels {
+		return fmt.Errorf("levels list %d items, %d queued; %d empty levels, counted %d", len(listed), len(queued), idle, o.idleLevels)
+	}
+	for id := range listed {
+		if !queued[id] {
+			return fmt.Errorf("id %d listed, yet not queued", id)
+		}
+	}
+	if len(o.fairness) == 0 && o.leaves.Len() > 0 {
+		return fmt.Errorf("%d leaves kept without fairness", o.leaves.Len())
+	}
+	for id := range o.leaves.Len() {
+		if leaf := *o.leaves.At(id); (leaf != nil) != queued[int32(id)] {
+			return fmt.Errorf("id %d: leaf kept %v, queued %v", id, leaf != nil, queued[int32(id)])
+		}
+	}
+	if o.maxWait == 0 {
+		var aged map[int32]bool
+		if o.groupedAges != nil {
+			aged, _ = grouped.Verify(o.groupedAges)
+		}
+		if o.ages.Len() > 0 || o.ageLinks.Size() > 0 || o.readySince.Len() > 0 || len(aged) > 0 {
+			return fmt.Errorf("age list used without MaxWait")
+		}
+		return nil
+	}
+	if o.groups != nil {
+		ages, err := verifyGroupedList(o.groupedAges, "the age list")
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(ages, queued) || o.ages.Len() > 0 {
+			return fmt.Errorf("the age lists list %d and %d ids, %d are queued", len(ages), o.ages.Len(), len(queued))
+		}
+		for id := range ages { // a later sequence number is never ready earlier
+			for other := range ages {
+				if *o.ageSeqs.At(int(id)) < *o.ageSeqs.At(int(other)) && *o.readySince.At(int(id)) > *o.readySince.At(int(other)) {
+					return fmt.Errorf("age list out of order at id %d", id)
+				}
+			}
+		}
+		return nil
+	}
+	if err := verifyListed(o.ages, &o.ageLinks, queued, "the age list"); err != nil {
+		return err
+	}
+	last := int64(-1 << 63)
+	for id := o.ages.Head(); id >= 0; id = o.ageLinks.Next(id) {
+		since := *o.readySince.At(int(id))
+		if since < last {
+			return fmt.Errorf("age list out of order at id %d", id)
+		}
+		last = since
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"sync/atomic"
@@ -15,12 +14,14 @@ import (
 )
 
 // This file checks the rate-limiting queue against a small reference model
-// that is obviously correct: a FIFO slice, a dirty set, a processing set, a
-// map of waiting items with their ready times, failure counts, and the
-// parking specification that every model shares (parkSpec, in
-// parking_test.go). Seeded
-// random walks and the fuzz target drive both with the same operations and
-// compare everything observable after every step.
+// that is obviously correct: the sequential FIFO queue that the
+// linearizability histories check against too (fifoSpec, in core_test.go:
+// the FIFO, the processing and dirty keys, the parks and the shutdown),
+// with the delaying layer's map of waiting items and their ready times,
+// failure counts, and the parks on the walks' clock (parkingModel, in
+// parking_test.go). Seeded random walks and the fuzz target drive both
+// with the same operations and compare everything observable after every
+// step.
 
 type opKind uint8
 
@@ -87,15 +88,14 @@ var delays = []time.Duration{-time.Second, 0, 1, time.Millisecond, 5 * time.Mill
 // queueModel is the reference: what the queue should do, written for
 // clarity, not speed.
 type queueModel struct {
-	now          time.Duration
-	fifo         []int
-	dirty        map[int]bool // queued, or added again while processing
-	processing   map[int]bool
-	waiting      map[int]modelWait
-	nextSeq      uint64
-	failures     map[int]int
-	shuttingDown bool
-	draining     bool
+	now time.Duration
+	// spec is the queue below the delaying layer: the FIFO, the keys
+	// processing and added again meanwhile, the parks and the shutdown.
+	spec     fifoSpec
+	waiting  map[int]modelWait
+	nextSeq  uint64
+	failures map[int]int
+	draining bool
 	// addCancelsDelay is the delaying layer's AddCancelsDelay: an add
 	// takes the item out of waiting.
 	addCancelsDelay bool
@@ -104,9 +104,9 @@ type queueModel struct {
 	debounce Debounce
 	bursts   map[int]time.Duration
 
-	// parking holds the parks, and coreWaiting the woken items waiting for
-	// their park's backoff, which the core queue holds, apart from the
-	// delaying layer's waiting items.
+	// parking puts the spec's parks on the walks' clock, and coreWaiting
+	// holds the woken items waiting for their park's backoff, which the
+	// core queue holds, apart from the delaying layer's waiting items.
 	parking     parkingModel
 	coreWaiting map[int]modelWait
 	// fifoChoices are the orders the queue may have queued items in
@@ -121,8 +121,9 @@ type modelWait struct {
 }
 
 func newQueueModel() *queueModel {
-	return &queueModel{dirty: map[int]bool{}, processing: map[int]bool{}, waiting: map[int]modelWait{}, failures: map[int]int{},
-		parking: newParkingModel(modelMaxPark), coreWaiting: map[int]modelWait{}, bursts: map[int]time.Duration{}}
+	m := &queueModel{waiting: map[int]modelWait{}, failures: map[int]int{}, coreWaiting: map[int]modelWait{}, bursts: map[int]time.Duration{}}
+	m.parking = newParkingModel(&m.spec.parks, modelMaxPark)
+	return m
 }
 
 // addNow is an Add through the delaying layer, which with AddCancelsDelay
@@ -132,7 +133,7 @@ func (m *queueModel) addNow(item int) {
 		m.addDebounced(item)
 		return
 	}
-	if m.addCancelsDelay && !m.shuttingDown {
+	if m.addCancelsDelay && !m.spec.shutdown {
 		delete(m.waiting, item)
 	}
 	m.add(item)
@@ -142,7 +143,7 @@ func (m *queueModel) addNow(item int) {
 // be queued at Done; otherwise ready Quiet from now, but no later than
 // the burst's deadline, set when it begins.
 func (m *queueModel) addDebounced(item int) {
-	if m.shuttingDown || m.dirty[item] {
+	if m.spec.shutdown || m.spec.holdsReady(int8(item)) {
 		return
 	}
 	deadline, inBurst := m.bursts[item]
@@ -164,7 +165,7 @@ func (m *queueModel) wait(item int, readyAt time.Duration) {
 
 // reschedule is Reschedule: the latest ready time wins, and ends a burst.
 func (m *queueModel) reschedule(item int, d time.Duration) {
-	if m.shuttingDown {
+	if m.spec.shutdown {
 		return
 	}
 	delete(m.bursts, item)
@@ -176,43 +177,33 @@ func (m *queueModel) reschedule(item int, d time.Duration) {
 	m.wait(item, m.now+d)
 }
 
+// add is an add to the queue below the delaying layer: it ends a park,
+// and the backoff of a woken one.
 func (m *queueModel) add(item int) {
-	if m.shuttingDown {
+	if m.spec.shutdown {
 		return
 	}
-	m.parking.drop(item) // an add ends a park, and the backoff of a woken one
 	delete(m.coreWaiting, item)
-	if m.dirty[item] {
-		return
-	}
-	m.dirty[item] = true
-	if !m.processing[item] {
-		m.fifo = append(m.fifo, item)
-	}
+	m.spec = m.spec.add(int8(item))
 }
 
+// get hands out the first queued item; one must be queued.
 func (m *queueModel) get() int {
-	item := m.fifo[0]
-	m.fifo = m.fifo[1:]
-	m.processing[item] = true
-	delete(m.dirty, item)
-	m.parking.handOut(item)
-	return item
+	key, spec := m.spec.get()
+	m.spec = spec
+	return int(key)
 }
 
 func (m *queueModel) done(item int) {
-	if !m.processing[item] {
-		return
-	}
-	m.parking.done(m.now, item)
-	delete(m.processing, item)
-	if m.dirty[item] {
-		m.fifo = append(m.fifo, item)
+	settled, spec := m.spec.done(int8(item))
+	m.spec = spec
+	if settled {
+		m.parking.tookEffect(m.now, item)
 	}
 }
 
 func (m *queueModel) addAfter(item int, d time.Duration) {
-	if m.shuttingDown {
+	if m.spec.shutdown {
 		return
 	}
 	if d <= 0 {
@@ -225,7 +216,7 @@ func (m *queueModel) addAfter(item int, d time.Duration) {
 // addRetry is AddAfter of a positive delay, or AddRateLimited: the earliest
 // ready time wins, and bounds a burst.
 func (m *queueModel) addRetry(item int, d time.Duration) {
-	if m.shuttingDown {
+	if m.spec.shutdown {
 		return
 	}
 	if d <= 0 {
@@ -277,7 +268,7 @@ func modelBackoff(counts map[int]int, item int) time.Duration {
 // fifoChoices lists every order the queue may show.
 func (m *queueModel) step(d time.Duration) {
 	end := m.now + d
-	m.fifoChoices = [][]int{slices.Clone(m.fifo)}
+	m.fifoChoices = [][]int{m.spec.order()}
 	for {
 		next, ok := m.nextInstant()
 		if !ok || next > end {
@@ -364,12 +355,13 @@ func (m *queueModel) readyAt(waiting map[int]modelWait, t time.Duration) []int {
 	return ready
 }
 
-// appended returns fifo with the items that adds of added, in that order,
-// would queue: those neither queued nor processing, each once.
+// appended returns fifo, which holds the queued items, with the items that
+// adds of added, in that order, would queue: those neither queued nor
+// processing, each once.
 func (m *queueModel) appended(fifo, added []int) []int {
 	fifo = slices.Clone(fifo)
 	for _, item := range added {
-		if !m.dirty[item] && !m.processing[item] && !slices.Contains(fifo, item) {
+		if !m.spec.isProcessing(int8(item)) && !slices.Contains(fifo, item) {
 			fifo = append(fifo, item)
 		}
 	}
@@ -379,7 +371,7 @@ func (m *queueModel) appended(fifo, added []int) []int {
 // heldItem returns an item being processed, chosen by n, and its key, as
 // a worker's Park or Done names one; n itself if none is.
 func (m *queueModel) heldItem(n int) (int, string) {
-	if processing := slices.Sorted(maps.Keys(m.processing)); len(processing) > 0 {
+	if processing := m.spec.processingKeys(); len(processing) > 0 {
 		n = processing[n%len(processing)]
 	}
 	return n, modelKeys[n]
@@ -389,8 +381,7 @@ func (m *queueModel) heldItem(n int) (int, string) {
 // added again or woken since its Get. It reports whether the park took
 // effect, and then the park backoff it took.
 func (m *queueModel) park(item int, events uint8) (backoff time.Duration, parked bool) {
-	_, woken := m.coreWaiting[item]
-	if m.shuttingDown || !m.processing[item] || m.dirty[item] || woken {
+	if _, woken := m.coreWaiting[item]; woken || !m.spec.mayPark(int8(item)) {
 		return 0, false
 	}
 	return m.parking.park(m.now, item, events, m.release), true
@@ -412,33 +403,28 @@ func (m *queueModel) release(ended ...endedPark) {
 // remove takes item out of the queue and the waiting items, and forgets
 // its failures; a processing item stays processing, but is not queued again.
 func (m *queueModel) remove(item int) bool {
-	_, removed := m.waiting[item]
+	_, waiting := m.waiting[item]
 	_, woken := m.coreWaiting[item]
-	removed = m.parking.drop(item) || removed || woken
+	removed, spec := m.spec.remove(int8(item))
+	m.spec = spec
 	delete(m.waiting, item)
 	delete(m.bursts, item)
 	delete(m.coreWaiting, item)
 	delete(m.failures, item)
 	m.parking.forget(item)
-	if m.dirty[item] {
-		delete(m.dirty, item)
-		removed = true
-		if i := slices.Index(m.fifo, item); i >= 0 {
-			m.fifo = slices.Delete(m.fifo, i, i+1)
-		}
-	}
-	return removed
+	return removed || waiting || woken
 }
 
-func (m *queueModel) shutDown() {
-	m.shuttingDown = true
+// shutDown begins a shutdown; release says whether it releases the
+// drains (a ShutDown).
+func (m *queueModel) shutDown(release bool) {
+	m.spec.shutDown(release)
 	clear(m.waiting)
 	clear(m.bursts)
 	clear(m.coreWaiting)
-	m.parking.shutDown()
 }
 
-func (m *queueModel) idle() bool { return len(m.fifo) == 0 && len(m.processing) == 0 }
+func (m *queueModel) idle() bool { return m.spec.queued == 0 && m.spec.processing == 0 }
 
 // recordingLimiter remembers the last delay its limiter returned.
 type recordingLimiter struct {
@@ -511,11 +497,11 @@ func runModelWalkOn(ops []modelOp, addCancelsDelay bool, debounce, queueDebounce
 			q.Add(key)
 			m.addNow(op.item)
 		case opGet:
-			if len(m.fifo) == 0 {
+			if m.spec.visible() == 0 {
 				continue // Get would block; the model knows it
 			}
-			if got := q.Len(); got != len(m.fifo) {
-				return diverged(i, op, "Len before Get = %d, model %d", got, len(m.fifo))
+			if got := q.Len(); got != m.spec.visible() {
+				return diverged(i, op, "Len before Get = %d, model %d", got, m.spec.visible())
 			}
 			got, shutdown := q.Get()
 			want := m.get()
@@ -546,7 +532,7 @@ func runModelWalkOn(ops []modelOp, addCancelsDelay bool, debounce, queueDebounce
 		case opAddRateLimited:
 			limiter.last = -1
 			q.AddRateLimited(key)
-			if !m.shuttingDown {
+			if !m.spec.shutdown {
 				want := m.when(op.item)
 				if limiter.last != want {
 					return diverged(i, op, "limiter delay = %v, model %v", limiter.last, want)
@@ -590,20 +576,20 @@ func runModelWalkOn(ops []modelOp, addCancelsDelay bool, debounce, queueDebounce
 			if choice < 0 {
 				return diverged(i, op, "queued %v, model one of %v", queued, m.fifoChoices)
 			}
-			m.fifo = m.fifoChoices[choice]
+			m.spec = m.spec.withOrder(m.fifoChoices[choice])
 		case opShutDown:
 			q.ShutDown()
-			m.shutDown()
+			m.shutDown(true)
 			m.draining = false
 		case opShutDownWithDrain:
-			if m.shuttingDown {
+			if m.spec.shutdown {
 				continue
 			}
 			go func() {
 				q.ShutDownWithDrain()
 				drained.Store(true)
 			}()
-			m.shutDown()
+			m.shutDown(false)
 			m.draining = true
 		}
 		executed++
@@ -620,14 +606,14 @@ func runModelWalkOn(ops []modelOp, addCancelsDelay bool, debounce, queueDebounce
 		if err != nil {
 			return diverged(i, op, "heap invariant: %v", err)
 		}
-		if got := q.Len(); got != len(m.fifo) {
-			return diverged(i, op, "Len = %d, model %d (fifo %v)", got, len(m.fifo), m.fifo)
+		if got := q.Len(); got != m.spec.visible() {
+			return diverged(i, op, "Len = %d, model %d (fifo %v)", got, m.spec.visible(), m.spec.order())
 		}
 		if got, want := q.Snapshot(0).Parked, m.parking.parked(); got != want {
 			return diverged(i, op, "parked %d, model %d", got, want)
 		}
-		if got := q.ShuttingDown(); got != m.shuttingDown {
-			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.shuttingDown)
+		if got := q.ShuttingDown(); got != m.spec.shutdown {
+			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.spec.shutdown)
 		}
 		if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
 			return diverged(i, op, "NumRequeues = %d, model %d", got, want)
@@ -669,11 +655,11 @@ func modelGetContext(q rateLimitingQueue[string], m *queueModel, op modelOp) str
 	cancel()
 	got := <-out
 	switch {
-	case len(m.fifo) > 0:
+	case m.spec.visible() > 0:
 		if want := m.get(); got.err != nil || got.item != modelKeys[want] {
 			return fmt.Sprintf("GetContext = %q, %v; model k%d", got.item, got.err, want)
 		}
-	case m.shuttingDown:
+	case m.spec.shutdown:
 		if got.err != ErrShutDown {
 			return fmt.Sprintf("GetContext on a shut down, empty queue = %q, %v; want ErrShutDown", got.item, got.err)
 		}
@@ -688,11 +674,12 @@ func modelGetContext(q rateLimitingQueue[string], m *queueModel, op modelOp) str
 func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	s := q.Snapshot(n)
 	waitingCount := len(m.waiting) + len(m.coreWaiting)
-	if s.Depth != len(m.fifo) || s.Processing != len(m.processing) || s.Waiting != waitingCount {
+	fifo, processing := m.spec.order(), m.spec.processingKeys()
+	if s.Depth != len(fifo) || s.Processing != len(processing) || s.Waiting != waitingCount {
 		return fmt.Sprintf("Snapshot counts %d queued, %d processing, %d waiting; model %d, %d, %d",
-			s.Depth, s.Processing, s.Waiting, len(m.fifo), len(m.processing), waitingCount)
+			s.Depth, s.Processing, s.Waiting, len(fifo), len(processing), waitingCount)
 	}
-	if queued := modelNames(m.fifo[:min(n, len(m.fifo))]); !slices.Equal(s.Queued, queued) {
+	if queued := modelNames(fifo[:min(n, len(fifo))]); !slices.Equal(s.Queued, queued) {
 		return fmt.Sprintf("Snapshot lists queued %v; model %v", s.Queued, queued)
 	}
 	// The delayed adds and the core's waiting items wait in one heap:
@@ -734,13 +721,16 @@ func modelSnapshot(q snapshotter[string], m *queueModel, n int) string {
 	if wantParked := modelNames(parked[:min(n, len(parked))]); s.Parked != len(parked) || !slices.Equal(gotParked, wantParked) {
 		return fmt.Sprintf("Snapshot lists %d parked %v; model %d %v", s.Parked, gotParked, len(parked), wantParked)
 	}
-	if len(s.InFlight) > min(n, len(m.processing)) {
-		return fmt.Sprintf("Snapshot lists %d in flight, for n %d and %d processing", len(s.InFlight), n, len(m.processing))
+	if len(s.InFlight) > min(n, len(processing)) {
+		return fmt.Sprintf("Snapshot lists %d in flight, for n %d and %d processing", len(s.InFlight), n, len(processing))
 	}
 	for _, f := range s.InFlight {
-		item := slices.Index(modelKeys, f.Item)
-		if !m.processing[item] || f.Requeue != m.dirty[item] {
-			return fmt.Sprintf("Snapshot lists %q in flight, requeue %v; model processing %v, dirty %v", f.Item, f.Requeue, m.processing[item], m.dirty[item])
+		item := int8(slices.Index(modelKeys, f.Item))
+		if item < 0 {
+			return fmt.Sprintf("Snapshot lists %q in flight, not a key of the walks", f.Item)
+		}
+		if dirty := m.spec.dirty&(1<<item) != 0; !m.spec.isProcessing(item) || f.Requeue != dirty {
+			return fmt.Sprintf("Snapshot lists %q in flight, requeue %v; model processing %v, added again %v", f.Item, f.Requeue, m.spec.isProcessing(item), dirty)
 		}
 	}
 	for item, failures := range s.Failures {
