@@ -504,5 +504,5 @@ func TestPriorityQueueConfigPanics(t *testing.T) {
 		})
 	}
 	var zero TypedPriorityQueue[string]
-	assert.PanicsWithValue(t, "workqueue: ShutDownWithDrain on a zero TypedPriorityQueue; make one with NewTypedPriorityQueue", zero.ShutDownWithDrain)
+	assert.PanicsWithValue(t, "workqueue: ShutDownWithDrain on a zero queue; make one with its constructor", zero.ShutDownWithDrain)
 }

@@ -47,31 +47,6 @@ var (
 	_ MetricsSource = (*TypedPriorityQueue[int])(nil)
 )
 
-// MetricsConfig returns the queue's provider and name; see [MetricsSource].
-func (q *Typed[T]) MetricsConfig() (MetricsProvider, string) {
-	return q.core.provider, q.core.name
-}
-
-// MetricsConfig returns the queue's provider and name; see [MetricsSource].
-func (q *TypedPriorityQueue[T]) MetricsConfig() (MetricsProvider, string) {
-	return q.core.provider, q.core.name
-}
-
-// MetricsConfig returns the queue's provider and name; see [MetricsSource].
-func (q *TypedDelayingQueue[T]) MetricsConfig() (MetricsProvider, string) {
-	return q.provider, q.name
-}
-
-// MetricsConfig returns those of the delaying queue below, which are this
-// queue's own (see [MetricsSource]) unless its config has a DelayingQueue;
-// nil and "" if that queue is not a [MetricsSource].
-func (q *TypedRateLimitingQueue[T]) MetricsConfig() (MetricsProvider, string) {
-	if src, ok := q.delaying.(MetricsSource); ok {
-		return src.MetricsConfig()
-	}
-	return nil, ""
-}
-
 // runnerMetrics are a Runner's metrics; each does nothing when the queue
 // records none, and on is false then, so that a reconcile does not read
 // the clock for a duration nobody records.
