@@ -10,17 +10,14 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Base holds the methods the four queues of this package share: [Typed],
-// [TypedDelayingQueue], [TypedRateLimitingQueue] and [TypedPriorityQueue]
-// each embed one, and their own docs list only what they add. Its methods
-// are safe for concurrent use. The zero value is not usable: each method
-// panics on it; make a queue with its constructor.
-//
-// Over a config's Queue or DelayingQueue from outside this package, the
-// methods do what that queue supports: GetContext returns an error
-// wrapping [errors.ErrUnsupported] if it has no GetContext method, Park
-// adds the item after MaxParkTime (or its ParkBackoff, if longer) if it
-// cannot park, and the others cover the delayed items or do nothing.
+// Base holds the methods the queues of this package share; each queue
+// embeds one, and its own doc lists what it adds. Its methods are safe for
+// concurrent use; on a zero value they panic. Over a config's Queue or
+// DelayingQueue from outside this package they do what that queue
+// supports: GetContext returns an error wrapping [errors.ErrUnsupported]
+// if it has none, Park adds the item after MaxParkTime (or its
+// ParkBackoff, if longer) if it cannot park, and the others cover the
+// delayed items or do nothing.
 type Base[T comparable] struct {
 	// c is the core of this package's queue under the layer; below is,
 	// when c is nil, the queue the layer wraps: one from outside this
@@ -106,8 +103,7 @@ func (b *Base[T]) Len() int {
 
 // Get blocks until an item is queued, marks it as being processed and returns
 // it; the caller must call Done with it. Once a shutdown has left no item, it
-// returns shutdown true. A priority queue hands out an item ready for MaxWait
-// first, and otherwise the highest priority.
+// returns shutdown true.
 func (b *Base[T]) Get() (item T, shutdown bool) {
 	if b.c == nil {
 		return b.outside("Get").Get()
@@ -206,18 +202,15 @@ func (b *Base[T]) Remove(item T) bool {
 
 // Park holds item, which the caller got from Get and has not yet marked done,
 // until one of events: from its Done on, the queue neither hands it out nor
-// counts it in Len until Wake of one of events, WakeItem, an add of the item
-// or the config's MaxParkTime ends the park and queues it. If one of events
-// was woken since the item's Get, which may have changed what the worker saw,
-// the park ends at Done. An add since the Get, or a wake of an earlier Park,
-// wins over the park; otherwise a later Park replaces an earlier one. Park
-// does nothing for an item not being processed or after a shutdown has
-// begun, which drops parked items. Events should come from a small fixed
-// set: the queue keeps the last wake of each.
-//
-// On a rate-limiting or priority queue a wake does not queue the item before
-// its ParkBackoff has passed since the Park. A park is not a failure:
-// NumRequeues does not count it. A woken item keeps its priority.
+// counts it in Len until a Wake of one of events, WakeItem, an add of the
+// item or the config's MaxParkTime queues it. The park ends at Done if one
+// of events was woken since the item's Get, which may have changed what the
+// worker saw. An add since the Get, or a wake of an earlier Park, wins over
+// the park; otherwise a later Park replaces an earlier one. Park does nothing
+// for an item not being processed or after a shutdown has begun, which drops
+// parked items. The queue keeps the last wake of each event: use a small
+// fixed set. On a rate-limiting or priority queue a wake queues the item no
+// sooner than its ParkBackoff after the Park; a park is not a failure.
 func (b *Base[T]) Park(item T, events ...string) {
 	l := b.lim
 	if l == nil {
@@ -290,12 +283,9 @@ func (b *Base[T]) WakeItem(item T) bool {
 	return b.c.wakeItem(item)
 }
 
-// SetGroupLimit sets the limit of group, over the config's GroupLimits; 0 or
-// less means no limit. A raised limit lets Get hand out the group's waiting
-// items at once; a lowered one hands out none of the group's items until
-// fewer than the new limit are in flight. It does nothing on a queue without
-// GroupLimits, or for the group "". Over a queue from outside this package
-// it calls that queue's SetGroupLimit(string, int), if it has one.
+// SetGroupLimit sets the limit of group over the config's GroupLimits; 0 or
+// less means none. Get hands out the group's items while fewer than the new
+// limit are in flight. It does nothing without GroupLimits, or for group "".
 func (b *Base[T]) SetGroupLimit(group string, limit int) {
 	if b.c == nil {
 		if g, ok := b.outside("SetGroupLimit").(groupLimiter); ok {

@@ -60,21 +60,14 @@ type AddOpts struct {
 	After       time.Duration // delays the add; 0 or less adds at once, or debounced
 	RateLimited bool          // delays it as AddRateLimited; the shorter delay wins
 	Priority    *int          // higher is handed out first; nil means 0
-	// Reschedule makes the delay replace the one the item waits for, as
-	// [TypedPriorityQueue.Reschedule] does; an add with it is never
-	// debounced.
-	Reschedule bool
+	Reschedule  bool          // the delay replaces the pending one; never debounced
 }
 
-// Prioritized is a queue that hands out and adds items with priorities:
-// [TypedPriorityQueue], or one from outside this package, such as the Redis
-// queue. A [Runner] over a Prioritized queue gets items with their priority
-// and requeues them at it.
+// Prioritized is a queue that hands out and adds items with priorities, as
+// [TypedPriorityQueue] and the Redis queue do; a [Runner] over one gets
+// items with their priority and requeues them at it.
 type Prioritized[T comparable] interface {
-	// GetWithPriorityContext is GetContext that also returns the item's
-	// priority.
 	GetWithPriorityContext(ctx context.Context) (item T, priority int, err error)
-	// AddWithOpts adds items as opts says; see [TypedPriorityQueue.AddWithOpts].
 	AddWithOpts(opts AddOpts, items ...T)
 }
 

@@ -25,32 +25,23 @@ type TypedDelayingInterface[T comparable] interface {
 }
 
 // TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]. The
-// zero value is valid.
+// zero value is valid. The fields it shares with [TypedQueueConfig] are as
+// there, and GroupLimits cannot be set with Queue.
 type TypedDelayingQueueConfig[T comparable] struct {
-	// Name, Logger, MetricsProvider, Clock and MaxParkTime are as in
-	// [TypedQueueConfig].
 	Name            string
 	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// Queue receives the items whose delay has ended; nil means a new
-	// Typed with this config's settings.
-	Queue TypedInterface[T]
-	// AddCancelsDelay makes an Add (or an AddAfter of no delay) of an
-	// item waiting for its delay take it out of the waiting items, so it
-	// is handed out once, now, as on [TypedPriorityQueue]. By default, as
-	// in client-go, the waiting add stays and adds the item again when
-	// its delay ends.
+	Queue           TypedInterface[T] // takes the items whose delay ended; nil means a new Typed
+	// AddCancelsDelay makes an Add (or AddAfter of no delay) take the item
+	// out of the waiting items, as on TypedPriorityQueue; by default, as in
+	// client-go, the waiting add stays and adds it again when it ends.
 	AddCancelsDelay bool
-	// GroupLimits is [TypedQueueConfig.GroupLimits] for the queue this
-	// layer makes; it cannot be set with Queue.
-	GroupLimits *GroupLimits[T]
-	// Debounce, if set, makes an Add (or an AddAfter of no delay) of an
-	// item not ready already wait for the end of its burst of adds, as
-	// [Debounce] says, merged with the delay it waits for already, so that
-	// AddCancelsDelay changes nothing. Over a Queue from outside this
-	// package, an item queued there is debounced too.
+	GroupLimits     *GroupLimits[T]
+	// Debounce makes an Add (or AddAfter of no delay) wait for the end of
+	// the item's burst of adds, merged with the delay it waits for already;
+	// it applies to items queued in a Queue from outside this package too.
 	Debounce Debounce
 }
 
@@ -234,12 +225,11 @@ func (q *TypedDelayingQueue[T]) addDebounced(item T) {
 	})
 }
 
-// Reschedule makes item ready duration from now, replacing the delay it
-// waits for, even an earlier one, or the rest of its Debounce burst: the
-// latest call wins, where AddAfter keeps the earliest. With a duration of
-// zero or less it takes item out of the waiting items and adds it at once,
-// never debounced. Like AddAfter, it does not take back an add that has
-// made item ready. After a shutdown has begun it does nothing.
+// Reschedule is AddAfter where the latest call wins: it replaces the delay
+// item waits for, even an earlier one, or the rest of its Debounce burst. A
+// duration of zero or less adds item at once, never debounced, and takes it
+// out of the waiting items. It does not take back an add that made item
+// ready; after a shutdown has begun it does nothing.
 func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
 	if duration <= 0 {
 		q.addCancellingDelay(item, true)

@@ -21,62 +21,48 @@ var (
 )
 
 // TypedPriorityQueueConfig configures [NewTypedPriorityQueue]. The zero value
-// is valid.
+// is valid. The fields it shares with [TypedRateLimitingQueueConfig] are as
+// there. Fairness and FairnessWeights functions are called with the queue
+// locked; they must return the same answer for an argument every time, and
+// must neither panic nor call the queue.
 type TypedPriorityQueueConfig[T comparable] struct {
-	// Name, MetricsProvider, Clock, Logger, MaxParkTime and ParkBackoff
-	// are as in [TypedQueueConfig] and [TypedRateLimitingQueueConfig].
 	Name            string
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	Logger          *slog.Logger
 	MaxParkTime     time.Duration
 	ParkBackoff     TypedRateLimiter[T]
-	// Fairness, if not empty, makes the keys these functions give the
-	// items take turns within a priority, one item each: the first
-	// function's keys, then within each the second's, and so on (cluster,
-	// then namespace, say). An item whose key has nothing queued waits
-	// for at most one item of each other key. The functions are called
-	// with the queue locked; they must return the same key for an item
-	// every time, and must neither panic nor call the queue.
+	// Fairness makes the keys these functions give the items take turns
+	// within a priority: the first function's keys, then within each the
+	// second's, and so on (cluster, then namespace, say).
 	Fairness []func(item T) string
-	// FairnessWeights, if not empty, gives keys of Fairness more turns:
-	// FairnessWeights[d](key) is the weight of a key of Fairness[d] (a nil
-	// function, a missing one or a weight below 1 means 1). A key of weight
-	// k hands out up to k items in a row before the next key's turn, so an
-	// item whose key has nothing queued waits for at most the sum of the
-	// other keys' weights, at each dimension. A weight is read when its
-	// key joins the rotation and after each of its rounds, so a changed
-	// weight takes effect from its key's next round; Snapshot reads the
-	// weights too. The functions are called as Fairness's are. It cannot
-	// be longer than Fairness.
+	// FairnessWeights[d](key), at most one per Fairness function, is the
+	// number of items a key of Fairness[d] hands out in a row (nil, missing
+	// or below 1 means 1), read when it joins the rotation, after each of
+	// its rounds and by Snapshot: an item whose key has nothing queued waits for at most
+	// the sum of the other keys' weights at each level.
 	FairnessWeights []func(key string) int
 	// MaxWait, if positive, hands out an item ready for that long before
 	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
-	// GroupLimits, if not nil, limits the items of each group in flight
-	// at once. Get hands out the first item in the order above whose
+	// GroupLimits: Get hands out the first item in the order above whose
 	// group has a free slot; a fairness key whose queued items all wait
-	// for a slot leaves its rotation, and joins at the back when one
-	// frees. MaxWait hands out the longest ready of the items whose
-	// group has a free slot. The Get that takes a group's last slot and
-	// the Done that frees one take a step for each fairness key and
-	// priority that holds queued items of the group.
+	// for one leaves its rotation and joins at the back when one frees;
+	// MaxWait takes the longest ready of the items with a free slot.
 	GroupLimits *GroupLimits[T]
-	// Debounce, if set, makes an add with no delay, neither rate-limited
-	// nor a Reschedule, of an item not ready already wait for the end of
-	// its burst of adds, as [Debounce] says, at the highest priority its
-	// adds asked for.
+	// Debounce applies to adds with no delay, neither rate-limited nor a
+	// Reschedule, at the highest priority the burst's adds asked for.
 	Debounce Debounce
 }
 
-// TypedPriorityQueue is a rate-limiting queue, with the additions of
-// [TypedRateLimitingQueue], that hands out higher priorities first: within a
-// priority first in, first out, or in turns of Fairness keys. It adds
+// TypedPriorityQueue is a [TypedRateLimitingInterface] with the methods of
+// [Base] that hands out higher priorities first: within a priority first
+// in, first out, or in turns of Fairness keys. It adds Reschedule,
 // AddWithOpts and GetWithPriority, as controller-runtime's priority queue
-// does. A re-add keeps the highest priority and earliest ready time asked for;
-// an item whose priority rises goes behind those queued at its new one. Its
-// methods are safe for concurrent use. The zero value is not usable: make one
-// with [NewTypedPriorityQueue].
+// does. A re-add keeps the highest priority and earliest ready time asked
+// for, and a woken item its priority; an item whose priority rises goes
+// behind those queued at its new one. Its methods are safe for concurrent use. The zero value is not
+// usable: make one with [NewTypedPriorityQueue].
 type TypedPriorityQueue[T comparable] struct {
 	Base[T]
 	core  core[T]
@@ -164,11 +150,7 @@ func (q *TypedPriorityQueue[T]) AddAfter(item T, duration time.Duration) {
 }
 
 // Reschedule is AddWithOpts(AddOpts{After: duration, Reschedule: true},
-// item): it makes item ready duration from now, replacing the delay it
-// waits for, even an earlier one, or the rest of its Debounce burst: the
-// latest call wins, where AddAfter keeps the earliest. With a duration of
-// zero or less it makes item ready at once, never debounced. An item ready
-// already stays ready, and keeps the highest priority asked for.
+// item): [TypedDelayingQueue.Reschedule], at the highest priority asked for.
 func (q *TypedPriorityQueue[T]) Reschedule(item T, duration time.Duration) {
 	q.AddWithOpts(AddOpts{After: duration, Reschedule: true}, item)
 }

@@ -32,16 +32,14 @@ type TypedQueueConfig[T comparable] struct {
 	MetricsProvider MetricsProvider  // nil means SetProvider's; none records no metrics
 	Clock           clock.WithTicker // nil means the real clock
 	Logger          *slog.Logger     // nil means slog.Default()
-	MaxParkTime     time.Duration    // see Typed.Park; 0 means DefaultMaxParkTime
+	MaxParkTime     time.Duration    // see Base.Park; 0 means DefaultMaxParkTime
 	Queue           Queue[T]         // custom storage; nil means FIFO
-	// GroupLimits, if not nil, limits the items of each group in flight
-	// at once; it cannot be set with Queue.
-	GroupLimits *GroupLimits[T]
+	GroupLimits     *GroupLimits[T]  // nil means none; not with Queue
 }
 
-// Typed is a work queue with the guarantees listed in the package
-// documentation; its methods are safe for concurrent use. The zero value is
-// not usable: make one with [NewTyped] or [NewTypedWithConfig].
+// Typed is a [TypedInterface] with the methods of [Base]; its methods are
+// safe for concurrent use. The zero value is not usable: make one with
+// [NewTyped] or [NewTypedWithConfig].
 type Typed[T comparable] struct {
 	Base[T]
 	core core[T]
@@ -94,7 +92,8 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	return q
 }
 
-// Add marks item as needing processing; after a shutdown it does nothing.
+// Add marks item as needing processing; after a shutdown has begun it does
+// nothing.
 func (q *Typed[T]) Add(item T) {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()

@@ -22,36 +22,26 @@ type TypedRateLimitingInterface[T comparable] interface {
 }
 
 // TypedRateLimitingQueueConfig configures
-// [NewTypedRateLimitingQueueWithConfig]. The zero value is valid.
+// [NewTypedRateLimitingQueueWithConfig]. The zero value is valid. The
+// fields it shares with [TypedDelayingQueueConfig] are as there, for the
+// delaying queue it makes. With a DelayingQueue, Name, Logger and
+// MetricsProvider are ignored (that queue has its own), and
+// AddCancelsDelay, GroupLimits and Debounce cannot be set.
 type TypedRateLimitingQueueConfig[T comparable] struct {
-	// Name, Logger, MetricsProvider, Clock and MaxParkTime are as in
-	// [TypedQueueConfig]. With a DelayingQueue, Name, Logger and
-	// MetricsProvider are ignored: that queue has its own.
 	Name            string
 	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// ParkBackoff gives, at each Park that takes effect, how long from the
-	// Park a wake waits before it queues the item (WakeItem does not
-	// wait); Forget and Remove reset it for the next park. It is called
-	// with the queue locked and must not call the queue. Nil means a
-	// backoff per item from 5 ms, doubling up to 10 s.
-	ParkBackoff TypedRateLimiter[T]
-	// AddCancelsDelay is [TypedDelayingQueueConfig.AddCancelsDelay] for
-	// the delaying queue this layer makes: an Add then also cancels a
-	// pending AddAfter or AddRateLimited of the item. It cannot be set
-	// with a DelayingQueue.
+	// ParkBackoff gives, at each Park that takes effect, how long after it
+	// a wake (not WakeItem) may queue the item; Forget and Remove reset it.
+	// It is called with the queue locked and must not call it. Nil means
+	// from 5 ms, doubling up to 10 s.
+	ParkBackoff     TypedRateLimiter[T]
 	AddCancelsDelay bool
-	// GroupLimits is [TypedQueueConfig.GroupLimits] for the queue this
-	// layer makes; it cannot be set with a DelayingQueue.
-	GroupLimits *GroupLimits[T]
-	// DelayingQueue is the queue below; nil means a new delaying queue.
-	DelayingQueue TypedDelayingInterface[T]
-	// Debounce is [TypedDelayingQueueConfig.Debounce] for the delaying
-	// queue this layer makes; AddRateLimited is never debounced. It cannot
-	// be set with a DelayingQueue.
-	Debounce Debounce
+	GroupLimits     *GroupLimits[T]
+	DelayingQueue   TypedDelayingInterface[T] // the queue below; nil means a new delaying queue
+	Debounce        Debounce                  // AddRateLimited is never debounced
 }
 
 // NewTypedRateLimitingQueue is shorthand for

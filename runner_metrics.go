@@ -32,9 +32,8 @@ type RunnerMetricsProvider interface {
 }
 
 // MetricsSource is a queue that records its metrics with a provider under a
-// name; a [Runner] over it records its own there too. This package's queues
-// are MetricsSources that return the provider they record with (their
-// config's MetricsProvider, or else the one [SetProvider] had set when they
+// name, which a [Runner] over it uses too. This package's queues return the
+// provider they record with (their config's, or else SetProvider's when they
 // were made; nil if neither) and their config's Name.
 type MetricsSource interface {
 	MetricsConfig() (provider MetricsProvider, name string)
