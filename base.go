@@ -212,20 +212,35 @@ func (b *Base[T]) Remove(item T) bool {
 // fixed set. On a rate-limiting or priority queue a wake queues the item no
 // sooner than its ParkBackoff after the Park; a park is not a failure.
 func (b *Base[T]) Park(item T, events ...string) {
-	l := b.lim
-	if l == nil {
-		b.park(item, nil, events)
+	c, l := b.c, b.lim
+	var hash uint32
+	if c != nil {
+		hash = c.items.Hash(item)
+	}
+	if l != nil {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.stopped || b.ShuttingDown() {
+			return
+		}
+	}
+	// Each branch makes its own backoff: the core's does not keep it, so
+	// it stays off the heap.
+	if c == nil {
+		var backoff func() time.Duration
+		if l != nil {
+			backoff = func() time.Duration { return l.parkBackoff.When(item) }
+		}
+		b.parkBelow(item, backoff, events)
 		return
 	}
-	if b.c != nil {
-		b.c.items.Hash(item) // an item that cannot be hashed panics before any lock
+	var backoff func() time.Duration
+	if l != nil {
+		backoff = func() time.Duration { return l.parkBackoff.When(item) }
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped || b.ShuttingDown() {
-		return
-	}
-	b.park(item, func() time.Duration { return l.parkBackoff.When(item) }, events)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.parkLocked(item, hash, backoff, events)
 }
 
 // park is Park with the backoff a layer above took from its own rate
@@ -234,24 +249,30 @@ func (b *Base[T]) Park(item T, events ...string) {
 func (b *Base[T]) park(item T, backoff func() time.Duration, events []string) {
 	c := b.c
 	if c == nil {
-		below := b.outside("Park")
-		if p, ok := parkingBelow(below); ok {
-			p.park(item, backoff, events)
-			return
-		}
-		wait := b.maxPark
-		if backoff != nil {
-			wait = max(backoff(), wait)
-		}
-		if d, ok := below.(TypedDelayingInterface[T]); ok {
-			d.AddAfter(item, wait)
-		}
+		b.parkBelow(item, backoff, events)
 		return
 	}
 	hash := c.items.Hash(item)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.parkLocked(item, hash, backoff, events)
+}
+
+// parkBelow is park over a queue from outside this package: there if it
+// can park, and otherwise added after MaxParkTime, or backoff if longer.
+func (b *Base[T]) parkBelow(item T, backoff func() time.Duration, events []string) {
+	below := b.outside("Park")
+	if p, ok := parkingBelow(below); ok {
+		p.park(item, backoff, events)
+		return
+	}
+	wait := b.maxPark
+	if backoff != nil {
+		wait = max(backoff(), wait)
+	}
+	if d, ok := below.(TypedDelayingInterface[T]); ok {
+		d.AddAfter(item, wait)
+	}
 }
 
 // Wake ends the parks waiting for event, queues their items in park order (one
