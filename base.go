@@ -86,7 +86,7 @@ func (b *Base[T]) outside(method string) TypedInterface[T] {
 // layer above gives: a queue of this package other than the rate-limiting
 // queue, which parks with its own.
 func parkingBelow[T comparable](q TypedInterface[T]) (parkingQueue[T], bool) {
-	if _, ok := q.(*TypedRateLimitingQueue[T]); ok {
+	if _, ok := q.(ownParkBackoff); ok {
 		return nil, false
 	}
 	p, ok := q.(parkingQueue[T])
@@ -422,4 +422,31 @@ func (b *Base[T]) MetricsConfig() (MetricsProvider, string) {
 		return b.source.MetricsConfig()
 	}
 	return b.provider, b.name
+}
+
+// listedFailures returns the failure counts limiter keeps for the items s
+// lists, nil if none has any.
+func listedFailures[T comparable](limiter TypedRateLimiter[T], s *Snapshot[T]) map[T]int {
+	var failures map[T]int
+	count := func(item T) {
+		if n := limiter.NumRequeues(item); n > 0 {
+			if failures == nil {
+				failures = map[T]int{}
+			}
+			failures[item] = n
+		}
+	}
+	for _, item := range s.Queued {
+		count(item)
+	}
+	for _, f := range s.InFlight {
+		count(f.Item)
+	}
+	for _, d := range s.Delayed {
+		count(d.Item)
+	}
+	for _, p := range s.ParkedItems {
+		count(p.Item)
+	}
+	return failures
 }

@@ -5,6 +5,31 @@ import (
 	"time"
 )
 
+// TypedInterface is client-go's work queue interface; see [Typed].
+type TypedInterface[T comparable] interface {
+	Add(item T)
+	Len() int
+	Get() (item T, shutdown bool)
+	Done(item T)
+	ShutDown()
+	ShutDownWithDrain()
+	ShuttingDown() bool
+}
+
+// TypedDelayingInterface is client-go's delaying queue interface.
+type TypedDelayingInterface[T comparable] interface {
+	TypedInterface[T]
+	AddAfter(item T, duration time.Duration)
+}
+
+// TypedRateLimitingInterface is client-go's rate-limiting queue interface.
+type TypedRateLimitingInterface[T comparable] interface {
+	TypedDelayingInterface[T]
+	AddRateLimited(item T)
+	Forget(item T)
+	NumRequeues(item T) int
+}
+
 // The capabilities below are what this package's queues and Runner look
 // for in a queue they are given, which may be one from outside this
 // package: each layer uses what the queue below it has and falls back
@@ -17,12 +42,19 @@ import (
 //	snapshotter      yes    yes                 yes                     yes
 //	parker           yes    yes                 yes                     yes
 //	groupLimiter     yes    yes                 yes                     yes
-//	parkingQueue     yes    yes                 -                       yes
+//	parkingQueue     yes    yes                 Base's, not used        yes
+//	ownParkBackoff   -      -                   yes                     -
 //	Prioritized      -      -                   -                       yes
 //	rescheduler      -      yes                 yes                     yes
 //	retryAdder       -      yes                 -                       -
 //
 // Each queue's file checks its row.
+
+// ownParkBackoff is implemented by the rate-limiting queue, which parks
+// with a backoff of its own: a layer above does not park through it.
+type ownParkBackoff interface {
+	parksWithOwnBackoff()
+}
 
 // addStopper is implemented by the queues of this package whose shutdown can
 // begin (stopAdds) apart from waiting for a drain, so that a layer above

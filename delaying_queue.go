@@ -18,12 +18,6 @@ var (
 	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
 )
 
-// TypedDelayingInterface is client-go's delaying queue interface.
-type TypedDelayingInterface[T comparable] interface {
-	TypedInterface[T]
-	AddAfter(item T, duration time.Duration)
-}
-
 // TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]. The
 // zero value is valid. The fields it shares with [TypedQueueConfig] are as
 // there, and GroupLimits cannot be set with Queue.

@@ -15,17 +15,6 @@ var (
 	_ additions[int]    = (*Typed[int])(nil)
 )
 
-// TypedInterface is client-go's work queue interface; see [Typed].
-type TypedInterface[T comparable] interface {
-	Add(item T)
-	Len() int
-	Get() (item T, shutdown bool)
-	Done(item T)
-	ShutDown()
-	ShutDownWithDrain()
-	ShuttingDown() bool
-}
-
 // TypedQueueConfig configures [NewTypedWithConfig]. The zero value is valid.
 type TypedQueueConfig[T comparable] struct {
 	Name            string           // the queue's name in metrics

@@ -11,15 +11,8 @@ import (
 var (
 	_ rescheduler[int] = (*TypedRateLimitingQueue[int])(nil)
 	_ additions[int]   = (*TypedRateLimitingQueue[int])(nil)
+	_ ownParkBackoff   = (*TypedRateLimitingQueue[int])(nil)
 )
-
-// TypedRateLimitingInterface is client-go's rate-limiting queue interface.
-type TypedRateLimitingInterface[T comparable] interface {
-	TypedDelayingInterface[T]
-	AddRateLimited(item T)
-	Forget(item T)
-	NumRequeues(item T) int
-}
 
 // TypedRateLimitingQueueConfig configures
 // [NewTypedRateLimitingQueueWithConfig]. The zero value is valid. The
@@ -109,6 +102,8 @@ type TypedRateLimitingQueue[T comparable] struct {
 	lim      limiter[T]
 }
 
+func (q *TypedRateLimitingQueue[T]) parksWithOwnBackoff() {}
+
 // Add adds item at once; see [TypedDelayingQueue.Add].
 func (q *TypedRateLimitingQueue[T]) Add(item T) { q.delaying.Add(item) }
 
@@ -155,31 +150,4 @@ func (q *TypedRateLimitingQueue[T]) Forget(item T) {
 	q.lim.mu.Lock()
 	defer q.lim.mu.Unlock()
 	q.lim.forget(item)
-}
-
-// listedFailures returns the failure counts limiter keeps for the items s
-// lists, nil if none has any.
-func listedFailures[T comparable](limiter TypedRateLimiter[T], s *Snapshot[T]) map[T]int {
-	var failures map[T]int
-	count := func(item T) {
-		if n := limiter.NumRequeues(item); n > 0 {
-			if failures == nil {
-				failures = map[T]int{}
-			}
-			failures[item] = n
-		}
-	}
-	for _, item := range s.Queued {
-		count(item)
-	}
-	for _, f := range s.InFlight {
-		count(f.Item)
-	}
-	for _, d := range s.Delayed {
-		count(d.Item)
-	}
-	for _, p := range s.ParkedItems {
-		count(p.Item)
-	}
-	return failures
 }
