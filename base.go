@@ -421,6 +421,9 @@ func (b *Base[T]) MetricsConfig() (MetricsProvider, string) {
 	if b.source != nil {
 		return b.source.MetricsConfig()
 	}
+	if b.c == nil {
+		b.outside("MetricsConfig")
+	}
 	return b.provider, b.name
 }
 
