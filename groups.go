@@ -15,11 +15,10 @@ import (
 // items of other groups. A queue with custom storage (a config's Queue)
 // cannot have group limits.
 type GroupLimits[T comparable] struct {
-	// Group returns item's group; "" is no group, without a limit. It is
-	// called with the queue locked when the queue first queues an item,
-	// and its answer is kept while the queue holds the item; it must
-	// return the same group for an item every time, and must neither
-	// panic nor call the queue.
+	// Group returns item's group, "" for none. It is called with the queue
+	// locked when an item is first queued, and its answer is kept while the
+	// queue holds the item; it must return the same group for an item
+	// every time, and must neither panic nor call the queue.
 	Group   func(item T) string
 	Default int            // the limit of a group Limits does not name; 0 or less: none
 	Limits  map[string]int // copied; 0 or less: none; "" cannot be limited
