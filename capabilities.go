@@ -5,6 +5,31 @@ import (
 	"time"
 )
 
+// TypedInterface is client-go's work queue interface; see [Typed].
+type TypedInterface[T comparable] interface {
+	Add(item T)
+	Len() int
+	Get() (item T, shutdown bool)
+	Done(item T)
+	ShutDown()
+	ShutDownWithDrain()
+	ShuttingDown() bool
+}
+
+// TypedDelayingInterface is client-go's delaying queue interface.
+type TypedDelayingInterface[T comparable] interface {
+	TypedInterface[T]
+	AddAfter(item T, duration time.Duration)
+}
+
+// TypedRateLimitingInterface is client-go's rate-limiting queue interface.
+type TypedRateLimitingInterface[T comparable] interface {
+	TypedDelayingInterface[T]
+	AddRateLimited(item T)
+	Forget(item T)
+	NumRequeues(item T) int
+}
+
 // The capabilities below are what this package's queues and Runner look
 // for in a queue they are given, which may be one from outside this
 // package: each layer uses what the queue below it has and falls back
@@ -17,12 +42,19 @@ import (
 //	snapshotter      yes    yes                 yes                     yes
 //	parker           yes    yes                 yes                     yes
 //	groupLimiter     yes    yes                 yes                     yes
-//	parkingQueue     yes    yes                 -                       yes
+//	parkingQueue     yes    yes                 Base's, not used        yes
+//	ownParkBackoff   -      -                   yes                     -
 //	Prioritized      -      -                   -                       yes
 //	rescheduler      -      yes                 yes                     yes
 //	retryAdder       -      yes                 -                       -
 //
 // Each queue's file checks its row.
+
+// ownParkBackoff is implemented by the rate-limiting queue, which parks
+// with a backoff of its own: a layer above does not park through it.
+type ownParkBackoff interface {
+	parksWithOwnBackoff()
+}
 
 // addStopper is implemented by the queues of this package whose shutdown can
 // begin (stopAdds) apart from waiting for a drain, so that a layer above
@@ -60,21 +92,14 @@ type AddOpts struct {
 	After       time.Duration // delays the add; 0 or less adds at once, or debounced
 	RateLimited bool          // delays it as AddRateLimited; the shorter delay wins
 	Priority    *int          // higher is handed out first; nil means 0
-	// Reschedule makes the delay replace the one the item waits for, as
-	// [TypedPriorityQueue.Reschedule] does; an add with it is never
-	// debounced.
-	Reschedule bool
+	Reschedule  bool          // the delay replaces the pending one; never debounced
 }
 
-// Prioritized is a queue that hands out and adds items with priorities:
-// [TypedPriorityQueue], or one from outside this package, such as the Redis
-// queue. A [Runner] over a Prioritized queue gets items with their priority
-// and requeues them at it.
+// Prioritized is a queue that hands out and adds items with priorities, as
+// [TypedPriorityQueue] and the Redis queue do; a [Runner] over one gets
+// items with their priority and requeues them at it.
 type Prioritized[T comparable] interface {
-	// GetWithPriorityContext is GetContext that also returns the item's
-	// priority.
 	GetWithPriorityContext(ctx context.Context) (item T, priority int, err error)
-	// AddWithOpts adds items as opts says; see [TypedPriorityQueue.AddWithOpts].
 	AddWithOpts(opts AddOpts, items ...T)
 }
 

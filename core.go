@@ -337,17 +337,13 @@ func (c *core[T]) wakeAll() {
 // get hands out the next item, sleeping until there is one, and returns
 // it with its id; the caller holds mu, and holds it again when get returns. It
 // returns ErrShutDown once a shutdown has begun and none is left, and ctx's
-// error when ctx ends first. zero names the queue's type for the panic of
-// a Get on its zero value.
-func (c *core[T]) get(ctx context.Context, zero string) (item T, id int32, err error) {
+// error when ctx ends first.
+func (c *core[T]) get(ctx context.Context) (item T, id int32, err error) {
 	for c.queued == c.slotWaits {
 		// With group limits, items may be queued and wait for a slot that
 		// a Done frees, shutdown or not.
 		if c.queued == 0 && c.shuttingDown.Load() {
 			return item, -1, ErrShutDown
-		}
-		if c.drained.L == nil {
-			panic("workqueue: Get on a zero " + zero)
 		}
 		if err := lock.Sleep(ctx, &c.mu, &c.sleepers, &c.wakeupsPending, c.wakeOne); err != nil {
 			return item, -1, err
@@ -497,12 +493,8 @@ func (c *core[T]) releaseDrains() {
 }
 
 // drain waits, with mu held and released while it sleeps, until no item is
-// held or a ShutDown releases it. zero names the queue's type for the panic
-// on its zero value.
-func (c *core[T]) drain(zero string) {
-	if c.drained.L == nil {
-		panic("workqueue: ShutDownWithDrain on a zero " + zero)
-	}
+// held or a ShutDown releases it.
+func (c *core[T]) drain() {
 	c.drainWaiters++
 	for !c.drainReleased && c.items.Len() > 0 {
 		c.drained.Wait()

@@ -2,8 +2,6 @@ package workqueue
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -20,39 +18,24 @@ var (
 	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
 )
 
-// TypedDelayingInterface is client-go's delaying queue interface.
-type TypedDelayingInterface[T comparable] interface {
-	TypedInterface[T]
-	AddAfter(item T, duration time.Duration)
-}
-
 // TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]. The
-// zero value is valid.
+// zero value is valid. The fields it shares with [TypedQueueConfig] are as
+// there, and GroupLimits cannot be set with Queue.
 type TypedDelayingQueueConfig[T comparable] struct {
-	// Name, Logger, MetricsProvider, Clock and MaxParkTime are as in
-	// [TypedQueueConfig].
 	Name            string
 	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// Queue receives the items whose delay has ended; nil means a new
-	// Typed with this config's settings.
-	Queue TypedInterface[T]
-	// AddCancelsDelay makes an Add (or an AddAfter of no delay) of an
-	// item waiting for its delay take it out of the waiting items, so it
-	// is handed out once, now, as on [TypedPriorityQueue]. By default, as
-	// in client-go, the waiting add stays and adds the item again when
-	// its delay ends.
+	Queue           TypedInterface[T] // takes the items whose delay ended; nil means a new Typed
+	// AddCancelsDelay makes an Add (or AddAfter of no delay) take the item
+	// out of the waiting items, as on TypedPriorityQueue; by default, as in
+	// client-go, the waiting add stays and adds it again when it ends.
 	AddCancelsDelay bool
-	// GroupLimits is [TypedQueueConfig.GroupLimits] for the queue this
-	// layer makes; it cannot be set with Queue.
-	GroupLimits *GroupLimits[T]
-	// Debounce, if set, makes an Add (or an AddAfter of no delay) of an
-	// item not ready already wait for the end of its burst of adds, as
-	// [Debounce] says, merged with the delay it waits for already, so that
-	// AddCancelsDelay changes nothing. Over a Queue from outside this
-	// package, an item queued there is debounced too.
+	GroupLimits     *GroupLimits[T]
+	// Debounce makes an Add (or AddAfter of no delay) wait for the end of
+	// the item's burst of adds, merged with the delay it waits for already;
+	// it applies to items queued in a Queue from outside this package too.
 	Debounce Debounce
 }
 
@@ -94,55 +77,52 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 		panic("workqueue: NewTypedDelayingQueueWithConfig: GroupLimits with a Queue; set it in the Queue's own config")
 	}
 	q := &TypedDelayingQueue[T]{
-		queue:    config.Queue,
-		provider: config.MetricsProvider,
-		name:     config.Name,
-		logger:   config.Logger,
-		maxPark:  maxPark,
-
+		queue:           config.Queue,
 		addCancelsDelay: config.AddCancelsDelay,
 		debounce:        debounce,
 	}
 	if typed, ok := config.Queue.(*Typed[T]); ok {
 		q.typed = typed
+		q.Base = Base[T]{c: &typed.core, delayedAdds: true, provider: config.MetricsProvider, name: config.Name}
 		typed.core.attachDelays(func(item T) { typed.addLocked(item, typed.core.items.Hash(item)) }, config.MetricsProvider, config.Name)
 		return q
 	}
-	q.delays = newDelayer[T](config.Clock, config.MetricsProvider, config.Name)
-	q.delays.start(&q.mu, q.queue.Add, q.finished, q.logger)
+	q.own = &ownDelays[T]{queue: config.Queue, logger: config.Logger, maxPark: maxPark}
+	q.Base = Base[T]{below: q.own, provider: config.MetricsProvider, name: config.Name}
+	q.own.delays = newDelayer[T](config.Clock, config.MetricsProvider, config.Name)
+	q.own.delays.start(&q.own.mu, q.queue.Add, q.own.finished, q.own.logger)
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] that adds Reschedule,
-// GetContext, Remove, Snapshot, Park, Wake, WakeFunc and WakeItem, and in
-// its config Debounce; its methods are safe for concurrent use. The zero
-// value is not usable: make one with [NewTypedDelayingQueue]. Over a config
-// Queue from outside this package, the additions do what that queue
-// supports: GetContext returns an error wrapping
-// [errors.ErrUnsupported], Park adds the item after MaxParkTime, the others
-// cover the delayed items or nothing.
+// TypedDelayingQueue is a [TypedDelayingInterface] with the methods of
+// [Base]; it adds Reschedule, and in its config AddCancelsDelay and
+// Debounce. Its methods are safe for concurrent use. The zero value is not
+// usable: make one with [NewTypedDelayingQueue].
 type TypedDelayingQueue[T comparable] struct {
-	queue TypedInterface[T]
+	Base[T]
+	queue TypedInterface[T] // the config's
 	// typed is queue when it is this package's Typed: the delayed adds
 	// then wait in its core's delays, under its core's lock, so that an
 	// item is always in one of the two for Remove and Snapshot, and one
-	// goroutine ends every delay and park.
+	// goroutine ends every delay and park. own holds them otherwise.
 	typed *Typed[T]
-	// provider and name are the config's, for MetricsConfig.
-	provider MetricsProvider
-	name     string
-	logger   *slog.Logger
-	maxPark  time.Duration // for Park over a queue that cannot park
+	own   *ownDelays[T]
 	// addCancelsDelay and debounce are the config's.
 	addCancelsDelay bool
 	debounce        Debounce
+}
 
-	// Over a queue from outside this package (typed nil), the delayed adds
-	// wait in delays, which mu guards. Their goroutine holds mu while it
-	// moves ready items to the queue, so that an item is always in one of
-	// the two for Remove and Snapshot.
-	mu     sync.Mutex
-	delays *delayer[T]
+// ownDelays is the delaying layer over a queue from outside this package,
+// whose lock it cannot take, and the queue below that layer's Base: the
+// delayed adds wait in delays, which mu guards. Their goroutine holds mu
+// while it moves ready items to the queue, so that an item is always in
+// one of the two for Remove and Snapshot.
+type ownDelays[T comparable] struct {
+	queue   TypedInterface[T]
+	logger  *slog.Logger
+	maxPark time.Duration // for Park over a queue that cannot park
+	mu      sync.Mutex
+	delays  *delayer[T]
 	// stopped is set when the shutdown begins or the goroutine is told to
 	// stop: nothing more waits for a delay. dropped counts the waiting
 	// items that dropped, for the log.
@@ -150,7 +130,7 @@ type TypedDelayingQueue[T comparable] struct {
 	dropped int
 }
 
-// Add adds item at once; see [Typed.Add]. With AddCancelsDelay it also
+// Add adds item at once, as [Typed.Add] does. With AddCancelsDelay it also
 // takes item out of the items waiting for their delay; with Debounce it
 // adds item at the end of its burst of adds instead.
 func (q *TypedDelayingQueue[T]) Add(item T) {
@@ -169,82 +149,18 @@ func (q *TypedDelayingQueue[T]) Add(item T) {
 // lock, cannot add it in between. With retry, an accepted add counts as a
 // retry.
 func (q *TypedDelayingQueue[T]) addCancellingDelay(item T, retry bool) {
-	if t := q.typed; t != nil {
-		hash := t.core.items.Hash(item)
-		t.core.mu.Lock()
-		defer t.core.mu.Unlock()
-		t.core.removeDelayedAdd(item)
-		if t.addLocked(item, hash) && retry {
-			t.core.delays.countRetry()
-		}
+	t := q.typed
+	if t == nil {
+		q.own.addCancellingDelay(item, retry)
 		return
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.delays.remove(item)
-	if retry {
-		q.addNow(item)
-		return
+	hash := t.core.items.Hash(item)
+	t.core.mu.Lock()
+	defer t.core.mu.Unlock()
+	t.core.removeDelayedAdd(item)
+	if t.addLocked(item, hash) && retry {
+		t.core.delays.countRetry()
 	}
-	q.queue.Add(item)
-}
-
-// Len returns the number of ready items; see [Typed.Len].
-func (q *TypedDelayingQueue[T]) Len() int { return q.queue.Len() }
-
-// SetGroupLimit sets a group's limit in the queue below; see
-// [Typed.SetGroupLimit]. Over a config Queue from outside this package it
-// calls that queue's SetGroupLimit(string, int) if it has one, and
-// otherwise does nothing.
-func (q *TypedDelayingQueue[T]) SetGroupLimit(group string, limit int) {
-	if q.typed != nil {
-		q.typed.SetGroupLimit(group, limit)
-	} else if g, ok := q.queue.(groupLimiter); ok {
-		g.SetGroupLimit(group, limit)
-	}
-}
-
-// Get hands out the next ready item; see [Typed.Get].
-func (q *TypedDelayingQueue[T]) Get() (T, bool) { return q.queue.Get() }
-
-// Done marks item as done processing; see [Typed.Done].
-func (q *TypedDelayingQueue[T]) Done(item T) { q.queue.Done(item) }
-
-// ShuttingDown reports whether a shutdown has begun.
-func (q *TypedDelayingQueue[T]) ShuttingDown() bool { return q.queue.ShuttingDown() }
-
-// GetContext is Get with a context; see [Typed.GetContext].
-func (q *TypedDelayingQueue[T]) GetContext(ctx context.Context) (T, error) {
-	if q.typed != nil {
-		return q.typed.GetContext(ctx)
-	}
-	return getContext(ctx, q.queue)
-}
-
-// Remove also takes back a delayed item; see [Typed.Remove].
-func (q *TypedDelayingQueue[T]) Remove(item T) bool {
-	if t := q.typed; t != nil {
-		hash := t.core.items.Hash(item)
-		t.core.mu.Lock()
-		defer t.core.mu.Unlock()
-		removed := t.core.removeDelayedAdd(item)
-		return t.removeLocked(item, hash) || removed
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	removed := q.delays.remove(item)
-	if r, ok := q.queue.(remover[T]); ok && r.Remove(item) {
-		removed = true
-	}
-	return removed
-}
-
-// getContext calls q's GetContext, if it has one.
-func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T, err error) {
-	if g, ok := q.(contextGetter[T]); ok {
-		return g.GetContext(ctx)
-	}
-	return item, fmt.Errorf("workqueue: GetContext needs an underlying queue with a GetContext method, %T has none: %w", q, errors.ErrUnsupported)
 }
 
 // AddAfter adds item after duration; if it waits already, the earlier time
@@ -276,22 +192,18 @@ func (q *TypedDelayingQueue[T]) addRetry(item T, duration time.Duration) {
 }
 
 // addNow adds item at once and counts the retry if the add was accepted.
-// A queue from outside this package does not report that, so its flag is
-// read before the add.
 func (q *TypedDelayingQueue[T]) addNow(item T) {
-	if t := q.typed; t != nil {
-		hash := t.core.items.Hash(item)
-		t.core.mu.Lock()
-		defer t.core.mu.Unlock()
-		if t.addLocked(item, hash) {
-			t.core.delays.countRetry()
-		}
+	t := q.typed
+	if t == nil {
+		q.own.addNow(item)
 		return
 	}
-	if !q.queue.ShuttingDown() {
-		q.delays.countRetry()
+	hash := t.core.items.Hash(item)
+	t.core.mu.Lock()
+	defer t.core.mu.Unlock()
+	if t.addLocked(item, hash) {
+		t.core.delays.countRetry()
 	}
-	q.queue.Add(item)
 }
 
 // addDebounced is Add under Debounce: one more add of item's burst,
@@ -307,12 +219,11 @@ func (q *TypedDelayingQueue[T]) addDebounced(item T) {
 	})
 }
 
-// Reschedule makes item ready duration from now, replacing the delay it
-// waits for, even an earlier one, or the rest of its Debounce burst: the
-// latest call wins, where AddAfter keeps the earliest. With a duration of
-// zero or less it takes item out of the waiting items and adds it at once,
-// never debounced. Like AddAfter, it does not take back an add that has
-// made item ready. After a shutdown has begun it does nothing.
+// Reschedule is AddAfter where the latest call wins: it replaces the delay
+// item waits for, even an earlier one, or the rest of its Debounce burst. A
+// duration of zero or less adds item at once, never debounced, and takes it
+// out of the waiting items. It does not take back an add that made item
+// ready; after a shutdown has begun it does nothing.
 func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
 	if duration <= 0 {
 		q.addCancellingDelay(item, true)
@@ -327,93 +238,23 @@ func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
 	})
 }
 
-// wait puts item in the delays, with mu held, unless a shutdown has
-// begun: by core over this package's Typed, by own over a queue from
+// wait puts item in the delays, with their lock held, unless a shutdown
+// has begun: by core over this package's Typed, by own over a queue from
 // outside it. Each reports whether item is now the first to be ready, and
 // then the delay goroutine looks at the heap again. An item put in the
 // delays before the shutdown began is dropped by it: the same outcome as
 // an add that came after.
 func (q *TypedDelayingQueue[T]) wait(item T, core func(*delayer[delayKey[T]]) bool, own func(*delayer[T]) bool) {
-	if t := q.typed; t != nil {
-		t.core.mu.Lock()
-		defer t.core.mu.Unlock() // a panic (an item that cannot be hashed) leaves it unlocked
-		if !t.core.shuttingDown.Load() && core(t.core.delays) {
-			t.core.delays.poke()
-		}
+	t := q.typed
+	if t == nil {
+		q.own.wait(own)
 		return
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if !q.stopped && !q.queue.ShuttingDown() && own(q.delays) {
-		q.delays.poke()
+	t.core.mu.Lock()
+	defer t.core.mu.Unlock() // a panic (an item that cannot be hashed) leaves it unlocked
+	if !t.core.shuttingDown.Load() && core(t.core.delays) {
+		t.core.delays.poke()
 	}
-}
-
-// Park holds item until one of events; see [Typed.Park].
-func (q *TypedDelayingQueue[T]) Park(item T, events ...string) { q.park(item, nil, events) }
-
-// park is Park with a backoff, for the rate-limiting layer.
-func (q *TypedDelayingQueue[T]) park(item T, backoff func() time.Duration, events []string) {
-	if q.typed != nil {
-		q.typed.park(item, backoff, events)
-		return
-	}
-	if p, ok := q.queue.(parkingQueue[T]); ok {
-		p.park(item, backoff, events)
-		return
-	}
-	wait := q.maxPark
-	if backoff != nil {
-		wait = max(backoff(), wait)
-	}
-	q.AddAfter(item, wait)
-}
-
-// Wake ends the parks that wait for event; see [Typed.Wake].
-func (q *TypedDelayingQueue[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
-
-// WakeFunc ends the parks that accept accepts; see [Typed.WakeFunc].
-func (q *TypedDelayingQueue[T]) WakeFunc(event string, accept func(item T) bool) int {
-	if q.typed != nil {
-		return q.typed.WakeFunc(event, accept)
-	}
-	if p, ok := q.queue.(parkingQueue[T]); ok {
-		return p.WakeFunc(event, accept)
-	}
-	return 0
-}
-
-// WakeItem ends item's park; see [Typed.WakeItem].
-func (q *TypedDelayingQueue[T]) WakeItem(item T) bool {
-	if q.typed != nil {
-		return q.typed.WakeItem(item)
-	}
-	if p, ok := q.queue.(parkingQueue[T]); ok {
-		return p.WakeItem(item)
-	}
-	return false
-}
-
-// ShutDown also drops delayed items; see [Typed.ShutDown].
-func (q *TypedDelayingQueue[T]) ShutDown() {
-	if q.typed != nil {
-		q.typed.ShutDown()
-		return
-	}
-	q.stopAdds()
-	q.queue.ShutDown()
-	q.stopWaiting()
-}
-
-// ShutDownWithDrain also drops delayed items; see [Typed.ShutDownWithDrain].
-func (q *TypedDelayingQueue[T]) ShutDownWithDrain() {
-	if q.typed != nil {
-		q.typed.ShutDownWithDrain()
-		return
-	}
-	q.stopAdds()
-	q.stopWaiting()
-	q.queue.ShutDownWithDrain()
 }
 
 // stopAdds begins the underlying queue's shutdown, when it is one of this
@@ -426,31 +267,137 @@ func (q *TypedDelayingQueue[T]) stopAdds() {
 		q.typed.stopAdds() // drops the delayed adds, which wait in its core
 		return
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if s, ok := q.queue.(addStopper); ok {
-		s.stopAdds()
-		q.dropWaitingLocked()
+	q.own.stopAdds()
+}
+
+// The methods of ownDelays are those of the delaying layer over a queue
+// from outside this package; Base calls them.
+
+func (o *ownDelays[T]) Add(item T)         { o.queue.Add(item) }
+func (o *ownDelays[T]) Len() int           { return o.queue.Len() }
+func (o *ownDelays[T]) Get() (T, bool)     { return o.queue.Get() }
+func (o *ownDelays[T]) Done(item T)        { o.queue.Done(item) }
+func (o *ownDelays[T]) ShuttingDown() bool { return o.queue.ShuttingDown() }
+func (o *ownDelays[T]) SetGroupLimit(group string, limit int) {
+	if g, ok := o.queue.(groupLimiter); ok {
+		g.SetGroupLimit(group, limit)
 	}
 }
 
-func (q *TypedDelayingQueue[T]) stopWaiting() {
-	q.dropWaiting()
-	q.delays.stop()
-	q.mu.Lock()
-	dropped := q.dropped
-	q.dropped = 0
-	q.mu.Unlock()
+func (o *ownDelays[T]) GetContext(ctx context.Context) (T, error) {
+	return getContext(ctx, o.queue)
+}
+
+func (o *ownDelays[T]) addCancellingDelay(item T, retry bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.delays.remove(item)
+	if retry {
+		o.addNow(item)
+		return
+	}
+	o.queue.Add(item)
+}
+
+// addNow adds item at once and counts the retry if the add will be
+// accepted: the queue does not report that, so its flag is read before
+// the add.
+func (o *ownDelays[T]) addNow(item T) {
+	if !o.queue.ShuttingDown() {
+		o.delays.countRetry()
+	}
+	o.queue.Add(item)
+}
+
+func (o *ownDelays[T]) wait(own func(*delayer[T]) bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.stopped && !o.queue.ShuttingDown() && own(o.delays) {
+		o.delays.poke()
+	}
+}
+
+func (o *ownDelays[T]) Remove(item T) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	removed := o.delays.remove(item)
+	if r, ok := o.queue.(remover[T]); ok && r.Remove(item) {
+		removed = true
+	}
+	return removed
+}
+
+// park parks item in the queue below if it can, and otherwise adds it
+// after MaxParkTime, or after backoff if longer.
+func (o *ownDelays[T]) park(item T, backoff func() time.Duration, events []string) {
+	if p, ok := parkingBelow(o.queue); ok {
+		p.park(item, backoff, events)
+		return
+	}
+	wait := o.maxPark
+	if backoff != nil {
+		wait = max(backoff(), wait)
+	}
+	o.wait(func(d *delayer[T]) bool {
+		d.countRetry()
+		return d.add(item, wait)
+	})
+}
+
+func (o *ownDelays[T]) WakeFunc(event string, accept func(item T) bool) int {
+	if p, ok := parkingBelow(o.queue); ok {
+		return p.WakeFunc(event, accept)
+	}
+	return 0
+}
+
+func (o *ownDelays[T]) WakeItem(item T) bool {
+	if p, ok := parkingBelow(o.queue); ok {
+		return p.WakeItem(item)
+	}
+	return false
+}
+
+func (o *ownDelays[T]) ShutDown() {
+	o.stopAdds()
+	o.queue.ShutDown()
+	o.stopWaiting()
+}
+
+func (o *ownDelays[T]) ShutDownWithDrain() {
+	o.stopAdds()
+	o.stopWaiting()
+	o.queue.ShutDownWithDrain()
+}
+
+// stopAdds begins the shutdown of a queue below that can begin one apart
+// from its drain, and drops the delayed items at the same instant.
+func (o *ownDelays[T]) stopAdds() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if s, ok := o.queue.(addStopper); ok {
+		s.stopAdds()
+		o.dropWaitingLocked()
+	}
+}
+
+func (o *ownDelays[T]) stopWaiting() {
+	o.dropWaiting()
+	o.delays.stop()
+	o.mu.Lock()
+	dropped := o.dropped
+	o.dropped = 0
+	o.mu.Unlock()
 	if dropped > 0 {
-		q.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", dropped)
+		o.logger.Debug("workqueue: dropped items still waiting for their delay at shutdown", "count", dropped)
 	}
 }
 
 // finished ends the delay goroutine when the underlying queue was shut
 // down on its own: nothing it would add would be accepted any more.
-func (q *TypedDelayingQueue[T]) finished() bool {
-	if q.queue.ShuttingDown() {
-		q.dropWaiting()
+func (o *ownDelays[T]) finished() bool {
+	if o.queue.ShuttingDown() {
+		o.dropWaiting()
 		return true
 	}
 	return false
@@ -459,31 +406,28 @@ func (q *TypedDelayingQueue[T]) finished() bool {
 // dropWaiting stops the delays, so later AddAfter calls with a delay do
 // nothing, and drops the waiting items, counting them for the shutdown's
 // log line.
-func (q *TypedDelayingQueue[T]) dropWaiting() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.dropWaitingLocked()
+func (o *ownDelays[T]) dropWaiting() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.dropWaitingLocked()
 }
 
-func (q *TypedDelayingQueue[T]) dropWaitingLocked() {
-	q.stopped = true
-	q.dropped += q.delays.dropAll(nil)
+func (o *ownDelays[T]) dropWaitingLocked() {
+	o.stopped = true
+	o.dropped += o.delays.dropAll(nil)
 }
 
-// Snapshot lists delayed items too; see [Typed.Snapshot].
-func (q *TypedDelayingQueue[T]) Snapshot(n int) Snapshot[T] {
-	if q.typed != nil {
-		return q.typed.Snapshot(n) // the delayed adds wait in its core
-	}
-	q.mu.Lock() // held while the queue below takes its part: one instant
-	defer q.mu.Unlock()
+// Snapshot lists the delayed items with the queue's own view.
+func (o *ownDelays[T]) Snapshot(n int) Snapshot[T] {
+	o.mu.Lock() // held while the queue below takes its part: one instant
+	defer o.mu.Unlock()
 	var s Snapshot[T]
-	if inner, ok := q.queue.(snapshotter[T]); ok {
+	if inner, ok := o.queue.(snapshotter[T]); ok {
 		s = inner.Snapshot(n)
 	} else {
-		s = Snapshot[T]{Taken: q.delays.clock.Now(), ShuttingDown: q.queue.ShuttingDown(), Depth: q.queue.Len()}
+		s = Snapshot[T]{Taken: o.delays.clock.Now(), ShuttingDown: o.queue.ShuttingDown(), Depth: o.queue.Len()}
 	}
-	waiting, delayed := snapshotDelays(q.delays, n, func(item T) T { return item })
+	waiting, delayed := snapshotDelays(o.delays, n, func(item T) T { return item })
 	s.Waiting += waiting // the queue below may wait for parks' backoffs
 	s.Delayed = soonestDelayed(append(s.Delayed, delayed...), n)
 	return s

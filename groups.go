@@ -12,28 +12,17 @@ import (
 
 // GroupLimits limits how many items of a group are processed at once: a
 // tenant, a namespace, an external API. Items of a group at its limit stay
-// queued, in their order, and Get passes over them to the items of other
-// groups; the Done that frees a slot makes the group's next item the one to
-// hand out, if it comes first in the queue's order. Len counts the items
-// waiting for a slot as queued; Snapshot counts them (WaitingForSlot) and
-// the groups (GroupCount, Groups), and lists in Queued only the items of
-// groups with a free slot.
-//
-// Custom storage ([TypedQueueConfig.Queue]) cannot pass over items, so a
-// queue that has it cannot have group limits.
+// queued, in their order, counted by Len, and Get passes over them to the
+// items of other groups. A queue with custom storage (a config's Queue)
+// cannot have group limits.
 type GroupLimits[T comparable] struct {
-	// Group returns item's group; "" is no group, without a limit. It is
-	// called with the queue locked when the queue first queues an item,
-	// and its answer is kept while the queue holds the item; it must
-	// return the same group for an item every time, and must neither
-	// panic nor call the queue.
-	Group func(item T) string
-	// Default is the limit of each group that Limits does not name; 0
-	// or less means no limit.
-	Default int
-	// Limits sets the limits of the groups it names, over Default; 0 or
-	// less means no limit; "" cannot be limited. The queue keeps a copy.
-	Limits map[string]int
+	// Group returns item's group, "" for none. It is called with the queue
+	// locked when an item is first queued, and its answer is kept while the
+	// queue holds the item; it must return the same group for an item
+	// every time, and must neither panic nor call the queue.
+	Group   func(item T) string
+	Default int            // the limit of a group Limits does not name; 0 or less: none
+	Limits  map[string]int // copied; 0 or less: none; "" cannot be limited
 }
 
 // GroupState is a group that has items in flight or queued, in a

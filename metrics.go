@@ -64,9 +64,8 @@ type ParkingMetricsProvider interface {
 	NewParkTimeoutsMetric(name string) CounterMetric      // parks ended by MaxParkTime
 }
 
-// GroupMetricsProvider is a [MetricsProvider] that also reports group limits
-// ([GroupLimits]), over all the groups of a queue so that the number of
-// series stays bounded; Snapshot lists the groups themselves.
+// GroupMetricsProvider is a [MetricsProvider] that also reports
+// [GroupLimits], over all the groups of a queue so that series stay bounded.
 type GroupMetricsProvider interface {
 	MetricsProvider
 	NewWaitingForSlotMetric(name string) SettableGaugeMetric // queued items that wait for a free slot of their group
@@ -175,17 +174,13 @@ var defaultProvider atomic.Pointer[providerBox]
 
 type providerBox struct{ provider MetricsProvider }
 
-// SetProvider sets the MetricsProvider of this package's queues made after
-// it whose config has none, so that one line gives every queue of a program its
-// metrics, as the blank imports of client-go's providers did. A program
-// that imported k8s.io/component-base/metrics/prometheus/workqueue calls
-// workqueue.SetProvider(prometheus.NewProvider(legacyregistry.Registerer()))
-// with this module's prometheus package, and one that relied on
-// controller-runtime's registry
-// workqueue.SetProvider(prometheus.NewProvider(metrics.Registry)); the
-// series keep their names. A later call replaces the provider for the
-// queues made after it, and nil removes it; queues made before a call keep
-// theirs. It is safe for concurrent use.
+// SetProvider sets the MetricsProvider of the queues of this package made
+// after it whose config has none; nil removes it, and queues made before a
+// call keep theirs. A program that imported client-go's Prometheus provider
+// calls SetProvider(prometheus.NewProvider(legacyregistry.Registerer())),
+// or with controller-runtime's metrics.Registry, with this module's
+// prometheus package; the series keep their names. It is safe for
+// concurrent use.
 func SetProvider(provider MetricsProvider) {
 	if provider == nil {
 		defaultProvider.Store(nil)

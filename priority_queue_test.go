@@ -506,7 +506,7 @@ func TestPriorityQueueConfigPanics(t *testing.T) {
 		})
 	}
 	var zero TypedPriorityQueue[string]
-	assert.PanicsWithValue(t, "workqueue: ShutDownWithDrain on a zero TypedPriorityQueue; make one with NewTypedPriorityQueue", zero.ShutDownWithDrain)
+	assert.PanicsWithValue(t, "workqueue: ShutDownWithDrain on a zero queue; make one with its constructor", zero.ShutDownWithDrain)
 }
 
 // verifyPriorityQueue checks the invariants of q's core; see

@@ -1,7 +1,6 @@
 package workqueue
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -16,34 +15,22 @@ var (
 	_ additions[int]    = (*Typed[int])(nil)
 )
 
-// TypedInterface is client-go's work queue interface; see [Typed].
-type TypedInterface[T comparable] interface {
-	Add(item T)
-	Len() int
-	Get() (item T, shutdown bool)
-	Done(item T)
-	ShutDown()
-	ShutDownWithDrain()
-	ShuttingDown() bool
-}
-
 // TypedQueueConfig configures [NewTypedWithConfig]. The zero value is valid.
 type TypedQueueConfig[T comparable] struct {
 	Name            string           // the queue's name in metrics
 	MetricsProvider MetricsProvider  // nil means SetProvider's; none records no metrics
 	Clock           clock.WithTicker // nil means the real clock
 	Logger          *slog.Logger     // nil means slog.Default()
-	MaxParkTime     time.Duration    // see Typed.Park; 0 means DefaultMaxParkTime
+	MaxParkTime     time.Duration    // see Base.Park; 0 means DefaultMaxParkTime
 	Queue           Queue[T]         // custom storage; nil means FIFO
-	// GroupLimits, if not nil, limits the items of each group in flight
-	// at once; it cannot be set with Queue.
-	GroupLimits *GroupLimits[T]
+	GroupLimits     *GroupLimits[T]  // nil means none; not with Queue
 }
 
-// Typed is a work queue with the guarantees listed in the package
-// documentation; its methods are safe for concurrent use. The zero value is
-// not usable: make one with [NewTyped] or [NewTypedWithConfig].
+// Typed is a [TypedInterface] with the methods of [Base]; its methods are
+// safe for concurrent use. The zero value is not usable: make one with
+// [NewTyped] or [NewTypedWithConfig].
 type Typed[T comparable] struct {
+	Base[T]
 	core core[T]
 	// storage is the order of custom storage, nil for FIFO: it is told of
 	// adds of queued items, and its Push may panic.
@@ -86,6 +73,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 		order = q.storage
 	}
 	q.core.init(order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
+	q.Base = Base[T]{c: &q.core, provider: config.MetricsProvider, name: config.Name}
 	for _, item := range prefilled {
 		q.Add(item)
 	}
@@ -93,7 +81,8 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	return q
 }
 
-// Add marks item as needing processing; after a shutdown it does nothing.
+// Add marks item as needing processing; after a shutdown has begun it does
+// nothing.
 func (q *Typed[T]) Add(item T) {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
@@ -144,135 +133,11 @@ func (q *Typed[T]) insertStored(item T, hash uint32) {
 	stored = true
 }
 
-// Len returns the number of items waiting to be handed out.
-func (q *Typed[T]) Len() int { return q.core.length() }
-
-// Get blocks until an item is queued, marks it as being processed and returns
-// it; the caller must call Done with it. Once a shutdown has left no item, it
-// returns shutdown true.
-func (q *Typed[T]) Get() (item T, shutdown bool) {
-	item, err := q.get(context.Background())
-	return item, err != nil
-}
-
-// GetContext is Get that returns ctx.Err(), taking no item, if ctx ends first,
-// and [ErrShutDown] where Get returns shutdown true.
-func (q *Typed[T]) GetContext(ctx context.Context) (item T, err error) {
-	if err := ctx.Err(); err != nil {
-		return item, err
-	}
-	return q.get(ctx)
-}
-
-func (q *Typed[T]) get(ctx context.Context) (item T, err error) {
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	item, _, err = q.core.get(ctx, "Typed; make one with NewTyped or NewTypedWithConfig")
-	return item, err
-}
-
-// Done marks item as done processing and queues it again, even after a
-// shutdown has begun, if it was added meanwhile. Done of an item not being
-// processed does nothing.
-func (q *Typed[T]) Done(item T) { q.core.doneItem(item) }
-
-// Remove takes item back and reports whether it took anything: a queued or
-// parked item leaves the queue; one being processed is not queued again or
-// parked at Done.
-func (q *Typed[T]) Remove(item T) bool {
-	hash := q.core.items.Hash(item)
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.removeLocked(item, hash)
-}
-
-// removeLocked is Remove with mu held and item's hash computed.
-func (q *Typed[T]) removeLocked(item T, hash uint32) bool {
-	entry, id := q.core.items.Lookup(item, hash)
-	if entry == nil {
-		return false
-	}
-	switch entry.Val.pending {
-	case pendingReady:
-		q.core.removeReady(id)
-	case pendingNone:
-		return false
-	default:
-		q.core.removeWaiting(id)
-	}
-	return true
-}
-
 // holdsReadyLocked reports whether item is queued, or is being processed
 // and will be queued again at Done. The caller holds mu.
 func (q *Typed[T]) holdsReadyLocked(item T, hash uint32) bool {
 	entry, _ := q.core.items.Lookup(item, hash)
 	return entry != nil && entry.Val.pending == pendingReady
-}
-
-// Park holds item, which the caller got from Get and has not yet marked done,
-// until one of events: from its Done on, the queue neither hands it out nor
-// counts it in Len until [Typed.Wake] of one of events, [Typed.WakeItem], an
-// add of the item or the config's MaxParkTime ends the park and queues it. If
-// one of events was woken since the item's Get, which may have changed what
-// the worker saw, the park ends at Done. An add since the Get, or a wake of an
-// earlier Park, wins over the park; otherwise a later Park replaces an earlier
-// one. Park does nothing for an item not being processed or after a shutdown
-// has begun, which drops parked items. Events should come from a small fixed
-// set: the queue keeps the last wake of each.
-func (q *Typed[T]) Park(item T, events ...string) { q.park(item, nil, events) }
-
-// park is Park with a backoff: a wake before it has passed queues the
-// item when it passes.
-func (q *Typed[T]) park(item T, backoff func() time.Duration, events []string) {
-	hash := q.core.items.Hash(item)
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	q.core.parkLocked(item, hash, backoff, events)
-}
-
-// Wake ends the parks waiting for event, queues their items in park order (one
-// being processed at its Done), and returns how many it ended. After a
-// shutdown has begun it does nothing.
-func (q *Typed[T]) Wake(event string) int { return q.WakeFunc(event, nil) }
-
-// WakeFunc is Wake for the items accept returns true for; nil accepts all.
-// accept is called with the queue locked and must not call the queue; if it
-// panics, the parks it accepted stay ended.
-func (q *Typed[T]) WakeFunc(event string, accept func(item T) bool) int {
-	return q.core.wakeFunc(event, accept)
-}
-
-// WakeItem ends item's park, queuing it without backoff; false if not parked.
-func (q *Typed[T]) WakeItem(item T) bool { return q.core.wakeItem(item) }
-
-// SetGroupLimit sets the limit of group, over the config's GroupLimits; 0 or
-// less means no limit. A raised limit lets Get hand out the group's waiting
-// items at once; a lowered one hands out none of the group's items until
-// fewer than the new limit are in flight. It does nothing on a queue without
-// GroupLimits, or for the group "".
-func (q *Typed[T]) SetGroupLimit(group string, limit int) { q.core.setGroupLimit(group, limit) }
-
-// ShutDown begins a shutdown, which drops parked items, and returns once the
-// queue's goroutines have exited. A second call does nothing.
-func (q *Typed[T]) ShutDown() {
-	q.core.mu.Lock()
-	q.core.releaseDrains()
-	q.core.mu.Unlock()
-	q.core.stopDelays()
-	q.core.stopMetrics()
-}
-
-// ShutDownWithDrain begins a shutdown, then waits until no item is queued or
-// being processed (workers must go on calling Get and Done) or a ShutDown is
-// called. It panics on a zero value.
-func (q *Typed[T]) ShutDownWithDrain() {
-	q.core.mu.Lock()
-	q.core.stopAddsLocked()
-	q.core.drain("Typed; make one with NewTyped or NewTypedWithConfig")
-	q.core.mu.Unlock()
-	q.core.stopDelays()
-	q.core.stopMetrics()
 }
 
 // stopAdds is the instant at which a shutdown begins: from then on every
@@ -282,16 +147,4 @@ func (q *Typed[T]) stopAdds() {
 	q.core.mu.Lock()
 	q.core.stopAddsLocked()
 	q.core.mu.Unlock()
-}
-
-// ShuttingDown reports whether a shutdown has begun, here or in a layer above.
-func (q *Typed[T]) ShuttingDown() bool {
-	return q.core.shuttingDown.Load()
-}
-
-// Snapshot returns a view of the queue, listing at most n items of each kind.
-func (q *Typed[T]) Snapshot(n int) Snapshot[T] {
-	q.core.mu.Lock()
-	defer q.core.mu.Unlock()
-	return q.core.snapshotLocked(n)
 }

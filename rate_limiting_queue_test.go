@@ -184,12 +184,12 @@ func TestMisuse(t *testing.T) {
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 2, 0, nil) }},
 		{"ParallelizeUntil with a nil option", "workqueue: ParallelizeUntil got a nil option at position 1",
 			func(t *testing.T) { ParallelizeUntil(context.Background(), 2, 3, never, WithChunkSize(2), nil) }},
-		{"Get that would wait on a zero Typed", "workqueue: Get on a zero Typed; make one with NewTyped or NewTypedWithConfig",
+		{"Get on a zero Typed", "workqueue: Get on a zero queue; make one with its constructor",
 			func(t *testing.T) {
 				var q Typed[int]
 				q.Get()
 			}},
-		{"ShutDownWithDrain on a zero Typed", "workqueue: ShutDownWithDrain on a zero Typed; make one with NewTyped or NewTypedWithConfig",
+		{"ShutDownWithDrain on a zero Typed", "workqueue: ShutDownWithDrain on a zero queue; make one with its constructor",
 			func(t *testing.T) {
 				var q Typed[int]
 				q.ShutDownWithDrain()

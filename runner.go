@@ -34,27 +34,18 @@ func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
 // Runner runs a controller's worker loop: Get an item, reconcile it, then
-// Forget it, retry it or requeue it as the reconcile asked, and mark it Done.
-// It recovers and logs a panic in a reconcile and counts it as a failure. On a
-// [Prioritized] queue, such as [TypedPriorityQueue] or one from outside this
-// package, retries and requeues keep the item's priority unless
-// [Result.Priority] says otherwise.
-//
-// It logs an item's 1st, 2nd, 4th, 8th, ... consecutive retried failure at
-// warn level, so that an item that keeps failing shows in the default logs
-// from its first failure with one line each time its failures double, and
-// its other retried failures at [WithRetryLogLevel] (debug by default). It
-// logs a failure while Run stops or during a drain at warn, and panics and
-// items given up on at error. A Get that fails with an error of the queue's
-// own (the Redis queue's while Redis is out of reach) ends no worker: the
-// worker logs it, at warn on the 1st, 2nd, 4th, ... failure in a row, and
-// tries again a second later.
-//
-// Over a queue with a [RunnerMetricsProvider] ([MetricsSource]), it records
-// the metrics that interface lists under the queue's name.
-//
-// A Runner is safe for concurrent use. The zero value is not usable: make
-// one with [NewRunner].
+// Forget, retry or requeue it as the reconcile asked, and mark it Done. It
+// recovers and logs a reconcile's panic as a failure. On a [Prioritized]
+// queue, retries and requeues keep the item's priority unless
+// [Result.Priority] says otherwise. It logs an item's 1st, 2nd, 4th, 8th,
+// ... retried failure in a row at warn and the others at
+// [WithRetryLogLevel]; failures while Run stops or drains at warn; panics
+// and items given up on at error. A Get that fails with an error of the
+// queue's own (the Redis queue's while Redis is out of reach) ends no
+// worker: it logs it, at warn on the 1st, 2nd, 4th, ... in a row, and tries
+// again a second later. Over a queue with a [RunnerMetricsProvider] it
+// records those metrics under the queue's name. A Runner is safe for
+// concurrent use. The zero value is not usable: make one with [NewRunner].
 type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
@@ -244,15 +235,13 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 
 // Run reconciles items on workers goroutines until ctx ends or the queue is
 // shut down and empty, and returns once every worker has exited. When ctx
-// ends, Run stops handing out items, waits for the reconciles in flight,
-// cancelling their context after the grace period, then shuts the queue
-// down: the items still queued are left unreconciled, and what waits for a
-// delay or an event is dropped. The retries and requeues of the reconciles
-// in flight reach the queue before its shutdown, so a queue shared with
-// other processes keeps them. With [WithDrain] Run reconciles the queued
-// items first. Run owns the queue's shutdown: give each Runner a queue of
-// its own.
-// It panics on a zero Runner, if workers is less than 1, or on a second call.
+// ends, Run stops handing out items, waits for the reconciles in flight
+// (cancelling their context after the grace period), then shuts the queue
+// down, leaving queued items unreconciled ([WithDrain] reconciles them
+// first); the retries and requeues of the reconciles in flight reach the
+// queue before that. Run owns the queue's shutdown: give each Runner a
+// queue of its own. It panics on a zero Runner, if workers is less than 1,
+// or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
 		panic("workqueue: Run on a zero Runner; make one with NewRunner")

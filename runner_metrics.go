@@ -32,9 +32,8 @@ type RunnerMetricsProvider interface {
 }
 
 // MetricsSource is a queue that records its metrics with a provider under a
-// name; a [Runner] over it records its own there too. This package's queues
-// are MetricsSources that return the provider they record with (their
-// config's MetricsProvider, or else the one [SetProvider] had set when they
+// name, which a [Runner] over it uses too. This package's queues return the
+// provider they record with (their config's, or else SetProvider's when they
 // were made; nil if neither) and their config's Name.
 type MetricsSource interface {
 	MetricsConfig() (provider MetricsProvider, name string)
@@ -46,31 +45,6 @@ var (
 	_ MetricsSource = (*TypedRateLimitingQueue[int])(nil)
 	_ MetricsSource = (*TypedPriorityQueue[int])(nil)
 )
-
-// MetricsConfig returns the queue's provider and name; see [MetricsSource].
-func (q *Typed[T]) MetricsConfig() (MetricsProvider, string) {
-	return q.core.provider, q.core.name
-}
-
-// MetricsConfig returns the queue's provider and name; see [MetricsSource].
-func (q *TypedPriorityQueue[T]) MetricsConfig() (MetricsProvider, string) {
-	return q.core.provider, q.core.name
-}
-
-// MetricsConfig returns the queue's provider and name; see [MetricsSource].
-func (q *TypedDelayingQueue[T]) MetricsConfig() (MetricsProvider, string) {
-	return q.provider, q.name
-}
-
-// MetricsConfig returns those of the delaying queue below, which are this
-// queue's own (see [MetricsSource]) unless its config has a DelayingQueue;
-// nil and "" if that queue is not a [MetricsSource].
-func (q *TypedRateLimitingQueue[T]) MetricsConfig() (MetricsProvider, string) {
-	if src, ok := q.delaying.(MetricsSource); ok {
-		return src.MetricsConfig()
-	}
-	return nil, ""
-}
 
 // runnerMetrics are a Runner's metrics; each does nothing when the queue
 // records none, and on is false then, so that a reconcile does not read

@@ -8,25 +8,21 @@ import (
 // Snapshot is a view of a queue at one instant: the counts, and the first few
 // items of each kind.
 type Snapshot[T comparable] struct {
-	Taken        time.Time         // on the queue's clock
-	ShuttingDown bool              // whether a shutdown has begun
-	Depth        int               // as Len
-	Queued       []T               // the next to be handed out if no slot filled up; none with custom storage
-	Processing   int               // items handed out and not yet done
-	InFlight     []InFlightItem[T] // the longest-running, tracked from the first Snapshot
-	Waiting      int               // items waiting for their delay
-	Delayed      []DelayedItem[T]  // those ready first
-	Parked       int               // items parked, from the Done after their Park
-	ParkedItems  []ParkedItem[T]   // those parked longest
-	Adds         uint64            // adds that queued an item, since construction
-	// With group limits: the queued items (counted in Depth) that wait for
-	// a free slot of their group, the groups with items in flight or
-	// queued, and the first n of those, the ones with items waiting first,
-	// then by name.
-	WaitingForSlot int
-	GroupCount     int
-	Groups         []GroupState
-	Failures       map[T]int // the listed items' failure counts, if any
+	Taken          time.Time         // on the queue's clock
+	ShuttingDown   bool              // whether a shutdown has begun
+	Depth          int               // as Len
+	Queued         []T               // the next to be handed out if no slot filled up; none with custom storage
+	Processing     int               // items handed out and not yet done
+	InFlight       []InFlightItem[T] // the longest-running, tracked from the first Snapshot
+	Waiting        int               // items waiting for their delay
+	Delayed        []DelayedItem[T]  // those ready first
+	Parked         int               // items parked, from the Done after their Park
+	ParkedItems    []ParkedItem[T]   // those parked longest
+	Adds           uint64            // adds that queued an item, since construction
+	WaitingForSlot int               // queued items (in Depth) waiting for a free slot of their group
+	GroupCount     int               // groups with items in flight or queued
+	Groups         []GroupState      // the first n, those with items waiting first, then by name
+	Failures       map[T]int         // the listed items' failure counts, if any
 }
 
 // InFlightItem is an item being processed.

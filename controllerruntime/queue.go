@@ -243,7 +243,7 @@ func (q *Queue[T]) Remove(item T) bool { return q.q.Remove(item) }
 func (q *Queue[T]) Len() int { return q.q.Len() }
 
 // SetGroupLimit sets the limit of group; see
-// [workqueue.TypedPriorityQueue.SetGroupLimit]. It does nothing on a queue
+// [workqueue.Base.SetGroupLimit]. It does nothing on a queue
 // made without [WithGroupLimits].
 func (q *Queue[T]) SetGroupLimit(group string, limit int) { q.q.SetGroupLimit(group, limit) }
 

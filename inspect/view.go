@@ -109,7 +109,7 @@ type DelayedKey struct {
 	Requeues int `json:"requeues"`
 }
 
-// ParkedKey is a key parked until an event (see [workqueue.Typed.Park]).
+// ParkedKey is a key parked until an event (see [workqueue.Base.Park]).
 type ParkedKey struct {
 	Key string `json:"key"`
 	// Events are the events that wake it.
