@@ -61,8 +61,8 @@ type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
 	// GetContext, nil if it is not one, found once rather than per item.
-	prio       Prioritized[T]
-	getter     contextGetter[T]
+	prio   Prioritized[T]
+	getter contextGetter[T]
 	// info is queue as an InfoGetter, nil if it is not one or cannot get
 	// with a context; tracer is its provider if that traces, and name its
 	// name.
