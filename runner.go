@@ -245,7 +245,9 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 	r.prio, _ = queue.(Prioritized[T])
 	if getsWithContext[T](queue) {
 		r.getter, _ = queue.(contextGetter[T])
-		r.info, _ = queue.(InfoGetter[T])
+		if !embedsInfoGetter[T](queue) {
+			r.info, _ = queue.(InfoGetter[T])
+		}
 	}
 	r.metrics = newRunnerMetrics(queue)
 	if src, ok := queue.(MetricsSource); ok {
@@ -448,6 +450,28 @@ func getsWithContext[T comparable](q TypedInterface[T]) bool {
 	}
 	_, ok := q.(contextGetter[T])
 	return ok
+}
+
+// embedsInfoGetter reports whether q is a struct, or a pointer to one,
+// with an embedded InfoGetter: its GetWithInfoContext may be promoted from
+// a queue it wraps, bypassing a GetContext or GetWithPriorityContext of
+// its own.
+func embedsInfoGetter[T comparable](q any) bool {
+	t := reflect.TypeOf(q)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	getter := reflect.TypeFor[InfoGetter[T]]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && (f.Type.Implements(getter) || reflect.PointerTo(f.Type).Implements(getter)) {
+			return true
+		}
+	}
+	return false
 }
 
 // requeue adds item again as opts says, at priority on a priority queue.

@@ -77,7 +77,9 @@ type ItemInfo struct {
 
 // InfoGetter is a queue that hands out items with their [ItemInfo]: this
 // package's queues, and may be one from outside it. A [Runner] over an
-// InfoGetter records the time its items waited and links their adds.
+// InfoGetter records the time its items waited and links their adds; it
+// does not use the method of a queue that embeds an InfoGetter, which may
+// bypass the queue's own GetContext.
 type InfoGetter[T comparable] interface {
 	// GetWithInfoContext is GetContext that also returns the item's info.
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
