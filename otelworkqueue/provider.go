@@ -67,8 +67,8 @@ type Option func(*options)
 type options struct {
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
-	buckets       []float64
-	updatePeriod  time.Duration
+	buckets        []float64
+	updatePeriod   time.Duration
 }
 
 // WithMeterProvider sets the meter provider the instruments come from. The

@@ -238,4 +238,3 @@ func TestNoTracingProviderNoLinks(t *testing.T) {
 	assert.Equal(t, workqueue.ItemInfo{}, info)
 	q.Done(item)
 }
-
