@@ -400,6 +400,9 @@ func (c *core[T]) done(item T, hash uint32) {
 	}
 	entry.Val.processing = false // entry is still valid: queueing inserts nothing in the table
 	c.processing--
+	if c.trace != nil {
+		c.doneTrace(id)
+	}
 	if c.groups != nil {
 		c.freeSlot(id)
 	}
@@ -430,10 +433,7 @@ func (c *core[T]) removeReady(id int32) {
 	item := entry.Item
 	entry.Val.pending = pendingNone
 	if entry.Val.processing {
-		if t, ok := c.trace.itemsOf(id); ok {
-			t.next = linkSet{}
-			c.trace.items[id] = t
-		}
+		c.trace.dropNext(id)
 		c.uncountAdd(item)
 		return
 	}
@@ -449,7 +449,9 @@ func (c *core[T]) removeWaiting(id int32) {
 	c.cancelWait(id)
 	if !c.items.At(id).Val.processing {
 		c.release(id)
+		return
 	}
+	c.trace.dropNext(id)
 }
 
 // uncountAdd tells the metrics that an add was taken back before Get.
@@ -697,7 +699,9 @@ func (c *core[T]) dropWaiting() {
 		entry.Val.pending = pendingNone
 		if !entry.Val.processing {
 			c.release(id)
+			return
 		}
+		c.trace.dropNext(id)
 	}
 	if c.trace != nil {
 		clear(c.trace.delayed)

@@ -282,6 +282,18 @@ type traceState[T comparable] struct {
 	delayed map[T]linkSet
 }
 
+// put sets the links of the item with id, dropping an entry with none.
+func (s *traceState[T]) put(id int32, t itemTrace) {
+	if t.next.empty() && t.served.empty() {
+		delete(s.items, id)
+		return
+	}
+	s.items[id] = t
+}
+
+// empty reports whether s holds no link and counts none dropped.
+func (s linkSet) empty() bool { return len(s.links) == 0 && s.dropped == 0 }
+
 func newTraceState[T comparable](provider MetricsProvider) *traceState[T] {
 	tp, ok := provider.(TracingProvider)
 	if !ok {
@@ -298,7 +310,7 @@ func (c *core[T]) noteLink(item T, hash uint32, link TraceLink) {
 	if entry != nil && (entry.Val.pending == pendingReady || entry.Val.pending == pendingDelay) {
 		t := c.trace.items[id]
 		t.next.add(link)
-		c.trace.items[id] = t
+		c.trace.put(id, t)
 		return
 	}
 	if c.delays != nil && c.delays.heap.Contains(delayedAdd(item)) {
@@ -320,8 +332,8 @@ func (c *core[T]) carryServed(item T, toDelayed bool) {
 	if entry == nil || !entry.Val.processing {
 		return
 	}
-	t, ok := c.trace.items[id]
-	if !ok || (len(t.served.links) == 0 && t.served.dropped == 0) {
+	t := c.trace.items[id]
+	if t.served.empty() {
 		return
 	}
 	if toDelayed {
@@ -332,7 +344,7 @@ func (c *core[T]) carryServed(item T, toDelayed bool) {
 	}
 	t.next.merge(t.served)
 	t.served = linkSet{} // carried once
-	c.trace.items[id] = t
+	c.trace.put(id, t)
 }
 
 // takeDelayed moves the links of item's delayed add, which has just added
@@ -349,7 +361,7 @@ func (c *core[T]) takeDelayed(item T) {
 	}
 	t := c.trace.items[id]
 	t.next.merge(s)
-	c.trace.items[id] = t
+	c.trace.put(id, t)
 }
 
 // handOutTrace makes the links of the item with id, just handed out, those
@@ -359,11 +371,16 @@ func (c *core[T]) handOutTrace(id int32) {
 	if !ok {
 		return
 	}
-	if len(t.next.links) == 0 && t.next.dropped == 0 {
-		delete(c.trace.items, id)
-		return
+	c.trace.put(id, itemTrace{served: t.next})
+}
+
+// doneTrace forgets the links of the hand-out of the item with id, whose
+// processing ended: a retry or a park has carried them already. The
+// caller holds mu.
+func (c *core[T]) doneTrace(id int32) {
+	if t, ok := c.trace.items[id]; ok && !t.served.empty() {
+		c.trace.put(id, itemTrace{next: t.next})
 	}
-	c.trace.items[id] = itemTrace{served: t.next}
 }
 
 // info returns the info of the item with id, just handed out. The caller
@@ -380,6 +397,15 @@ func (c *core[T]) info(id int32) ItemInfo {
 	return info
 }
 
+// dropNext forgets the links of the next hand-out of the item with id,
+// being processed, whose add was taken back; it does nothing if s is nil.
+func (s *traceState[T]) dropNext(id int32) {
+	if t, ok := s.itemsOf(id); ok {
+		t.next = linkSet{}
+		s.put(id, t)
+	}
+}
+
 // itemsOf returns the links of the item with id, if the core traces and
 // the item has any.
 func (s *traceState[T]) itemsOf(id int32) (itemTrace, bool) {
@@ -393,8 +419,7 @@ func (s *traceState[T]) itemsOf(id int32) (itemTrace, bool) {
 // keepLinks gives the item with id, just filed again, the links of the
 // next hand-out its earlier record had. The caller holds mu.
 func (c *core[T]) keepLinks(id int32, kept itemTrace) {
-	if c.trace == nil || (len(kept.next.links) == 0 && kept.next.dropped == 0) {
-		return
+	if c.trace != nil {
+		c.trace.put(id, itemTrace{next: kept.next})
 	}
-	c.trace.items[id] = itemTrace{next: kept.next}
 }
