@@ -19,6 +19,7 @@ import (
 //	groupLimiter     yes    yes                 yes                     yes
 //	parkingQueue     yes    yes                 -                       yes
 //	Prioritized      -      -                   -                       yes
+//	InfoGetter       yes    yes                 yes                     yes
 //	rescheduler      -      yes                 yes                     yes
 //	retryAdder       -      yes                 -                       -
 //

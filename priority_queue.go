@@ -258,11 +258,13 @@ const (
 // delay goroutine must look at the heap again. The caller holds mu.
 func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration, how addKind) (wakeLoop bool) {
 	entry, id := q.core.items.Lookup(item, hash)
-	var kept itemTrace // the links of a park an add ends, which the add keeps
+	var kept *itemTrace // the links of a park an add ends, which the add keeps
 	if entry != nil && entry.Val.pending == pendingParked {
 		q.core.cancelWait(id) // an add ends a park: from here on, as if none
 		if !entry.Val.processing {
-			kept, _ = q.core.trace.itemsOf(id)
+			if t, ok := q.core.trace.itemsOf(id); ok {
+				kept = &t
+			}
 			q.core.release(id)
 			entry = nil
 		}
@@ -275,7 +277,9 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		case entry == nil:
 			_, id = q.core.items.Insert(item, hash, record{pending: pendingDelay})
 			q.order.setPriority(id, priority)
-			q.core.keepLinks(id, kept)
+			if kept != nil {
+				q.core.keepLinks(id, *kept)
+			}
 		case entry.Val.pending == pendingReady: // ready already: the earliest wins
 			q.raise(entry, id, priority)
 			return false
@@ -298,7 +302,9 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		_, id = q.core.items.Insert(item, hash, record{pending: pendingReady})
 		q.order.setPriority(id, priority)
 		q.core.queueHeld(id)
-		q.core.keepLinks(id, kept)
+		if kept != nil {
+			q.core.keepLinks(id, *kept)
+		}
 	case entry.Val.pending == pendingReady:
 		q.raise(entry, id, priority)
 		return false

@@ -8,6 +8,15 @@ import (
 	"time"
 )
 
+// The four queues' row of InfoGetter in the capabilities table
+// (capabilities.go).
+var (
+	_ InfoGetter[int] = (*Typed[int])(nil)
+	_ InfoGetter[int] = (*TypedDelayingQueue[int])(nil)
+	_ InfoGetter[int] = (*TypedRateLimitingQueue[int])(nil)
+	_ InfoGetter[int] = (*TypedPriorityQueue[int])(nil)
+)
+
 // MaxTraceLinks is how many adds' links a queue keeps for one hand-out of
 // an item; it counts the links of further adds in [ItemInfo.DroppedLinks].
 const MaxTraceLinks = 8
@@ -67,10 +76,11 @@ type ItemInfo struct {
 	// ended); zero if the queue does not know, as on a queue that records
 	// no metrics.
 	Added time.Time
-	// Links are those of the adds with a span merged into this hand-out
-	// (see [TracingProvider]), at most [MaxTraceLinks], in the order of
-	// the adds; DroppedLinks counts the others. The caller must not
-	// change Links.
+	// Links are those of the adds with a span merged into this hand-out,
+	// and those a retry or a park carried from the previous one (see
+	// [TracingProvider]): at most [MaxTraceLinks], in no promised order.
+	// DroppedLinks counts the links left out. The caller must not change
+	// Links.
 	Links        []TraceLink
 	DroppedLinks int
 }
@@ -124,7 +134,8 @@ func (q *Typed[T]) AddContext(ctx context.Context, item T) {
 	}
 }
 
-// AddContext is Add with a link; see [Typed.AddContext].
+// AddContext is Add with a link; see [Typed.AddContext]. Over a config
+// Queue from outside this package it is Add.
 func (q *TypedDelayingQueue[T]) AddContext(ctx context.Context, item T) {
 	t := q.typed
 	if t == nil || t.core.trace == nil {
@@ -146,7 +157,8 @@ func (q *TypedDelayingQueue[T]) AddContext(ctx context.Context, item T) {
 	}
 }
 
-// AddContext is Add with a link; see [Typed.AddContext].
+// AddContext is Add with a link; see [Typed.AddContext]. Over a delaying
+// queue without AddContext it is Add.
 func (q *TypedRateLimitingQueue[T]) AddContext(ctx context.Context, item T) {
 	if a, ok := q.delaying.(interface {
 		AddContext(context.Context, T)
@@ -165,21 +177,20 @@ func (q *TypedPriorityQueue[T]) AddContext(ctx context.Context, item T) {
 		return
 	}
 	link, ok := tr.provider.TraceLink(ctx)
-	if !ok || q.debounce.enabled() {
-		q.Add(item)
-		if ok {
-			hash := q.core.items.Hash(item)
-			q.core.mu.Lock()
-			defer q.core.mu.Unlock()
-			q.core.noteLink(item, hash, link)
-		}
-		return
+	how := addEarliest
+	if q.debounce.enabled() {
+		how = addDebounced
 	}
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()
 	defer q.core.mu.Unlock()
-	if !q.core.shuttingDown.Load() {
-		q.addLocked(item, hash, 0, 0, addEarliest)
+	if q.core.shuttingDown.Load() {
+		return
+	}
+	if q.addLocked(item, hash, 0, 0, how) {
+		q.core.delays.poke()
+	}
+	if ok {
 		q.core.noteLink(item, hash, link)
 	}
 }
@@ -198,7 +209,9 @@ func (q *Typed[T]) GetWithInfoContext(ctx context.Context) (item T, info ItemInf
 	return item, q.core.info(id), nil
 }
 
-// GetWithInfoContext is GetContext that also returns the item's info.
+// GetWithInfoContext is GetContext that also returns the item's info; over
+// a config Queue from outside this package, that queue's if it is an
+// [InfoGetter], and otherwise a zero info.
 func (q *TypedDelayingQueue[T]) GetWithInfoContext(ctx context.Context) (T, ItemInfo, error) {
 	if q.typed != nil {
 		return q.typed.GetWithInfoContext(ctx)
@@ -206,7 +219,8 @@ func (q *TypedDelayingQueue[T]) GetWithInfoContext(ctx context.Context) (T, Item
 	return getWithInfo(ctx, q.queue)
 }
 
-// GetWithInfoContext is GetContext that also returns the item's info.
+// GetWithInfoContext is GetContext that also returns the item's info, as
+// the delaying queue below gives it.
 func (q *TypedRateLimitingQueue[T]) GetWithInfoContext(ctx context.Context) (T, ItemInfo, error) {
 	return getWithInfo(ctx, q.delaying)
 }
@@ -261,6 +275,15 @@ func (s *linkSet) merge(o linkSet) {
 		s.add(l)
 	}
 	s.dropped += o.dropped
+}
+
+// prepend puts the links of o, which it does not change, before those
+// of s, keeping the first MaxTraceLinks.
+func (s *linkSet) prepend(o linkSet) {
+	merged := linkSet{links: make([]TraceLink, 0, min(len(o.links)+len(s.links), MaxTraceLinks))}
+	merged.merge(o)
+	merged.merge(*s)
+	*s = merged
 }
 
 // itemTrace is what the core keeps of an item's links: those of the adds
@@ -320,10 +343,10 @@ func (c *core[T]) noteLink(item T, hash uint32, link TraceLink) {
 	}
 }
 
-// carryServed carries the links of the hand-out of item being processed
-// to its next hand-out: a retry's or a park's. With toDelayed it carries
-// them to the delaying queue's delayed add of item instead. The caller
-// holds mu.
+// carryServed carries the links of the hand-out of item being processed,
+// once, to its next hand-out, before the links of the adds made since: a
+// retry's or a park's. With toDelayed it carries them to the delaying
+// queue's delayed add of item instead. The caller holds mu.
 func (c *core[T]) carryServed(item T, toDelayed bool) {
 	if c.trace == nil {
 		return
@@ -338,11 +361,11 @@ func (c *core[T]) carryServed(item T, toDelayed bool) {
 	}
 	if toDelayed {
 		s := c.trace.delayed[item]
-		s.merge(t.served)
+		s.prepend(t.served)
 		c.trace.delayed[item] = s
-		return
+	} else {
+		t.next.prepend(t.served)
 	}
-	t.next.merge(t.served)
 	t.served = linkSet{} // carried once
 	c.trace.put(id, t)
 }

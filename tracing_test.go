@@ -84,6 +84,8 @@ type linkedQueue interface {
 	AddContext(ctx context.Context, item string)
 	GetWithInfoContext(ctx context.Context) (string, ItemInfo, error)
 	Remove(item string) bool
+	Park(item string, events ...string)
+	Wake(event string) int
 }
 
 // TestLinksAtHandOut checks, on every kind of queue, which adds' links a
@@ -224,6 +226,24 @@ func TestLinksAtHandOut(t *testing.T) {
 					assert.Equal(t, 2, info.DroppedLinks, "a retry carries the dropped count")
 				}
 				q.Done("c")
+
+				// A park keeps the links for the hand-out after the wake,
+				// or after an add that ends it, ahead of the add's.
+				q.AddContext(withLink(ctx, 20), "d")
+				get("d", 20)
+				q.Park("d", "ready")
+				q.Done("d")
+				verify("park")
+				require.Equal(t, 1, q.Wake("ready"))
+				time.Sleep(time.Minute) // a park's backoff
+				get("d", 20)
+				q.Park("d", "ready")
+				q.Done("d")
+				q.AddContext(withLink(ctx, 21), "d")
+				verify("an add that ends a park")
+				get("d", 20, 21)
+				q.Done("d")
+
 				time.Sleep(time.Minute)
 				verify("the end")
 				tr := traceOf(q)
