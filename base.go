@@ -108,7 +108,7 @@ func (b *Base[T]) Get() (item T, shutdown bool) {
 	if b.c == nil {
 		return b.outside("Get").Get()
 	}
-	item, _, err := b.get(context.Background())
+	item, _, err := b.get(context.Background(), nil)
 	return item, err != nil
 }
 
@@ -121,20 +121,30 @@ func (b *Base[T]) GetContext(ctx context.Context) (item T, err error) {
 	if err := ctx.Err(); err != nil {
 		return item, err
 	}
-	item, _, err = b.get(ctx)
+	item, _, err = b.get(ctx, nil)
 	return item, err
 }
 
-// get hands out the next item of c with its priority, 0 without one.
-func (b *Base[T]) get(ctx context.Context) (item T, priority int, err error) {
+// get hands out the next item of c with its priority, 0 without one, and
+// fills info, if not nil.
+func (b *Base[T]) get(ctx context.Context, info *ItemInfo) (item T, priority int, err error) {
 	c := b.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	item, id, err := c.get(ctx)
-	if err != nil || b.prio == nil {
+	if err != nil {
 		return item, 0, err
 	}
+	if info != nil {
+		*info = c.info(id)
+	}
+	if b.prio == nil {
+		return item, 0, nil
+	}
 	priority = b.prio.priority(id)
+	if info != nil {
+		info.Priority = priority
+	}
 	if b.depth != nil {
 		b.depth.Dec(priority)
 	}

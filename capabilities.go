@@ -45,6 +45,7 @@ type TypedRateLimitingInterface[T comparable] interface {
 //	parkingQueue     yes    yes                 Base's, not used        yes
 //	ownParkBackoff   -      -                   yes                     -
 //	Prioritized      -      -                   -                       yes
+//	InfoGetter       yes    yes                 yes                     yes
 //	rescheduler      -      yes                 yes                     yes
 //	retryAdder       -      yes                 -                       -
 //

@@ -205,6 +205,9 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 		if q.addLocked(item, q.core.items.Hash(item), priority, after, how) {
 			wakeLoop = true
 		}
+		if opts.RateLimited || opts.After > 0 {
+			q.core.carryServed(item, false) // a retry links the adds its failed reconcile served
+		}
 	}
 	if wakeLoop {
 		q.core.delays.poke()
@@ -227,9 +230,13 @@ const (
 // delay goroutine must look at the heap again. The caller holds mu.
 func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration, how addKind) (wakeLoop bool) {
 	entry, id := q.core.items.Lookup(item, hash)
+	var kept *itemTrace // the links of a park an add ends, which the add keeps
 	if entry != nil && entry.Val.pending == pendingParked {
 		q.core.cancelWait(id) // an add ends a park: from here on, as if none
 		if !entry.Val.processing {
+			if t, ok := q.core.trace.itemsOf(id); ok {
+				kept = &t
+			}
 			q.core.release(id)
 			entry = nil
 		}
@@ -242,6 +249,9 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		case entry == nil:
 			_, id = q.core.items.Insert(item, hash, record{pending: pendingDelay})
 			q.order.setPriority(id, priority)
+			if kept != nil {
+				q.core.keepLinks(id, *kept)
+			}
 		case entry.Val.pending == pendingReady: // ready already: the earliest wins
 			q.raise(entry, id, priority)
 			return false
@@ -264,6 +274,9 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		_, id = q.core.items.Insert(item, hash, record{pending: pendingReady})
 		q.order.setPriority(id, priority)
 		q.core.queueHeld(id)
+		if kept != nil {
+			q.core.keepLinks(id, *kept)
+		}
 	case entry.Val.pending == pendingReady:
 		q.raise(entry, id, priority)
 		return false
@@ -313,7 +326,7 @@ func (q *TypedPriorityQueue[T]) GetWithPriority() (item T, priority int, shutdow
 	if q.c == nil {
 		q.outside("GetWithPriority")
 	}
-	item, priority, err := q.get(context.Background())
+	item, priority, err := q.get(context.Background(), nil)
 	return item, priority, err != nil
 }
 
@@ -326,7 +339,7 @@ func (q *TypedPriorityQueue[T]) GetWithPriorityContext(ctx context.Context) (ite
 	if err := ctx.Err(); err != nil {
 		return item, 0, err
 	}
-	return q.get(ctx)
+	return q.get(ctx, nil)
 }
 
 // Forget clears item's failures and park backoff; Done must still be called.

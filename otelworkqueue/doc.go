@@ -1,11 +1,19 @@
 // Package otelworkqueue records the metrics of work queues as
-// OpenTelemetry instruments.
+// OpenTelemetry instruments, and traces their reconciles.
 //
-// Create one [Provider] and pass it in each queue's config:
+// Create one [Provider] and pass it in each queue's config, or to
+// workqueue.SetProvider for every queue made after it:
 //
-//	provider := otelworkqueue.NewProvider(otelworkqueue.WithMeterProvider(meterProvider))
+//	provider := otelworkqueue.NewProvider(
+//		otelworkqueue.WithMeterProvider(meterProvider),
+//		otelworkqueue.WithTracerProvider(tracerProvider))
 //	queue := workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 //		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods", MetricsProvider: provider})
+//
+// Without those options the provider uses the global meter and tracer
+// providers as they are when NewProvider is called.
+//
+// # Metrics
 //
 // Every measurement has the attribute name, the queue's name. The
 // instruments are those of the prometheus package under OpenTelemetry's
@@ -30,15 +38,47 @@
 //	workqueue.reconciles                 counter          a Runner's reconciles, by result
 //	workqueue.reconcile_errors           counter          reconciles that returned an error or panicked
 //	workqueue.reconcile_duration         histogram, s     how long a reconcile ran
+//	workqueue.reconcile_wait             histogram, s     first add to the reconcile's start
 //	workqueue.active_workers             up-down counter  workers reconciling an item
 //	workqueue.workers                    gauge            workers a Runner runs
 //
-// The last five are a [workqueue.Runner]'s, over a queue that has the
+// The last six are a [workqueue.Runner]'s, over a queue that has the
 // provider; workqueue.reconciles has a second attribute, result, one of
 // [workqueue.ResultSuccess] and the constants after it.
+// workqueue.reconcile_wait runs from the add that made the item ready
+// since its previous hand-out (for a delayed add or a retry, the end of
+// its delay) to the start of its reconcile.
 //
 // workqueue.depth_by_priority has a second attribute, priority, with at
 // most [MaxPriorityValues] values per queue and "other" for the rest;
 // workqueue.wakes has a second attribute, event, bounded the same way by
 // [MaxEventValues].
+//
+// # Traces
+//
+// A queue made with the provider keeps the span context of each add made
+// with AddContext (workqueue.Typed.AddContext and the same method of the
+// other queues) until the item is handed out; Add links nothing. Adds
+// merged into one hand-out keep at most [workqueue.MaxTraceLinks] (8)
+// span contexts, the first ones, and count the others. A
+// [workqueue.Runner] over the queue starts one span per reconcile:
+//
+//   - named "reconcile NAME", of kind consumer, the root of a new trace;
+//   - with a link to the span of each add it serves;
+//   - with the attributes [AttrQueue], [AttrAttempt] (the item's
+//     NumRequeues at the hand-out, plus 1), [AttrPriority], [AttrQueued] (seconds, as
+//     workqueue.reconcile_wait) and, if links were dropped, [AttrDroppedLinks];
+//   - with an error status and the error recorded if the reconcile fails
+//     or panics.
+//
+// The reconcile's context carries the span, so the spans the reconcile
+// starts are its children. A retry (AddRateLimited, AddAfter or
+// Reschedule of the item while it is processed, as the Runner does on an
+// error or a requeue) and a Park (Result.WaitFor) carry the links of the
+// reconcile to the next one, whose span thus links
+// the same adds with the next attempt; an add made while the item is
+// processed links only the next reconcile. A queue made with a provider
+// that does not trace, or with none, keeps no span context and costs
+// nothing more. examples/traces prints a controller's spans with the
+// stdout exporter.
 package otelworkqueue
