@@ -1917,6 +1917,7 @@ func verifyFlight[T comparable](c *core[T]) error {
 	}
 	return nil
 }
+
 // verifyTrace checks the core's links: each entry is of a held item, not
 // empty, with at most MaxTraceLinks links per set, and links of a hand-out
 // only while it is processed; each delayed add's links have a delayed add
