@@ -14,10 +14,10 @@ import (
 )
 
 // BenchmarkCycle measures one add, hand-out and Done of a string key with
-// this package's provider: Add and Get with the tracer provider a no-op
-// one (tracing off), then AddContext with a sampled span and
-// GetWithInfoContext, whose info carries the add's link, and then also a
-// reconcile span started and ended as a Runner does (tracing on).
+// this package's provider: Add and Get, which link nothing, with a no-op
+// tracer provider; AddContext with a sampled span and GetWithInfoContext,
+// whose info carries the add's link; and that plus a reconcile span
+// started and ended as a Runner does.
 func BenchmarkCycle(b *testing.B) {
 	keys := make([]string, 1024)
 	for i := range keys {

@@ -89,6 +89,13 @@ func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 
 func succeed(context.Context, string) (workqueue.Result, error) { return workqueue.Result{}, nil }
 
+// busy reconciles in 1 s, so that two workers busy with two items leave
+// the next ones queued while the script adds them.
+func busy(context.Context, string) (workqueue.Result, error) {
+	time.Sleep(time.Second)
+	return workqueue.Result{}, nil
+}
+
 func TestReconcileSpans(t *testing.T) {
 	t.Run("one add", func(t *testing.T) {
 		var a trace.SpanContext
@@ -116,7 +123,7 @@ func TestReconcileSpans(t *testing.T) {
 	})
 	t.Run("three merged adds from three traces", func(t *testing.T) {
 		var want []trace.SpanContext
-		spans := traceRun(t, false, succeed, func(q tracedQueue, add func(string) trace.SpanContext) {
+		spans := traceRun(t, false, busy, func(q tracedQueue, add func(string) trace.SpanContext) {
 			q.Add("b") // keeps the workers busy while "a" is added three times
 			q.Add("c")
 			for range 3 {
@@ -190,7 +197,7 @@ func TestReconcileSpans(t *testing.T) {
 	})
 	t.Run("at most MaxTraceLinks links, the others counted", func(t *testing.T) {
 		var want []trace.SpanContext
-		spans := traceRun(t, false, succeed, func(q tracedQueue, add func(string) trace.SpanContext) {
+		spans := traceRun(t, false, busy, func(q tracedQueue, add func(string) trace.SpanContext) {
 			q.Add("b")
 			q.Add("c")
 			for range workqueue.MaxTraceLinks + 3 {
