@@ -182,9 +182,10 @@ func TestNoMetricsWithoutNameOrProvider(t *testing.T) {
 			if tt.provider != nil {
 				provider = tt.provider
 			}
-			before := runtime.NumGoroutine()
+			const loop = "workqueue.(*queueMetrics["
+			before := goroutinesIn(loop)
 			q := NewTypedWithConfig(TypedQueueConfig[string]{Name: tt.queueName, MetricsProvider: provider})
-			assert.Equal(t, tt.goroutines, runtime.NumGoroutine()-before, "goroutines started")
+			assert.Equal(t, tt.goroutines, goroutinesIn(loop)-before, "goroutines started")
 			assert.Equal(t, tt.goroutines == 0, q.core.metrics == nil)
 			q.Add("a")
 			q.ShutDown()

@@ -298,7 +298,12 @@ func TestMisuse(t *testing.T) {
 
 // delayGoroutines returns how many goroutines of this process end delays:
 // those started by a delayer, running or not yet scheduled.
-func delayGoroutines() int {
+func delayGoroutines() int { return goroutinesIn("workqueue.(*delayer[") }
+
+// goroutinesIn counts the goroutines whose stack holds fn: unlike
+// runtime.NumGoroutine, a count that another test's goroutine ending, such
+// as a finished subtest's, does not change.
+func goroutinesIn(fn string) int {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -310,7 +315,7 @@ func delayGoroutines() int {
 	}
 	count := 0
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "workqueue.(*delayer[") {
+		if strings.Contains(g, fn) {
 			count++
 		}
 	}
