@@ -157,6 +157,9 @@ type core[T comparable] struct {
 	// flight lists the items being processed, by hand-out time, once a
 	// Snapshot or the metrics need it.
 	flight flightList
+	// trace holds the links of the adds (tracing.go); nil unless the
+	// provider is a TracingProvider.
+	trace *traceState[T]
 }
 
 // init sets up a core that hands out items in order; start starts its
@@ -178,6 +181,7 @@ func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string
 		c.groupMetrics = newGroupMetrics(provider, name)
 	}
 	c.flight.tracking = c.metrics != nil
+	c.trace = newTraceState[T](provider)
 }
 
 // start starts the goroutines of a core set up by init and, for a queue
@@ -304,6 +308,9 @@ func (c *core[T]) release(id int32) {
 	if c.groups != nil {
 		c.groups.detach(id) // first: letting go of a burst's memory forgets every id's group
 	}
+	if c.trace != nil {
+		delete(c.trace.items, id)
+	}
 	if c.items.Remove(id) {
 		// Only a table that let go of a burst's memory can have ids whose
 		// links outgrew a chunk; checking here rather than at every idle
@@ -364,6 +371,9 @@ func (c *core[T]) get(ctx context.Context, zero string) (item T, id int32, err e
 	if c.parking != nil {
 		c.parking.noteGet(id)
 	}
+	if c.trace != nil {
+		c.handOutTrace(id)
+	}
 	if c.flight.tracking {
 		// One clock reading for the in-flight list and the metrics.
 		now := c.clock.Now()
@@ -390,6 +400,9 @@ func (c *core[T]) done(item T, hash uint32) {
 	}
 	entry.Val.processing = false // entry is still valid: queueing inserts nothing in the table
 	c.processing--
+	if c.trace != nil {
+		c.doneTrace(id)
+	}
 	if c.groups != nil {
 		c.freeSlot(id)
 	}
@@ -420,6 +433,7 @@ func (c *core[T]) removeReady(id int32) {
 	item := entry.Item
 	entry.Val.pending = pendingNone
 	if entry.Val.processing {
+		c.trace.dropNext(id)
 		c.uncountAdd(item)
 		return
 	}
@@ -435,7 +449,9 @@ func (c *core[T]) removeWaiting(id int32) {
 	c.cancelWait(id)
 	if !c.items.At(id).Val.processing {
 		c.release(id)
+		return
 	}
+	c.trace.dropNext(id)
 }
 
 // uncountAdd tells the metrics that an add was taken back before Get.
@@ -625,6 +641,9 @@ func (c *core[T]) attachDelays(add func(item T), provider MetricsProvider, name 
 // removeDelayedAdd takes back a delaying queue's delayed add of item and
 // reports whether there was one. The caller holds mu.
 func (c *core[T]) removeDelayedAdd(item T) bool {
+	if c.trace != nil {
+		delete(c.trace.delayed, item)
+	}
 	return c.delays != nil && c.delays.remove(delayedAdd(item))
 }
 
@@ -634,6 +653,9 @@ func (c *core[T]) removeDelayedAdd(item T) bool {
 func (c *core[T]) delayEnded(key delayKey[T]) {
 	if key.added {
 		c.addDelayed(key.item)
+		if c.trace != nil {
+			c.takeDelayed(key.item)
+		}
 		return
 	}
 	item := key.item
@@ -677,7 +699,12 @@ func (c *core[T]) dropWaiting() {
 		entry.Val.pending = pendingNone
 		if !entry.Val.processing {
 			c.release(id)
+			return
 		}
+		c.trace.dropNext(id)
+	}
+	if c.trace != nil {
+		clear(c.trace.delayed)
 	}
 	if c.delays != nil {
 		c.droppedDelayed = c.delays.dropAll(func(key delayKey[T]) {
@@ -748,6 +775,7 @@ func (c *core[T]) parkLocked(item T, hash uint32, backoff func() time.Duration, 
 	if backoff != nil {
 		until = readyAfter(until, backoff())
 	}
+	c.carryServed(item, false) // the reconcile after the wake links the adds this one served
 	if c.parking.firedSinceGet(id, events) {
 		c.endPark(id, until)
 		return

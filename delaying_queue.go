@@ -169,13 +169,25 @@ func (q *TypedDelayingQueue[T]) Add(item T) {
 // lock, cannot add it in between. With retry, an accepted add counts as a
 // retry.
 func (q *TypedDelayingQueue[T]) addCancellingDelay(item T, retry bool) {
+	q.addCancellingDelayLinked(item, retry, nil)
+}
+
+// addCancellingDelayLinked is addCancellingDelay that links the add to
+// link, if not nil, over this package's Typed.
+func (q *TypedDelayingQueue[T]) addCancellingDelayLinked(item T, retry bool, link *TraceLink) {
 	if t := q.typed; t != nil {
 		hash := t.core.items.Hash(item)
 		t.core.mu.Lock()
 		defer t.core.mu.Unlock()
 		t.core.removeDelayedAdd(item)
-		if t.addLocked(item, hash) && retry {
-			t.core.delays.countRetry()
+		if t.addLocked(item, hash) {
+			if retry {
+				t.core.delays.countRetry()
+				t.core.carryServed(item, false)
+			}
+			if link != nil {
+				t.core.noteLink(item, hash, *link)
+			}
 		}
 		return
 	}
@@ -267,7 +279,9 @@ func (q *TypedDelayingQueue[T]) addRetry(item T, duration time.Duration) {
 	default:
 		q.wait(item, func(d *delayer[delayKey[T]]) bool {
 			d.countRetry()
-			return d.add(delayedAdd(item), duration)
+			first := d.add(delayedAdd(item), duration)
+			q.typed.core.carryServed(item, true)
+			return first
 		}, func(d *delayer[T]) bool {
 			d.countRetry()
 			return d.add(item, duration)
@@ -285,6 +299,7 @@ func (q *TypedDelayingQueue[T]) addNow(item T) {
 		defer t.core.mu.Unlock()
 		if t.addLocked(item, hash) {
 			t.core.delays.countRetry()
+			t.core.carryServed(item, false)
 		}
 		return
 	}
@@ -296,12 +311,18 @@ func (q *TypedDelayingQueue[T]) addNow(item T) {
 
 // addDebounced is Add under Debounce: one more add of item's burst,
 // unless the queue below holds it ready already.
-func (q *TypedDelayingQueue[T]) addDebounced(item T) {
+func (q *TypedDelayingQueue[T]) addDebounced(item T) { q.addDebouncedLinked(item, nil) }
+
+// addDebouncedLinked is addDebounced that links the add to link, if not
+// nil, over this package's Typed.
+func (q *TypedDelayingQueue[T]) addDebouncedLinked(item T, link *TraceLink) {
 	q.wait(item, func(d *delayer[delayKey[T]]) bool {
-		if q.typed.holdsReadyLocked(item, q.typed.core.items.Hash(item)) {
-			return false
+		hash := q.typed.core.items.Hash(item)
+		first := !q.typed.holdsReadyLocked(item, hash) && d.debounce(delayedAdd(item), q.debounce)
+		if link != nil {
+			q.typed.core.noteLink(item, hash, *link)
 		}
-		return d.debounce(delayedAdd(item), q.debounce)
+		return first
 	}, func(d *delayer[T]) bool {
 		return d.debounce(item, q.debounce)
 	})
@@ -320,7 +341,9 @@ func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
 	}
 	q.wait(item, func(d *delayer[delayKey[T]]) bool {
 		d.countRetry()
-		return d.reschedule(delayedAdd(item), duration)
+		first := d.reschedule(delayedAdd(item), duration)
+		q.typed.core.carryServed(item, true)
+		return first
 	}, func(d *delayer[T]) bool {
 		d.countRetry()
 		return d.reschedule(item, duration)

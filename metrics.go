@@ -160,6 +160,9 @@ type queueMetrics[T comparable] struct {
 	longestRunningProcessor SettableGaugeMetric
 
 	addedAt map[T]time.Time // first add of each item waiting to be handed out
+	// handedAdded is the first add of the item handed out last, zero if
+	// unknown, for ItemInfo.Added.
+	handedAdded time.Time
 
 	updatePeriod time.Duration
 	// refresh sets the unfinished-work gauges, taking the queue's lock.
@@ -272,7 +275,9 @@ func (m *queueMetrics[T]) remove(item T) {
 // get is told that item was handed out at now.
 func (m *queueMetrics[T]) get(item T, now time.Time) {
 	m.depth.Dec()
-	if added, ok := m.addedAt[item]; ok {
+	added, ok := m.addedAt[item]
+	m.handedAdded = added
+	if ok {
 		m.latency.Observe(now.Sub(added).Seconds())
 		delete(m.addedAt, item)
 	}

@@ -233,6 +233,9 @@ func (q *TypedPriorityQueue[T]) AddWithOpts(opts AddOpts, items ...T) {
 		if q.addLocked(item, q.core.items.Hash(item), priority, after, how) {
 			wakeLoop = true
 		}
+		if opts.RateLimited || opts.After > 0 {
+			q.core.carryServed(item, false) // a retry links the adds its failed reconcile served
+		}
 	}
 	if wakeLoop {
 		q.core.delays.poke()
@@ -255,9 +258,11 @@ const (
 // delay goroutine must look at the heap again. The caller holds mu.
 func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, after time.Duration, how addKind) (wakeLoop bool) {
 	entry, id := q.core.items.Lookup(item, hash)
+	var kept itemTrace // the links of a park an add ends, which the add keeps
 	if entry != nil && entry.Val.pending == pendingParked {
 		q.core.cancelWait(id) // an add ends a park: from here on, as if none
 		if !entry.Val.processing {
+			kept, _ = q.core.trace.itemsOf(id)
 			q.core.release(id)
 			entry = nil
 		}
@@ -270,6 +275,7 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		case entry == nil:
 			_, id = q.core.items.Insert(item, hash, record{pending: pendingDelay})
 			q.order.setPriority(id, priority)
+			q.core.keepLinks(id, kept)
 		case entry.Val.pending == pendingReady: // ready already: the earliest wins
 			q.raise(entry, id, priority)
 			return false
@@ -292,6 +298,7 @@ func (q *TypedPriorityQueue[T]) addLocked(item T, hash uint32, priority int, aft
 		_, id = q.core.items.Insert(item, hash, record{pending: pendingReady})
 		q.order.setPriority(id, priority)
 		q.core.queueHeld(id)
+		q.core.keepLinks(id, kept)
 	case entry.Val.pending == pendingReady:
 		q.raise(entry, id, priority)
 		return false

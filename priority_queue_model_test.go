@@ -2,6 +2,7 @@ package workqueue
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -538,8 +539,15 @@ func runPQModelWalkOn(dims int, maxWait time.Duration, debounce, queueDebounce D
 	}
 	limiter, parkLimiter := newModelLimiter(), newModelLimiter()
 	provider := &priorityRecordingProvider{}
+	// Half the walks trace, adding at priority 0 with links, so that the
+	// core's links are checked after every step.
+	traced := len(ops) > 0 && ops[0].item%2 == 0
+	var queueProvider MetricsProvider = provider
+	if traced {
+		queueProvider = tracedPriorityProvider{provider, &linkTracer{}}
+	}
 	q := NewTypedPriorityQueue[string](limiter, TypedPriorityQueueConfig[string]{Fairness: fairness, MaxWait: maxWait,
-		Name: "model", MetricsProvider: provider, MaxParkTime: pqModelMaxPark, ParkBackoff: parkLimiter, Logger: discardLogger,
+		Name: "model", MetricsProvider: queueProvider, MaxParkTime: pqModelMaxPark, ParkBackoff: parkLimiter, Logger: discardLogger,
 		Debounce: queueDebounce})
 	m := newPQModel(dims, maxWait)
 	m.debounce = debounce.checked("runPQModelWalk")
@@ -558,7 +566,11 @@ func runPQModelWalkOn(dims int, maxWait time.Duration, debounce, queueDebounce D
 		}
 		switch op.kind {
 		case pqOpAdd:
-			q.AddWithOpts(AddOpts{Priority: &op.priority}, key)
+			if traced && op.priority == 0 {
+				q.AddContext(withLink(context.Background(), byte(i)), key)
+			} else {
+				q.AddWithOpts(AddOpts{Priority: &op.priority}, key)
+			}
 			m.add(op.item, op.priority, 0)
 		case pqOpAddAfter:
 			q.AddWithOpts(AddOpts{Priority: &op.priority, After: op.dur}, key)

@@ -481,9 +481,16 @@ func runModelWalk(ops []modelOp, addCancelsDelay bool, debounce Debounce) (execu
 func runModelWalkOn(ops []modelOp, addCancelsDelay bool, debounce, queueDebounce Debounce) (executed int, divergence string) {
 	limiter := newModelLimiter()
 	parkLimiter := newModelLimiter()
+	// Half the walks trace, adding with links, so that the core's links
+	// are checked after every step; the queue's behaviour is the same.
+	traced := len(ops) > 0 && ops[0].item%2 == 0
+	var provider MetricsProvider
+	if traced {
+		provider = tracingProvider{&recordingProvider{}, &linkTracer{}}
+	}
 	config := TypedRateLimitingQueueConfig[string]{
 		DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Logger: discardLogger, AddCancelsDelay: addCancelsDelay,
-			Debounce: queueDebounce}),
+			Debounce: queueDebounce, MetricsProvider: provider}),
 		ParkBackoff: parkLimiter,
 	}
 	q := NewTypedRateLimitingQueueWithConfig[string](limiter, config)
@@ -508,7 +515,11 @@ func runModelWalkOn(ops []modelOp, addCancelsDelay bool, debounce, queueDebounce
 		}
 		switch op.kind {
 		case opAdd:
-			q.Add(key)
+			if traced {
+				q.AddContext(withLink(context.Background(), byte(i)), key)
+			} else {
+				q.Add(key)
+			}
 			m.addNow(op.item)
 		case opGet:
 			if len(m.fifo) == 0 {

@@ -51,7 +51,9 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // tries again a second later.
 //
 // Over a queue with a [RunnerMetricsProvider] ([MetricsSource]), it records
-// the metrics that interface lists under the queue's name.
+// the metrics that interface lists under the queue's name; over one with a
+// [TracingProvider], it traces each reconcile, linking the adds it serves
+// ([InfoGetter]), and the reconcile's context carries the span.
 //
 // A Runner is safe for concurrent use. The zero value is not usable: make
 // one with [NewRunner].
@@ -59,8 +61,14 @@ type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
 	// GetContext, nil if it is not one, found once rather than per item.
-	prio       Prioritized[T]
-	getter     contextGetter[T]
+	prio   Prioritized[T]
+	getter contextGetter[T]
+	// info is queue as an InfoGetter, nil if it is not one or cannot get
+	// with a context; tracer is its provider if that traces, and name its
+	// name.
+	info       InfoGetter[T]
+	tracer     TracingProvider
+	name       string
 	reconcile  ReconcileFunc[T]
 	maxRetries int
 	timeout    time.Duration
@@ -237,8 +245,16 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 	r.prio, _ = queue.(Prioritized[T])
 	if getsWithContext[T](queue) {
 		r.getter, _ = queue.(contextGetter[T])
+		if !embedsInfoGetter[T](queue) {
+			r.info, _ = queue.(InfoGetter[T])
+		}
 	}
 	r.metrics = newRunnerMetrics(queue)
+	if src, ok := queue.(MetricsSource); ok {
+		var provider MetricsProvider
+		provider, r.name = src.MetricsConfig()
+		r.tracer, _ = provider.(TracingProvider)
+	}
 	return r
 }
 
@@ -305,17 +321,36 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 // getCtx ending, leave ending (SetWorkers told the worker to leave), or the
 // queue's shutdown ends it.
 func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
-	item, priority, ok := r.next(getCtx, leave)
+	item, info, ok := r.next(getCtx, leave)
 	if !ok {
 		return false
 	}
 	defer r.queue.Done(item)
+	priority := info.Priority
 	var start time.Time
+	var queued time.Duration
+	if r.metrics.on || r.tracer != nil {
+		start = time.Now()
+		if !info.Added.IsZero() {
+			queued = max(start.Sub(info.Added), 0)
+		}
+	}
 	if r.metrics.on {
 		r.metrics.active.Inc()
-		start = time.Now()
+		if !info.Added.IsZero() {
+			r.metrics.wait.Observe(queued.Seconds())
+		}
 	}
-	result, err := r.reconcileRecovered(workCtx, item)
+	ctx := workCtx
+	var end func(Result, error)
+	if r.tracer != nil {
+		span := ReconcileSpan{Queue: r.name, Attempt: r.queue.NumRequeues(item) + 1, Queued: queued, Info: info}
+		ctx, end = r.tracer.StartReconcile(workCtx, span)
+	}
+	result, err := r.reconcileRecovered(ctx, item)
+	if end != nil {
+		end(result, err)
+	}
 	if r.metrics.on {
 		r.metrics.duration.Observe(time.Since(start).Seconds())
 		r.metrics.active.Dec()
@@ -366,26 +401,28 @@ func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
 // Redis queue's when Redis is out of reach, does not end the worker: it is
 // logged at warn on the 1st, 2nd, 4th, ... in a row, and the worker tries
 // again a second later.
-func (r *Runner[T]) next(getCtx, leave context.Context) (item T, priority int, ok bool) {
+func (r *Runner[T]) next(getCtx, leave context.Context) (item T, info ItemInfo, ok bool) {
 	for failures := 1; ; failures++ {
 		if getCtx.Err() != nil || leave.Err() != nil {
-			return item, 0, false
+			return item, info, false
 		}
 		var err error
 		switch {
+		case r.info != nil:
+			item, info, err = r.info.GetWithInfoContext(leave)
 		case r.prio != nil:
-			item, priority, err = r.prio.GetWithPriorityContext(leave)
+			item, info.Priority, err = r.prio.GetWithPriorityContext(leave)
 		case r.getter != nil:
 			item, err = r.getter.GetContext(leave)
 		default:
 			item, shutdown := r.queue.Get()
-			return item, 0, !shutdown
+			return item, info, !shutdown
 		}
 		if err == nil {
-			return item, priority, true
+			return item, info, true
 		}
 		if leave.Err() != nil || errors.Is(err, ErrShutDown) || r.queue.ShuttingDown() {
-			return item, 0, false
+			return item, ItemInfo{}, false
 		}
 		level := slog.LevelDebug
 		if failures&(failures-1) == 0 {
@@ -413,6 +450,28 @@ func getsWithContext[T comparable](q TypedInterface[T]) bool {
 	}
 	_, ok := q.(contextGetter[T])
 	return ok
+}
+
+// embedsInfoGetter reports whether q is a struct, or a pointer to one,
+// with an embedded InfoGetter: its GetWithInfoContext may be promoted from
+// a queue it wraps, bypassing a GetContext or GetWithPriorityContext of
+// its own.
+func embedsInfoGetter[T comparable](q any) bool {
+	t := reflect.TypeOf(q)
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	getter := reflect.TypeFor[InfoGetter[T]]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous && (f.Type.Implements(getter) || reflect.PointerTo(f.Type).Implements(getter)) {
+			return true
+		}
+	}
+	return false
 }
 
 // requeue adds item again as opts says, at priority on a priority queue.

@@ -29,6 +29,7 @@ type RunnerMetricsProvider interface {
 	NewReconcileDurationMetric(name string) HistogramMetric // seconds a reconcile ran
 	NewActiveWorkersMetric(name string) GaugeMetric         // workers reconciling an item
 	NewWorkersMetric(name string) SettableGaugeMetric       // workers Run runs, not those told to leave; 0 when it is not running
+	NewReconcileWaitMetric(name string) HistogramMetric     // seconds from ItemInfo.Added to the reconcile's start, over an InfoGetter
 }
 
 // MetricsSource is a queue that records its metrics with a provider under a
@@ -82,10 +83,11 @@ type runnerMetrics struct {
 	duration   HistogramMetric
 	active     GaugeMetric
 	workers    SettableGaugeMetric
+	wait       HistogramMetric
 }
 
 func newRunnerMetrics(queue any) runnerMetrics {
-	m := runnerMetrics{reconciles: noopEventCounter{}, errors: noopMetric{}, duration: noopMetric{}, active: noopMetric{}, workers: noopMetric{}}
+	m := runnerMetrics{reconciles: noopEventCounter{}, errors: noopMetric{}, duration: noopMetric{}, active: noopMetric{}, workers: noopMetric{}, wait: noopMetric{}}
 	src, ok := queue.(MetricsSource)
 	if !ok {
 		return m
@@ -102,6 +104,7 @@ func newRunnerMetrics(queue any) runnerMetrics {
 	m.duration = orNoop(p.NewReconcileDurationMetric(name))
 	m.active = orNoop(p.NewActiveWorkersMetric(name))
 	m.workers = orNoop(p.NewWorkersMetric(name))
+	m.wait = orNoop(p.NewReconcileWaitMetric(name))
 	m.on = true
 	return m
 }

@@ -46,6 +46,9 @@ func (p runnerRecordingProvider) NewActiveWorkersMetric(name string) GaugeMetric
 func (p runnerRecordingProvider) NewWorkersMetric(name string) SettableGaugeMetric {
 	return p.metric(name, "workers")
 }
+func (p runnerRecordingProvider) NewReconcileWaitMetric(name string) HistogramMetric {
+	return p.metric(name, "reconcile wait")
+}
 
 // TestRunnerMetrics runs one item per result on a bubble's clock and
 // checks every Runner metric, on each kind of queue.
@@ -129,6 +132,9 @@ func TestRunnerMetrics(t *testing.T) {
 				for _, d := range durations {
 					assert.Equal(t, 3.0, d)
 				}
+				// Seven items added at 0 wait for two workers 3 s each;
+				// the retries and requeues wait from the end of their delay.
+				assert.ElementsMatch(t, []float64{0, 0, 3, 3, 6, 6, 9, 5, 2, 0, 0, 0, 0}, p.observations("ctl", "reconcile wait"), "waits from the first add to the reconcile's start")
 				assert.Equal(t, 0.0, p.value("ctl", "active"))
 				assert.Equal(t, 0.0, p.value("ctl", "workers"), "workers after Run returned")
 			})

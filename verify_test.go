@@ -98,6 +98,9 @@ func verifyCoreLocked[T comparable](c *core[T]) error {
 	if err := verifyParking(c, parked); err != nil {
 		return err
 	}
+	if err := verifyTrace(c); err != nil {
+		return err
+	}
 	if len(queued) != c.queued || processing != c.processing {
 		return fmt.Errorf("records: %d queued, %d processing; counts: %d, %d", len(queued), processing, c.queued, c.processing)
 	}
@@ -535,6 +538,38 @@ func verifyParking[T comparable](c *core[T], parked map[int32]bool) error {
 	}
 	if inEffect != len(settled) {
 		return fmt.Errorf("%d parks in effect, %d listed", inEffect, len(settled))
+	}
+	return nil
+}
+
+// verifyTrace checks the core's links: each entry is of a held item, not
+// empty, with at most MaxTraceLinks links per set, and links of a hand-out
+// only while it is processed; each delayed add's links have a delayed add
+// in the delays.
+func verifyTrace[T comparable](c *core[T]) error {
+	if c.trace == nil {
+		return nil
+	}
+	for id, t := range c.trace.items {
+		if !c.items.IsLive(id) {
+			return fmt.Errorf("links of id %d, which holds no item", id)
+		}
+		e := c.items.At(id)
+		switch {
+		case t.next.empty() && t.served.empty():
+			return fmt.Errorf("item %v: an empty links entry", e.Item)
+		case len(t.next.links) > MaxTraceLinks || len(t.served.links) > MaxTraceLinks:
+			return fmt.Errorf("item %v: %d and %d links", e.Item, len(t.next.links), len(t.served.links))
+		case !t.served.empty() && !e.Val.processing:
+			return fmt.Errorf("item %v: links of a hand-out, not processing", e.Item)
+		case !t.next.empty() && e.Val.pending == pendingNone:
+			return fmt.Errorf("item %v: links of a next hand-out, none pending", e.Item)
+		}
+	}
+	for item := range c.trace.delayed {
+		if c.delays == nil || !c.delays.heap.Contains(delayedAdd(item)) {
+			return fmt.Errorf("item %v: links of a delayed add that is not waiting", item)
+		}
 	}
 	return nil
 }

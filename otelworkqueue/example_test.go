@@ -6,6 +6,8 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/otelworkqueue"
@@ -37,4 +39,43 @@ func Example() {
 	// Unordered output:
 	// workqueue.depth 2
 	// workqueue.adds 2
+}
+
+// A Runner's reconcile spans, each linked to the adds it served, read from
+// the SDK's span recorder; a program would give the tracer provider a
+// batcher and an exporter instead (examples/traces prints them with the
+// stdout exporter).
+func Example_tracing() {
+	spans := tracetest.NewSpanRecorder()
+	tracers := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{
+			Name:            "pods",
+			MetricsProvider: otelworkqueue.NewProvider(otelworkqueue.WithTracerProvider(tracers)),
+		})
+	for _, event := range []string{"created", "updated", "labelled"} {
+		ctx, span := tracers.Tracer("informer").Start(context.Background(), event)
+		queue.AddContext(ctx, "default/web") // merged: one reconcile serves all three
+		span.End()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	runner := workqueue.NewRunner(queue, func(ctx context.Context, key string) (workqueue.Result, error) {
+		stop() // one reconcile, then Run returns
+		return workqueue.Result{}, nil
+	})
+	runner.Run(ctx, 1)
+
+	for _, s := range spans.Ended() {
+		if s.Name() == "reconcile pods" {
+			fmt.Println(s.Name(), "links", len(s.Links()), "adds")
+			for _, a := range s.Attributes() {
+				if a.Key == otelworkqueue.AttrAttempt {
+					fmt.Println(a.Key, a.Value.AsInt64())
+				}
+			}
+		}
+	}
+	// Output:
+	// reconcile pods links 3 adds
+	// workqueue.attempt 1
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-workqueue/workqueue"
 )
@@ -42,9 +43,11 @@ type Provider struct {
 	reconciles     metric.Int64Counter
 	reconcileErrs  metric.Int64Counter
 	reconcileTime  metric.Float64Histogram
+	reconcileWait  metric.Float64Histogram
 	activeWorkers  metric.Int64UpDownCounter
 	workers        metric.Float64Gauge
 	updatePeriod   time.Duration
+	tracer         trace.Tracer
 }
 
 var (
@@ -55,15 +58,17 @@ var (
 	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
 	_ workqueue.RunnerMetricsProvider              = (*Provider)(nil)
+	_ workqueue.TracingProvider                    = (*Provider)(nil)
 )
 
 // Option configures a [Provider].
 type Option func(*options)
 
 type options struct {
-	meterProvider metric.MeterProvider
-	buckets       []float64
-	updatePeriod  time.Duration
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
+	buckets        []float64
+	updatePeriod   time.Duration
 }
 
 // WithMeterProvider sets the meter provider the instruments come from. The
@@ -71,6 +76,13 @@ type options struct {
 // [NewProvider] is called.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) { o.meterProvider = mp }
+}
+
+// WithTracerProvider sets the tracer provider the reconciles' spans come
+// from. The default is the global one, otel.GetTracerProvider(), as it is
+// when [NewProvider] is called.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracerProvider = tp }
 }
 
 // WithBuckets sets the explicit bucket boundaries of the two duration
@@ -106,6 +118,9 @@ func NewProvider(opts ...Option) *Provider {
 	}
 	if o.meterProvider == nil {
 		o.meterProvider = otel.GetMeterProvider()
+	}
+	if o.tracerProvider == nil {
+		o.tracerProvider = otel.GetTracerProvider()
 	}
 	m := o.meterProvider.Meter(ScopeName)
 	handled := func(err error) {
@@ -152,9 +167,11 @@ func NewProvider(opts ...Option) *Provider {
 		reconciles:     counter("workqueue.reconciles", "Reconciles of the work queue's items by a Runner, by result."),
 		reconcileErrs:  counter("workqueue.reconcile_errors", "Reconciles of the work queue's items that returned an error or panicked."),
 		reconcileTime:  histogram("workqueue.reconcile_duration", "Seconds a Runner's reconcile of an item of the work queue ran."),
+		reconcileWait:  histogram("workqueue.reconcile_wait", "Seconds from the first add that made an item of the work queue ready to the start of its reconcile by a Runner."),
 		activeWorkers:  upDownWorkers(m, handled),
 		workers:        gauge("workqueue.workers", "Workers the work queue's Runner runs.", "{worker}"),
 		updatePeriod:   o.updatePeriod,
+		tracer:         o.tracerProvider.Tracer(ScopeName),
 	}
 }
 
@@ -391,6 +408,12 @@ func (p *Provider) NewReconcileErrorsMetric(name string) workqueue.CounterMetric
 // histogram of the queue name.
 func (p *Provider) NewReconcileDurationMetric(name string) workqueue.HistogramMetric {
 	return histogram{p.reconcileTime, queueAttrs(name)}
+}
+
+// NewReconcileWaitMetric returns the workqueue.reconcile_wait histogram of
+// the queue name.
+func (p *Provider) NewReconcileWaitMetric(name string) workqueue.HistogramMetric {
+	return histogram{p.reconcileWait, queueAttrs(name)}
 }
 
 // NewActiveWorkersMetric returns the workqueue.active_workers up-down

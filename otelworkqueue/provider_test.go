@@ -194,6 +194,7 @@ var prometheusNames = []string{
 	"workqueue_queue_duration_seconds",
 	"workqueue_reconcile_duration_seconds",
 	"workqueue_reconcile_errors_total",
+	"workqueue_reconcile_wait_seconds",
 	"workqueue_reconciles_total",
 	"workqueue_retries_total",
 	"workqueue_unfinished_work_seconds",
@@ -308,6 +309,7 @@ func TestRunnerMetrics(t *testing.T) {
 		}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
 		q.Add("good")
 		q.Add("bad")
+		time.Sleep(time.Second) // each waits 1 s for Run
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := make(chan struct{})
 		go func() {
@@ -328,6 +330,7 @@ func TestRunnerMetrics(t *testing.T) {
 		assert.Equal(t, map[string]any{"name=ctl,result=success": int64(1), "name=ctl,result=terminal": int64(1)}, got["workqueue.reconciles"])
 		assert.Equal(t, int64(1), got["workqueue.reconcile_errors"][queue])
 		assert.Equal(t, [2]any{uint64(2), 4.0}, got["workqueue.reconcile_duration"][queue])
+		assert.Equal(t, [2]any{uint64(2), 2.0}, got["workqueue.reconcile_wait"][queue])
 		assert.Equal(t, int64(0), got["workqueue.active_workers"][queue])
 		assert.Equal(t, 0.0, got["workqueue.workers"][queue])
 	})

@@ -27,11 +27,12 @@
 //	workqueue_reconciles_total                   counter    a Runner's reconciles, by result
 //	workqueue_reconcile_errors_total             counter    reconciles that returned an error or panicked
 //	workqueue_reconcile_duration_seconds         histogram  how long a reconcile ran
+//	workqueue_reconcile_wait_seconds             histogram  first add to the reconcile's start
 //	workqueue_active_workers                     gauge      workers reconciling an item
 //	workqueue_workers                            gauge      workers a Runner runs
 //
-// The last twelve are not in Kubernetes; the last five are a
-// [workqueue.Runner]'s, over a queue that has the provider. They are
+// The last thirteen are not in Kubernetes; the last six are a
+// [workqueue.Runner]'s, over a queue that has the provider. Five are
 // controller-runtime's controller_runtime_reconcile_total,
 // controller_runtime_reconcile_errors_total,
 // controller_runtime_reconcile_time_seconds,
@@ -83,6 +84,7 @@ type Provider struct {
 	reconciles     *prometheus.CounterVec // labels name and result
 	reconcileErrs  *prometheus.CounterVec
 	reconcileTime  *prometheus.HistogramVec
+	reconcileWait  *prometheus.HistogramVec
 	activeWorkers  *prometheus.GaugeVec
 	workers        *prometheus.GaugeVec
 	updatePeriod   time.Duration
@@ -224,6 +226,7 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
 		}, []string{"name", "result"})),
 		reconcileErrs: counter("reconcile_errors_total", "Reconciles of the work queue's items that returned an error or panicked."),
 		reconcileTime: histogram("reconcile_duration_seconds", "Seconds a Runner's reconcile of an item of the work queue ran."),
+		reconcileWait: histogram("reconcile_wait_seconds", "Seconds from the first add that made an item of the work queue ready to the start of its reconcile by a Runner."),
 		activeWorkers: gauge("active_workers", "Workers of the work queue's Runner reconciling an item."),
 		workers:       gauge("workers", "Workers the work queue's Runner runs."),
 		updatePeriod:  o.updatePeriod,
@@ -267,7 +270,7 @@ type metricVector interface {
 
 func (p *Provider) vectors() []metricVector {
 	return []metricVector{p.depth, p.adds, p.latency, p.workDuration, p.unfinished, p.longestRunning, p.retries, p.delayed, p.byPriority, p.parked, p.wakes, p.parkTimeouts, p.waitingForSlot, p.groupsAtLimit,
-		p.reconciles, p.reconcileErrs, p.reconcileTime, p.activeWorkers, p.workers}
+		p.reconciles, p.reconcileErrs, p.reconcileTime, p.reconcileWait, p.activeWorkers, p.workers}
 }
 
 // NewDepthMetric returns the workqueue_depth gauge of the queue name.
@@ -447,6 +450,12 @@ func (p *Provider) NewReconcileErrorsMetric(name string) workqueue.CounterMetric
 // workqueue_reconcile_duration_seconds histogram of the queue name.
 func (p *Provider) NewReconcileDurationMetric(name string) workqueue.HistogramMetric {
 	return p.reconcileTime.WithLabelValues(name)
+}
+
+// NewReconcileWaitMetric returns the workqueue_reconcile_wait_seconds
+// histogram of the queue name.
+func (p *Provider) NewReconcileWaitMetric(name string) workqueue.HistogramMetric {
+	return p.reconcileWait.WithLabelValues(name)
 }
 
 // NewActiveWorkersMetric returns the workqueue_active_workers gauge of the

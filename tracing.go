@@ -1,0 +1,425 @@
+package workqueue
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+)
+
+// MaxTraceLinks is how many adds' links a queue keeps for one hand-out of
+// an item; it counts the links of further adds in [ItemInfo.DroppedLinks].
+const MaxTraceLinks = 8
+
+// TraceLink is the W3C trace context of the span that added an item: the
+// link a reconcile's span has to the add. Its zero value links nothing.
+type TraceLink struct {
+	TraceID [16]byte
+	SpanID  [8]byte
+	Flags   byte   // the trace flags; 1 is sampled
+	State   string // the tracestate header, "" for none
+}
+
+// IsValid reports whether l has a non-zero trace id and span id.
+func (l TraceLink) IsValid() bool {
+	return l.TraceID != [16]byte{} && l.SpanID != [8]byte{}
+}
+
+// TraceParent returns l as a W3C traceparent header, version 00.
+func (l TraceLink) TraceParent() string {
+	var b strings.Builder
+	b.Grow(55)
+	b.WriteString("00-")
+	b.WriteString(hex.EncodeToString(l.TraceID[:]))
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString(l.SpanID[:]))
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString([]byte{l.Flags}))
+	return b.String()
+}
+
+// ParseTraceLink returns the link of a W3C traceparent header and a
+// tracestate header, which it keeps as is. It returns an error if
+// traceparent is not a valid version 00 header.
+func ParseTraceLink(traceparent, tracestate string) (TraceLink, error) {
+	var l TraceLink
+	p := strings.Split(traceparent, "-")
+	if len(p) != 4 || p[0] != "00" || len(p[1]) != 32 || len(p[2]) != 16 || len(p[3]) != 2 {
+		return l, errors.New("workqueue: not a version 00 traceparent: " + traceparent)
+	}
+	var flags [1]byte
+	_, err1 := hex.Decode(l.TraceID[:], []byte(p[1]))
+	_, err2 := hex.Decode(l.SpanID[:], []byte(p[2]))
+	_, err3 := hex.Decode(flags[:], []byte(p[3]))
+	if err := errors.Join(err1, err2, err3); err != nil || !l.IsValid() {
+		return TraceLink{}, errors.New("workqueue: invalid traceparent: " + traceparent)
+	}
+	l.Flags, l.State = flags[0], tracestate
+	return l, nil
+}
+
+// ItemInfo is what a queue tells of an item it hands out, beside the item.
+type ItemInfo struct {
+	Priority int // the item's priority; 0 on a queue without priorities
+	// Added is when, on the queue's clock, the first add since the item's
+	// previous hand-out made it ready (for a delayed add, when its delay
+	// ended); zero if the queue does not know, as on a queue that records
+	// no metrics.
+	Added time.Time
+	// Links are those of the adds with a span merged into this hand-out
+	// (see [TracingProvider]), at most [MaxTraceLinks], in the order of
+	// the adds; DroppedLinks counts the others. The caller must not
+	// change Links.
+	Links        []TraceLink
+	DroppedLinks int
+}
+
+// InfoGetter is a queue that hands out items with their [ItemInfo]: this
+// package's queues, and may be one from outside it. A [Runner] over an
+// InfoGetter records the time its items waited and links their adds; it
+// does not use the method of a queue that embeds an InfoGetter, which may
+// bypass the queue's own GetContext.
+type InfoGetter[T comparable] interface {
+	// GetWithInfoContext is GetContext that also returns the item's info.
+	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
+}
+
+// ReconcileSpan is what a [TracingProvider] records of one reconcile.
+type ReconcileSpan struct {
+	Queue   string        // the queue's name
+	Attempt int           // NumRequeues of the item at its hand-out, plus 1
+	Queued  time.Duration // from Info.Added to the start; 0 if Info.Added is zero
+	Info    ItemInfo      // the hand-out's priority and links
+}
+
+// TracingProvider is a [MetricsProvider] that also traces: a queue made
+// with it keeps the links of the adds made with a context
+// ([Typed.AddContext], ...) until the item is handed out, and a [Runner]
+// over it traces each reconcile. A queue made without one stores no link.
+// Its methods must be safe for concurrent use.
+type TracingProvider interface {
+	MetricsProvider
+	// TraceLink returns the link to the span ctx carries; false if none.
+	TraceLink(ctx context.Context) (TraceLink, bool)
+	// StartReconcile starts a reconcile's span, returning ctx with it and
+	// the function the Runner calls with the reconcile's outcome to end it.
+	StartReconcile(ctx context.Context, span ReconcileSpan) (context.Context, func(Result, error))
+}
+
+// AddContext is Add that links the span ctx carries, if the queue's
+// provider is a [TracingProvider], to the item's next hand-out.
+func (q *Typed[T]) AddContext(ctx context.Context, item T) {
+	tr := q.core.trace
+	if tr == nil {
+		q.Add(item)
+		return
+	}
+	link, ok := tr.provider.TraceLink(ctx)
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	if q.addLocked(item, hash) && ok {
+		q.core.noteLink(item, hash, link)
+	}
+}
+
+// AddContext is Add with a link; see [Typed.AddContext].
+func (q *TypedDelayingQueue[T]) AddContext(ctx context.Context, item T) {
+	t := q.typed
+	if t == nil || t.core.trace == nil {
+		q.Add(item)
+		return
+	}
+	link, ok := t.core.trace.provider.TraceLink(ctx)
+	if !ok {
+		q.Add(item)
+		return
+	}
+	switch {
+	case q.debounce.enabled():
+		q.addDebouncedLinked(item, &link)
+	case q.addCancelsDelay:
+		q.addCancellingDelayLinked(item, false, &link)
+	default:
+		t.AddContext(ctx, item)
+	}
+}
+
+// AddContext is Add with a link; see [Typed.AddContext].
+func (q *TypedRateLimitingQueue[T]) AddContext(ctx context.Context, item T) {
+	if a, ok := q.delaying.(interface {
+		AddContext(context.Context, T)
+	}); ok {
+		a.AddContext(ctx, item)
+		return
+	}
+	q.delaying.Add(item)
+}
+
+// AddContext is Add with a link; see [Typed.AddContext].
+func (q *TypedPriorityQueue[T]) AddContext(ctx context.Context, item T) {
+	tr := q.core.trace
+	if tr == nil {
+		q.Add(item)
+		return
+	}
+	link, ok := tr.provider.TraceLink(ctx)
+	if !ok || q.debounce.enabled() {
+		q.Add(item)
+		if ok {
+			hash := q.core.items.Hash(item)
+			q.core.mu.Lock()
+			defer q.core.mu.Unlock()
+			q.core.noteLink(item, hash, link)
+		}
+		return
+	}
+	hash := q.core.items.Hash(item)
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	if !q.core.shuttingDown.Load() {
+		q.addLocked(item, hash, 0, 0, addEarliest)
+		q.core.noteLink(item, hash, link)
+	}
+}
+
+// GetWithInfoContext is GetContext that also returns the item's info.
+func (q *Typed[T]) GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error) {
+	if err := ctx.Err(); err != nil {
+		return item, info, err
+	}
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	item, id, err := q.core.get(ctx, "Typed; make one with NewTyped or NewTypedWithConfig")
+	if err != nil {
+		return item, info, err
+	}
+	return item, q.core.info(id), nil
+}
+
+// GetWithInfoContext is GetContext that also returns the item's info.
+func (q *TypedDelayingQueue[T]) GetWithInfoContext(ctx context.Context) (T, ItemInfo, error) {
+	if q.typed != nil {
+		return q.typed.GetWithInfoContext(ctx)
+	}
+	return getWithInfo(ctx, q.queue)
+}
+
+// GetWithInfoContext is GetContext that also returns the item's info.
+func (q *TypedRateLimitingQueue[T]) GetWithInfoContext(ctx context.Context) (T, ItemInfo, error) {
+	return getWithInfo(ctx, q.delaying)
+}
+
+// GetWithInfoContext is GetContext that also returns the item's info.
+func (q *TypedPriorityQueue[T]) GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error) {
+	if err := ctx.Err(); err != nil {
+		return item, info, err
+	}
+	q.core.mu.Lock()
+	defer q.core.mu.Unlock()
+	item, id, err := q.core.get(ctx, "TypedPriorityQueue; make one with NewTypedPriorityQueue")
+	if err != nil {
+		return item, info, err
+	}
+	info = q.core.info(id)
+	info.Priority = q.order.priority(id)
+	if q.depthByPriority != nil {
+		q.depthByPriority.Dec(info.Priority)
+	}
+	return item, info, nil
+}
+
+// getWithInfo calls q's GetWithInfoContext, or its GetContext, if it has
+// one.
+func getWithInfo[T comparable](ctx context.Context, q TypedInterface[T]) (item T, info ItemInfo, err error) {
+	if g, ok := q.(InfoGetter[T]); ok {
+		return g.GetWithInfoContext(ctx)
+	}
+	item, err = getContext(ctx, q)
+	return item, info, err
+}
+
+// linkSet is the links of the adds merged into one hand-out of an item.
+type linkSet struct {
+	links   []TraceLink
+	dropped int
+}
+
+// add adds link, or counts it as dropped beyond MaxTraceLinks.
+func (s *linkSet) add(link TraceLink) {
+	if len(s.links) == MaxTraceLinks {
+		s.dropped++
+		return
+	}
+	s.links = append(s.links, link)
+}
+
+// merge adds the links of o, which it does not change.
+func (s *linkSet) merge(o linkSet) {
+	for _, l := range o.links {
+		s.add(l)
+	}
+	s.dropped += o.dropped
+}
+
+// itemTrace is what the core keeps of an item's links: those of the adds
+// since its last hand-out (next), and those of the hand-out being processed
+// (served), which a retry or a park carries to the next.
+type itemTrace struct {
+	next, served linkSet
+}
+
+// traceState is the core's links, nil when its provider does not trace.
+// The core's lock guards it.
+type traceState[T comparable] struct {
+	provider TracingProvider
+	// items holds the links of the held items that have any, by id.
+	items map[int32]itemTrace
+	// delayed holds the links of a delaying queue's delayed adds, by item:
+	// a retry of an item being processed carries the links of its
+	// hand-out there, and the add at the delay's end takes them.
+	delayed map[T]linkSet
+}
+
+// put sets the links of the item with id, dropping an entry with none.
+func (s *traceState[T]) put(id int32, t itemTrace) {
+	if t.next.empty() && t.served.empty() {
+		delete(s.items, id)
+		return
+	}
+	s.items[id] = t
+}
+
+// empty reports whether s holds no link and counts none dropped.
+func (s linkSet) empty() bool { return len(s.links) == 0 && s.dropped == 0 }
+
+func newTraceState[T comparable](provider MetricsProvider) *traceState[T] {
+	tp, ok := provider.(TracingProvider)
+	if !ok {
+		return nil
+	}
+	return &traceState[T]{provider: tp, items: map[int32]itemTrace{}, delayed: map[T]linkSet{}}
+}
+
+// noteLink links an add of item, just made, to the item's next hand-out:
+// the item's own if it is ready or waits for its own delay, or else the
+// one its delaying queue's delayed add makes. The caller holds mu.
+func (c *core[T]) noteLink(item T, hash uint32, link TraceLink) {
+	entry, id := c.items.Lookup(item, hash)
+	if entry != nil && (entry.Val.pending == pendingReady || entry.Val.pending == pendingDelay) {
+		t := c.trace.items[id]
+		t.next.add(link)
+		c.trace.put(id, t)
+		return
+	}
+	if c.delays != nil && c.delays.heap.Contains(delayedAdd(item)) {
+		s := c.trace.delayed[item]
+		s.add(link)
+		c.trace.delayed[item] = s
+	}
+}
+
+// carryServed carries the links of the hand-out of item being processed
+// to its next hand-out: a retry's or a park's. With toDelayed it carries
+// them to the delaying queue's delayed add of item instead. The caller
+// holds mu.
+func (c *core[T]) carryServed(item T, toDelayed bool) {
+	if c.trace == nil {
+		return
+	}
+	entry, id := c.items.Lookup(item, c.items.Hash(item))
+	if entry == nil || !entry.Val.processing {
+		return
+	}
+	t := c.trace.items[id]
+	if t.served.empty() {
+		return
+	}
+	if toDelayed {
+		s := c.trace.delayed[item]
+		s.merge(t.served)
+		c.trace.delayed[item] = s
+		return
+	}
+	t.next.merge(t.served)
+	t.served = linkSet{} // carried once
+	c.trace.put(id, t)
+}
+
+// takeDelayed moves the links of item's delayed add, which has just added
+// it, to its next hand-out. The caller holds mu.
+func (c *core[T]) takeDelayed(item T) {
+	s, ok := c.trace.delayed[item]
+	if !ok {
+		return
+	}
+	delete(c.trace.delayed, item)
+	entry, id := c.items.Lookup(item, c.items.Hash(item))
+	if entry == nil || entry.Val.pending != pendingReady {
+		return
+	}
+	t := c.trace.items[id]
+	t.next.merge(s)
+	c.trace.put(id, t)
+}
+
+// handOutTrace makes the links of the item with id, just handed out, those
+// of its hand-out. The caller holds mu.
+func (c *core[T]) handOutTrace(id int32) {
+	t, ok := c.trace.items[id]
+	if !ok {
+		return
+	}
+	c.trace.put(id, itemTrace{served: t.next})
+}
+
+// doneTrace forgets the links of the hand-out of the item with id, whose
+// processing ended: a retry or a park has carried them already. The
+// caller holds mu.
+func (c *core[T]) doneTrace(id int32) {
+	if t, ok := c.trace.items[id]; ok && !t.served.empty() {
+		c.trace.put(id, itemTrace{next: t.next})
+	}
+}
+
+// info returns the info of the item with id, just handed out. The caller
+// holds mu.
+func (c *core[T]) info(id int32) ItemInfo {
+	var info ItemInfo
+	if c.metrics != nil {
+		info.Added = c.metrics.handedAdded
+	}
+	if c.trace != nil {
+		served := c.trace.items[id].served
+		info.Links, info.DroppedLinks = served.links, served.dropped
+	}
+	return info
+}
+
+// dropNext forgets the links of the next hand-out of the item with id,
+// being processed, whose add was taken back; it does nothing if s is nil.
+func (s *traceState[T]) dropNext(id int32) {
+	if t, ok := s.itemsOf(id); ok {
+		t.next = linkSet{}
+		s.put(id, t)
+	}
+}
+
+// itemsOf returns the links of the item with id, if the core traces and
+// the item has any.
+func (s *traceState[T]) itemsOf(id int32) (itemTrace, bool) {
+	if s == nil {
+		return itemTrace{}, false
+	}
+	t, ok := s.items[id]
+	return t, ok
+}
+
+// keepLinks gives the item with id, just filed again, the links of the
+// next hand-out its earlier record had. The caller holds mu.
+func (c *core[T]) keepLinks(id int32, kept itemTrace) {
+	if c.trace != nil {
+		c.trace.put(id, itemTrace{next: kept.next})
+	}
+}

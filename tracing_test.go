@@ -1,0 +1,318 @@
+package workqueue
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// linkKey is the context key of the fake tracer's links.
+type linkKey struct{}
+
+// withLink returns ctx carrying a link whose span id is n.
+func withLink(ctx context.Context, n byte) context.Context {
+	return context.WithValue(ctx, linkKey{}, testLink(n))
+}
+
+func testLink(n byte) TraceLink {
+	return TraceLink{TraceID: [16]byte{1}, SpanID: [8]byte{n}, Flags: 1}
+}
+
+// linkTracer is the tracing half of a fake TracingProvider: a context's
+// link is its linkKey value, and it records the reconciles it starts.
+type linkTracer struct {
+	mu    sync.Mutex
+	spans []ReconcileSpan
+	ended []error
+}
+
+func (*linkTracer) TraceLink(ctx context.Context) (TraceLink, bool) {
+	l, ok := ctx.Value(linkKey{}).(TraceLink)
+	return l, ok
+}
+
+func (lt *linkTracer) StartReconcile(ctx context.Context, s ReconcileSpan) (context.Context, func(Result, error)) {
+	lt.mu.Lock()
+	defer lt.mu.Unlock()
+	lt.spans = append(lt.spans, s)
+	return ctx, func(_ Result, err error) {
+		lt.mu.Lock()
+		defer lt.mu.Unlock()
+		lt.ended = append(lt.ended, err)
+	}
+}
+
+// tracingProvider is a recordingProvider that traces with a linkTracer.
+type tracingProvider struct {
+	*recordingProvider
+	*linkTracer
+}
+
+// tracedPriorityProvider is a priorityRecordingProvider that traces.
+type tracedPriorityProvider struct {
+	*priorityRecordingProvider
+	*linkTracer
+}
+
+var (
+	_ TracingProvider = tracingProvider{}
+	_ TracingProvider = tracedPriorityProvider{}
+)
+
+func TestTraceLinkText(t *testing.T) {
+	l := TraceLink{TraceID: [16]byte{0x4b, 0xf9, 0x2f, 0x35}, SpanID: [8]byte{0x00, 0xf0, 0x67, 0xaa}, Flags: 1, State: "rojo=00f067aa0ba902b7"}
+	assert.Equal(t, "00-4bf92f35000000000000000000000000-00f067aa00000000-01", l.TraceParent())
+	got, err := ParseTraceLink(l.TraceParent(), l.State)
+	require.NoError(t, err)
+	assert.Equal(t, l, got)
+	for _, bad := range []string{"", "01-4bf92f35000000000000000000000000-00f067aa00000000-01",
+		"00-00000000000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00f067aa0000000x-01"} {
+		_, err := ParseTraceLink(bad, "")
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+// linkedQueue is what TestLinksAtHandOut uses of a queue.
+type linkedQueue interface {
+	TypedInterface[string]
+	AddContext(ctx context.Context, item string)
+	GetWithInfoContext(ctx context.Context) (string, ItemInfo, error)
+	Remove(item string) bool
+}
+
+// TestLinksAtHandOut checks, on every kind of queue, which adds' links a
+// hand-out carries: the adds merged into it, in order, up to MaxTraceLinks;
+// a re-add while processing goes to the next; a retry carries the failed
+// hand-out's; a removed add's are forgotten.
+func TestLinksAtHandOut(t *testing.T) {
+	limiter := func() TypedRateLimiter[string] {
+		return NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
+	}
+	queues := []struct {
+		name string
+		make func(p MetricsProvider) linkedQueue
+		// retry retries item, being processed, and returns how long its
+		// delay is; nil on a queue without delays.
+		retry func(q linkedQueue, item string) time.Duration
+	}{
+		{"Typed", func(p MetricsProvider) linkedQueue {
+			return NewTypedWithConfig(TypedQueueConfig[string]{Name: "q", MetricsProvider: p})
+		}, nil},
+		{"delaying", func(p MetricsProvider) linkedQueue {
+			return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "q", MetricsProvider: p})
+		}, func(q linkedQueue, item string) time.Duration {
+			q.(*TypedDelayingQueue[string]).AddAfter(item, time.Second)
+			return time.Second
+		}},
+		{"delaying, retried at once", func(p MetricsProvider) linkedQueue {
+			return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "q", MetricsProvider: p})
+		}, func(q linkedQueue, item string) time.Duration {
+			q.(*TypedDelayingQueue[string]).AddAfter(item, 0)
+			return 0
+		}},
+		{"delaying with AddCancelsDelay", func(p MetricsProvider) linkedQueue {
+			return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "q", MetricsProvider: p, AddCancelsDelay: true})
+		}, func(q linkedQueue, item string) time.Duration {
+			q.(*TypedDelayingQueue[string]).Reschedule(item, 0)
+			return 0
+		}},
+		{"delaying with Debounce", func(p MetricsProvider) linkedQueue {
+			return NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "q", MetricsProvider: p,
+				Debounce: Debounce{Quiet: time.Millisecond, MaxDelay: time.Second}})
+		}, func(q linkedQueue, item string) time.Duration {
+			q.(*TypedDelayingQueue[string]).Reschedule(item, time.Second)
+			return time.Second
+		}},
+		{"rate-limiting", func(p MetricsProvider) linkedQueue {
+			return NewTypedRateLimitingQueueWithConfig(limiter(), TypedRateLimitingQueueConfig[string]{Name: "q", MetricsProvider: p})
+		}, func(q linkedQueue, item string) time.Duration {
+			q.(*TypedRateLimitingQueue[string]).AddRateLimited(item)
+			return time.Second
+		}},
+		{"priority", func(p MetricsProvider) linkedQueue {
+			return NewTypedPriorityQueue(limiter(), TypedPriorityQueueConfig[string]{Name: "q", MetricsProvider: p})
+		}, func(q linkedQueue, item string) time.Duration {
+			q.(*TypedPriorityQueue[string]).AddRateLimited(item)
+			return time.Second
+		}},
+		{"priority with Debounce", func(p MetricsProvider) linkedQueue {
+			return NewTypedPriorityQueue(limiter(), TypedPriorityQueueConfig[string]{Name: "q", MetricsProvider: p,
+				Debounce: Debounce{Quiet: time.Millisecond, MaxDelay: time.Second}})
+		}, func(q linkedQueue, item string) time.Duration {
+			q.(*TypedPriorityQueue[string]).AddAfter(item, time.Second)
+			return time.Second
+		}},
+	}
+	for _, queue := range queues {
+		t.Run(queue.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx := t.Context()
+				var p MetricsProvider = tracingProvider{&recordingProvider{}, &linkTracer{}}
+				if strings.HasPrefix(queue.name, "priority") {
+					p = tracedPriorityProvider{&priorityRecordingProvider{}, &linkTracer{}}
+				}
+				q := queue.make(p)
+				defer q.ShutDown()
+				verify := func(step string) {
+					t.Helper()
+					require.NoError(t, verifyLinks(q), "after %s", step)
+				}
+				get := func(want string, links ...byte) ItemInfo {
+					t.Helper()
+					time.Sleep(time.Millisecond) // a debounced add's burst ends
+					item, info, err := q.GetWithInfoContext(ctx)
+					require.NoError(t, err)
+					require.Equal(t, want, item)
+					var wantLinks []TraceLink
+					for _, n := range links {
+						wantLinks = append(wantLinks, testLink(n))
+					}
+					assert.Equal(t, wantLinks, info.Links, "links of %s", want)
+					verify("get")
+					return info
+				}
+
+				start := time.Now()
+				q.AddContext(withLink(ctx, 1), "a")
+				q.Add("a")
+				time.Sleep(time.Second)
+				q.AddContext(withLink(ctx, 2), "a")
+				q.AddContext(ctx, "a") // no span: links nothing
+				verify("adds")
+				info := get("a", 1, 2)
+				wantAdded := start
+				if strings.Contains(queue.name, "Debounce") {
+					wantAdded = start.Add(time.Millisecond) // the end of the burst's quiet time
+				}
+				assert.Equal(t, wantAdded, info.Added, "the first add")
+				assert.Zero(t, info.DroppedLinks)
+
+				q.AddContext(withLink(ctx, 3), "a") // while processing: the next hand-out's
+				verify("re-add")
+				require.True(t, q.Remove("a"))
+				verify("remove while processing") // forgot link 3
+				q.AddContext(withLink(ctx, 5), "a")
+				q.Done("a")
+				get("a", 5)
+				q.Done("a")
+
+				q.AddContext(withLink(ctx, 4), "b")
+				require.True(t, q.Remove("b"))
+				q.Add("b")
+				get("b")
+				q.Done("b")
+
+				for n := range byte(MaxTraceLinks + 2) {
+					q.AddContext(withLink(ctx, 10+n), "c")
+				}
+				info = get("c", 10, 11, 12, 13, 14, 15, 16, 17)
+				assert.Equal(t, 2, info.DroppedLinks)
+
+				if queue.retry != nil {
+					delay := queue.retry(q, "c")
+					verify("retry")
+					q.Done("c")
+					verify("done")
+					time.Sleep(delay)
+					info = get("c", 10, 11, 12, 13, 14, 15, 16, 17)
+					assert.Equal(t, 2, info.DroppedLinks, "a retry carries the dropped count")
+				}
+				q.Done("c")
+				time.Sleep(time.Minute)
+				verify("the end")
+				tr := traceOf(q)
+				assert.Empty(t, tr.items, "links left")
+				assert.Empty(t, tr.delayed, "delayed links left")
+			})
+		})
+	}
+}
+
+// coreOf returns the core under one of this package's queues.
+func traceOf(q any) *traceState[string] {
+	switch q := q.(type) {
+	case *Typed[string]:
+		return q.core.trace
+	case *TypedDelayingQueue[string]:
+		return q.typed.core.trace
+	case *TypedRateLimitingQueue[string]:
+		return traceOf(q.delaying)
+	case *TypedPriorityQueue[string]:
+		return q.core.trace
+	}
+	panic("no core")
+}
+
+// verifyLinks checks the core of q, one of this package's queues.
+func verifyLinks(q any) error {
+	switch q := q.(type) {
+	case *Typed[string]:
+		return verifyQueue(q)
+	case *TypedDelayingQueue[string]:
+		return verifyQueue(q.typed)
+	case *TypedRateLimitingQueue[string]:
+		return verifyLinks(q.delaying)
+	case *TypedPriorityQueue[string]:
+		return verifyPriorityQueue(q)
+	}
+	panic("no core")
+}
+
+// TestNoTracingProviderStoresNothing checks that a queue whose provider does
+// not trace keeps no link and that its AddContext is Add.
+func TestNoTracingProviderStoresNothing(t *testing.T) {
+	for _, p := range []MetricsProvider{nil, &recordingProvider{}} {
+		q := NewTypedWithConfig(TypedQueueConfig[string]{Name: "q", MetricsProvider: p})
+		assert.Nil(t, q.core.trace)
+		q.AddContext(withLink(t.Context(), 1), "a")
+		_, info, err := q.GetWithInfoContext(t.Context())
+		require.NoError(t, err)
+		assert.Nil(t, info.Links)
+		q.Done("a")
+		q.ShutDown()
+	}
+}
+
+// TestRunnerTraces checks what a Runner hands its TracingProvider: one
+// span per reconcile with the queue's name, the attempt, the priority, the
+// time queued and the links, and each reconcile's outcome.
+func TestRunnerTraces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tracer := &linkTracer{}
+		q := NewTypedPriorityQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+			TypedPriorityQueueConfig[string]{Name: "q", MetricsProvider: tracedPriorityProvider{&priorityRecordingProvider{}, tracer}})
+		q.AddContext(withLink(t.Context(), 1), "a")
+		seven := 7
+		q.AddWithOpts(AddOpts{Priority: &seven}, "a")
+		time.Sleep(time.Second)
+		calls := 0
+		boom := assert.AnError
+		runner := NewRunner(q, func(context.Context, string) (Result, error) {
+			if calls++; calls == 1 {
+				return Result{}, boom
+			}
+			return Result{}, nil
+		}, WithLogger(discardLogger))
+		ctx, cancel := context.WithCancel(t.Context())
+		exited := startRunner(ctx, runner, 1)
+		time.Sleep(time.Minute)
+		cancel()
+		<-exited
+		require.Len(t, tracer.spans, 2)
+		for i, s := range tracer.spans {
+			assert.Equal(t, "q", s.Queue)
+			assert.Equal(t, i+1, s.Attempt)
+			assert.Equal(t, 7, s.Info.Priority)
+			assert.Equal(t, []TraceLink{testLink(1)}, s.Info.Links)
+		}
+		assert.Equal(t, time.Second, tracer.spans[0].Queued)
+		assert.Zero(t, tracer.spans[1].Queued, "from the end of the retry's delay, when the worker was idle")
+		assert.Equal(t, []error{boom, nil}, tracer.ended)
+	})
+}
