@@ -83,7 +83,7 @@ func TestLibraryVersion(t *testing.T) {
 }
 
 // libraryHash is the SHA-256 of lua/workqueue.lua as named workqueue_v4.
-const libraryHash = "2956d861b5891e6690bf56ec8f549d2649f111272f887c6f02f312364d1891e1"
+const libraryHash = "7e47832ddc75feb2812998525859d5c9d264cc0084e523bba08245c9f595201e"
 
 // TestLibraryFunctions: loaded, the library has one function per op,
 // each named after it, and a second load keeps it.

@@ -9,17 +9,20 @@ import (
 )
 
 // GetWithInfoContext is GetContext that also returns the item's info: its
-// priority, when it was queued (Added, on this handle's clock) and, if
-// the handle's MetricsProvider is a workqueue.TracingProvider, the links
-// of the adds merged into this hand-out, made with a span through
-// AddContext or AddAfterContext by any handle of the queue, at most
-// workqueue.MaxTraceLinks, DroppedLinks counting the others. A retry
-// (AddAfter, AddRateLimited or their Context forms, of the item while
-// this handle processes it) links the adds its hand-out served to the
-// next, as a park does. The links are stored with the key in Redis until
-// its hand-out ends; a handle without a TracingProvider neither stores
-// nor clears them, so the handles of one queue should all trace or none.
-// A Runner over the queue uses it to link each reconcile to its adds.
+// priority, when it was last queued (Added, on this handle's clock) and,
+// if the handle's MetricsProvider is a workqueue.TracingProvider, the
+// links of the adds merged into this hand-out that carried a span
+// (AddContext, AddAfterContext and AddWithOptsContext of a traced handle
+// of the queue), in the order of the adds, at most
+// workqueue.MaxTraceLinks, DroppedLinks counting the others. An add while
+// the item is processed links the next hand-out. A retry (an add with a
+// delay or RateLimited, by any handle, while the item is processed) and a
+// Park carry the links of the hand-out being processed to the next. The
+// links are stored with the key in Redis until the hand-out they went to
+// ends with Done, or Remove takes its add back; a handle without a
+// TracingProvider neither stores nor clears them, so every handle of a
+// queue must trace or none. A workqueue.Runner over the queue uses it to
+// link each reconcile to its adds. It is safe for concurrent use.
 func (q *Queue[T]) GetWithInfoContext(ctx context.Context) (item T, info workqueue.ItemInfo, err error) {
 	h, err := q.get(ctx, false)
 	return h.item, h.info, err

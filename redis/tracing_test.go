@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -295,6 +296,9 @@ func TestGetWithInfoContext(t *testing.T) {
 	p := newTracedPair(t, client)
 	before := time.Now()
 	added := p.add(t, "key")
+	optsCtx, optsSpan := p.adder.Start(context.Background(), "add high")
+	require.NoError(t, p.a.AddWithOptsContext(optsCtx, workqueue.AddOpts{Priority: new(3)}, "high"))
+	optsSpan.End()
 	require.NoError(t, p.a.AddWithOptsContext(context.Background(), workqueue.AddOpts{Priority: new(3)}, "high"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -303,7 +307,8 @@ func TestGetWithInfoContext(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "high", item)
 	assert.Equal(t, 3, info.Priority, "the priority")
-	assert.Empty(t, info.Links, "the links of an add without a span")
+	require.Len(t, info.Links, 1, "the links of AddWithOptsContext's adds, one with a span")
+	assert.Equal(t, [8]byte(optsSpan.SpanContext().SpanID()), info.Links[0].SpanID, "the link's span")
 	p.b.Done(item)
 
 	item, info, err = p.b.GetWithInfoContext(ctx)
@@ -343,3 +348,57 @@ func getDone(t *testing.T, q *Queue[string]) {
 	t.Helper()
 	q.Done(get(t, q))
 }
+
+// TestTracedFIFOCommands pins what tracing costs TestFIFOCommands's run on
+// the server: a traced handle whose adds carry no span, and one whose
+// every add carries one. An untraced handle runs TestFIFOCommands's.
+func TestTracedFIFOCommands(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	tests := []struct {
+		name             string
+		spans            bool
+		wantAdds, wantGD string
+	}{
+		{"no span", false, tracedAddCommands, tracedDrainCommands},
+		{"a span per add", true, linkedAddCommands, linkedDrainCommands},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := newTracedPair(t, client)
+			q := p.a
+			ctx := context.Background()
+			q.Len() // the look at the number of partitions, not counted
+			const keys = 100
+			require.NoError(t, client.ConfigResetStat(ctx).Err())
+			for i := range keys {
+				addCtx, span := p.adder.Start(ctx, "add")
+				if !tt.spans {
+					addCtx = ctx
+				}
+				require.NoError(t, q.AddContext(addCtx, fmt.Sprint(i)))
+				span.End()
+			}
+			require.NoError(t, q.AddAfterContext(ctx, "late", time.Hour))
+			adds := scriptCommands(t, client.Info(ctx, "commandstats").Val())
+			require.NoError(t, client.ConfigResetStat(ctx).Err())
+			for range keys {
+				item := getNow(t, q)
+				require.NoError(t, q.DoneContext(ctx, item))
+			}
+			drain := scriptCommands(t, client.Info(ctx, "commandstats").Val())
+			t.Logf("commands run by the functions: %d keys added and one delayed: %s; %d Get+Done: %s", keys, adds, keys, drain)
+			assert.Equal(t, tt.wantAdds, adds.String(), "commands of the adds")
+			assert.Equal(t, tt.wantGD, drain.String(), "commands of the Gets and Dones")
+			require.True(t, q.Remove("late"))
+		})
+	}
+}
+
+// The commands of TestTracedFIFOCommands.
+const (
+	tracedAddCommands   = fifoAddCommands
+	tracedDrainCommands = "hdel=400 hmget=500 hset=300 incrby=100 llen=199 lpop=100 time=200 zadd=200 zcard=100 zrange=200 zrem=200"
+	linkedAddCommands   = "hget=101 hmget=101 hset=200 incrby=100 llen=102 rpush=101 time=101 zadd=1 zcard=101 zrange=102"
+	linkedDrainCommands = "hdel=500 hmget=500 hset=400 incrby=100 llen=199 lpop=100 time=200 zadd=200 zcard=100 zrange=200 zrem=200"
+)

@@ -1556,19 +1556,20 @@ local function fn_get(keys, args)
       -- The next links become those of the hand-out; a key without any
       -- drops those of an earlier hand-out whose lease expired.
       local fields = {}
-      for i = 1, j do fields[i] = 'n' .. popped[i] end
+      for i = 1, j do fields[2 * i - 1], fields[2 * i] = 'n' .. popped[i], 's' .. popped[i] end
       local links = redis.call('HMGET', LINKS, unpack(fields))
       local served, gone = {}, {}
       for i = 1, j do
-        gone[#gone + 1] = fields[i]
-        if links[i] then
-          served[#served + 1], served[#served + 2] = 's' .. popped[i], links[i]
-        else
-          gone[#gone + 1] = 's' .. popped[i]
+        local nextl, stale = links[2 * i - 1], links[2 * i]
+        if nextl then
+          gone[#gone + 1] = fields[2 * i - 1]
+          served[#served + 1], served[#served + 2] = fields[2 * i], nextl
+        elseif stale then
+          gone[#gone + 1] = fields[2 * i]
         end
-        handed[i][5] = links[i] or ''
+        handed[i][5] = nextl or ''
       end
-      redis.call('HDEL', LINKS, unpack(gone))
+      if #gone > 0 then redis.call('HDEL', LINKS, unpack(gone)) end
       if #served > 0 then redis.call('HSET', LINKS, unpack(served)) end
     end
   end
