@@ -32,6 +32,13 @@ type tracedPair struct {
 
 func newTracedPair(t *testing.T, client redis.UniversalClient) tracedPair {
 	t.Helper()
+	return newTracedPairWith(t, client, Options[string]{})
+}
+
+// newTracedPairWith is newTracedPair with opts for both handles, whose
+// Name, MetricsProvider and RateLimit it sets.
+func newTracedPairWith(t *testing.T, client redis.UniversalClient, opts Options[string]) tracedPair {
+	t.Helper()
 	tpA := sdktrace.NewTracerProvider()
 	rec := tracetest.NewSpanRecorder()
 	tpB := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -43,9 +50,11 @@ func newTracedPair(t *testing.T, client redis.UniversalClient) tracedPair {
 	})
 	pa := otelworkqueue.NewProvider(otelworkqueue.WithTracerProvider(tpA), otelworkqueue.WithMeterProvider(mp))
 	pb := otelworkqueue.NewProvider(otelworkqueue.WithTracerProvider(tpB), otelworkqueue.WithMeterProvider(mp))
-	rl := &RateLimit{Base: time.Millisecond, Max: 10 * time.Millisecond}
-	a := newTestQueue(t, client, Options[string]{Name: "objects", MetricsProvider: pa, RateLimit: rl})
-	b := newHandle(t, client, queueNameOf(a), Options[string]{Name: "objects", MetricsProvider: pb, RateLimit: rl})
+	opts.Name, opts.RateLimit = "objects", &RateLimit{Base: time.Millisecond, Max: 10 * time.Millisecond}
+	optsA, optsB := opts, opts
+	optsA.MetricsProvider, optsB.MetricsProvider = pa, pb
+	a := newTestQueue(t, client, optsA)
+	b := newHandle(t, client, queueNameOf(a), optsB)
 	return tracedPair{a: a, b: b, adder: tpA.Tracer("adder"), rec: rec}
 }
 
@@ -189,6 +198,23 @@ func TestTraceLinksAcrossHandles(t *testing.T) {
 		require.Len(t, spans, 2)
 		assert.Equal(t, []trace.SpanContext{first}, linked(spans[0]), "the first reconcile's links")
 		assert.Equal(t, []trace.SpanContext{again}, linked(spans[1]), "the second reconcile's links")
+	})
+
+	t.Run("partitions and fairness", func(t *testing.T) {
+		p := newTracedPairWith(t, client, Options[string]{Partitions: 3, Fairness: []func(string) string{func(k string) string { return k }}})
+		added := map[string]trace.SpanContext{}
+		for _, key := range []string{"a", "b", "c", "d"} {
+			added[key] = p.add(t, key)
+		}
+		var got []string
+		spans := p.run(t, 4, func(_ context.Context, item string, _ int) (workqueue.Result, error) {
+			got = append(got, item)
+			return workqueue.Result{}, nil
+		})
+		require.Len(t, spans, 4)
+		for i, span := range spans {
+			assert.Equal(t, []trace.SpanContext{added[got[i]]}, linked(span), "the links of %s's reconcile", got[i])
+		}
 	})
 
 	t.Run("a park keeps the links", func(t *testing.T) {
