@@ -35,6 +35,15 @@ func newTracedPair(t *testing.T, client redis.UniversalClient) tracedPair {
 	return newTracedPairWith(t, client, Options[string]{})
 }
 
+// secondClient returns another client of client's server, for a handle
+// that is to share no connection with client's, as another process's.
+func secondClient(client redis.UniversalClient) redis.UniversalClient {
+	if c, ok := client.(*redis.Client); ok {
+		return redis.NewClient(&redis.Options{Addr: c.Options().Addr})
+	}
+	return client
+}
+
 // newTracedPairWith is newTracedPair with opts for both handles, whose
 // Name, MetricsProvider and RateLimit it sets.
 func newTracedPairWith(t *testing.T, client redis.UniversalClient, opts Options[string]) tracedPair {
@@ -54,7 +63,13 @@ func newTracedPairWith(t *testing.T, client redis.UniversalClient, opts Options[
 	optsA, optsB := opts, opts
 	optsA.MetricsProvider, optsB.MetricsProvider = pa, pb
 	a := newTestQueue(t, client, optsA)
-	b := newHandle(t, client, queueNameOf(a), optsB)
+	clientB := secondClient(client)
+	t.Cleanup(func() {
+		if clientB != client {
+			_ = clientB.Close()
+		}
+	})
+	b := newHandle(t, clientB, queueNameOf(a), optsB)
 	return tracedPair{a: a, b: b, adder: tpA.Tracer("adder"), rec: rec}
 }
 
