@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -443,3 +444,26 @@ const (
 	linkedAddCommands   = "hget=101 hmget=101 hset=200 incrby=100 llen=102 rpush=101 time=101 zadd=1 zcard=101 zrange=102"
 	linkedDrainCommands = "hdel=500 hmget=500 hset=400 incrby=100 llen=199 lpop=100 time=200 zadd=200 zcard=100 zrange=200 zrem=200"
 )
+
+// TestTraceLinksOfALostGetReply: a get call whose reply is lost is sent
+// again and returns the same grant with the same links.
+func TestTraceLinksOfALostGetReply(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	lost := new(atomic.Bool)
+	p := newTracedPairWith(t, client, Options[string]{Heartbeat: time.Hour})
+	added := p.add(t, "k")
+	p.b.client.AddHook(loseFirstGrant{done: lost})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	item, info, err := p.b.GetWithInfoContext(ctx)
+	if err != nil { // GetContext returns the lost reply's error; a Get sends the nonce again
+		item, info, err = p.b.GetWithInfoContext(ctx)
+	}
+	require.NoError(t, err)
+	require.True(t, lost.Load(), "no grant's reply was lost")
+	assert.Equal(t, "k", item)
+	require.Len(t, info.Links, 1, "the links of the grant sent again")
+	assert.Equal(t, [8]byte(added.SpanID()), info.Links[0].SpanID, "the link's span")
+	p.b.Done(item)
+}
