@@ -25,7 +25,10 @@ func (q *Queue[T]) Add(item T) {
 }
 
 // AddContext is Add without retries: it returns Redis's error, the codec's,
-// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown. ctx can end the
+// ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown. If the handle's
+// MetricsProvider is a workqueue.TracingProvider, the add links the span
+// ctx carries to the item's next hand-out, in any handle (see
+// GetWithInfoContext); so does AddAfterContext's. ctx can end the
 // call only before the add is sent; once sent, the call waits for Redis's
 // answer (go-redis's timeouts bound it), so that nil means the item is in
 // Redis.
@@ -53,7 +56,7 @@ func (q *Queue[T]) AddAfterContext(ctx context.Context, item T, duration time.Du
 	if err != nil {
 		return err
 	}
-	return q.addKey(ctx, key, duration)
+	return q.addCall(ctx, addCall{key: key, delay: duration.Milliseconds(), link: q.linkOf(ctx)})
 }
 
 // AddRateLimited counts a failure of item in Redis and adds it after the
@@ -186,6 +189,7 @@ type addCall struct {
 	delay    int64
 	priority int64
 	rule     int64
+	link     string // on a traced handle, the add's link (see linkOf)
 }
 
 // The rules of the addopts function: ruleAdd is Add's and AddAfter's, ruleHeldOnce
@@ -278,8 +282,8 @@ const addParked = 4
 // plain, which they must allow (see runAdds), else addopts, and returns
 // each call's outcome.
 func (q *Queue[T]) runAddScript(ctx context.Context, p *partition, calls []addCall, plain bool) ([]int64, error) {
-	fair := q.sorted()
-	o, args := opAdd, make([]any, 0, 1+len(p.limit)+7*len(calls))
+	fair, traced := q.sorted(), q.tracer != nil
+	o, args := opAdd, make([]any, 0, 1+len(p.limit)+8*len(calls))
 	args = append(args, q.now())
 	if !plain {
 		o = opAddOpts
@@ -293,6 +297,9 @@ func (q *Queue[T]) runAddScript(ctx context.Context, p *partition, calls []addCa
 			args = append(append(args, c.key, c.delay, c.priority, c.rule), q.sortedArgs(c.key)...)
 		default:
 			args = append(args, c.key, c.delay, c.priority, c.rule)
+		}
+		if traced {
+			args = append(args, c.link)
 		}
 	}
 	outcomes, err := q.runCalls(ctx, p, o, len(calls), args)

@@ -25,7 +25,9 @@
 //     while the key is processed; if the process dies, the key is handed
 //     out again once the lease expires, so delivery is at least once;
 //   - a Done whose lease expired and was taken back is refused, so a late
-//     holder cannot undo another's work.
+//     holder cannot undo another's work;
+//   - with a tracing MetricsProvider, a reconcile in one process links the
+//     adds made with a span in others (GetWithInfoContext).
 //
 // The directory is redis and the package redisqueue, so that it can be
 // imported beside go-redis without an alias. Its README.md is the guide:

@@ -83,9 +83,12 @@ func newLibrary(src string) *library {
 
 // features returns the features the library's functions branch on, their
 // ARGV[1]: 1 for a sorted queue (Fairness, MaxWait or GroupLimits), plus
-// 2 with GroupLimits, plus 4 with two Fairness functions.
+// 2 with GroupLimits, plus 4 with two Fairness functions, plus 8 traced.
 func (q *Queue[T]) features() int {
 	f := 0
+	if q.tracer != nil {
+		f |= 8
+	}
 	if q.sorted() {
 		f |= 1
 	}
@@ -212,7 +215,7 @@ type queueKeys struct {
 // keyParts names a queue's keys in the order the library's begin binds
 // them, each to its name in upper case and the prefix and its name, which
 // a test checks.
-var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "parks", "waiters", "parked", "fired", "flows", "fair", "ages", "groups", "inflight", "blocked", "limits", "inner", "nest"}
+var keyParts = []string{"ready", "state", "delayed", "leases", "tokens", "fence", "signal", "fails", "bucket", "grants", "since", "adds", "dprio", "seq", "prio", "parks", "waiters", "parked", "fired", "flows", "fair", "ages", "groups", "inflight", "blocked", "limits", "inner", "nest", "links"}
 
 // newQueueKeys returns the keys under prefix (see partitionPrefixes).
 func newQueueKeys(prefix string) queueKeys {

@@ -68,6 +68,7 @@ func (q *Queue[T]) GetWithPriorityContext(ctx context.Context) (item T, priority
 type handout[T any] struct {
 	item     T
 	priority int
+	info     workqueue.ItemInfo
 }
 
 // get is Get, or GetContext without retry. It looks at the partitions in
@@ -435,6 +436,7 @@ type grant struct {
 	key, token string
 	queuedFor  time.Duration
 	priority   int           // the priority it was queued at
+	links      string        // its links as the get function returns them (see parseLinks)
 	ok         bool          // a key was leased
 	wait       time.Duration // without a key: -1 none waits, else the time until one is due
 }
@@ -472,13 +474,20 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 			grants[i] = grant{wait: wait}
 			continue
 		}
-		g := r.array(v, 4, "a grant")
+		fields := 4
+		if q.tracer != nil {
+			fields = 5
+		}
+		g := r.array(v, fields, "a grant")
 		grants[i] = grant{
 			key:       r.str(g[0], "a grant's key"),
 			token:     r.str(g[1], "a grant's token"),
 			queuedFor: time.Duration(max(r.int(g[2], "a grant's queueing time"), 0)) * time.Millisecond,
 			priority:  int(r.int(g[3], "a grant's priority")),
 			ok:        true,
+		}
+		if q.tracer != nil {
+			grants[i].links = r.str(g[4], "a grant's links")
 		}
 	}
 	if r.err != nil {
@@ -525,6 +534,9 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 		if q.sorted() {
 			args = append(args, q.sortedArgs(key)...)
 		}
+		if q.tracer != nil {
+			args = append(args, "") // no link of its own
+		}
 		if err := q.call(ctx, opAddOpts, p.keys.fcall, args...).Err(); err != nil {
 			q.logger.Warn("workqueue: could not mark a key handed back to its holder; it is processed once, not again", "key", key, "err", err)
 		}
@@ -537,7 +549,9 @@ func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration,
 	q.held[key] = &holding{token: token, since: now, renewed: now}
 	q.mu.Unlock()
 	q.metrics.handedOut(g.queuedFor)
-	return &handout[T]{item, g.priority}, 0, nil
+	info := workqueue.ItemInfo{Priority: g.priority, Added: now.Add(-g.queuedFor)}
+	info.Links, info.DroppedLinks = parseLinks(g.links)
+	return &handout[T]{item, g.priority, info}, 0, nil
 }
 
 func (q *Queue[T]) logReclaimed(n int64) {

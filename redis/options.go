@@ -88,7 +88,10 @@ type Options[T comparable] struct {
 	// the Kubernetes workqueue names. Depth is the queue-wide ready count
 	// as Redis last reported it to this handle's calls (items whose delay
 	// ended included, as Len counts them), when the depth metric can be
-	// Set.
+	// Set. If it is a workqueue.TracingProvider, the handle traces: its
+	// adds with a context send the span's link with the key, and its Gets
+	// return the links (see GetWithInfoContext); every handle of a queue
+	// must trace or none.
 	MetricsProvider workqueue.MetricsProvider
 
 	// Name labels the metrics; default the queue's name.

@@ -35,9 +35,12 @@ func (q *Queue[T]) AddWithOpts(opts workqueue.AddOpts, items ...T) {
 
 // AddWithOptsContext is AddWithOpts without retries, with
 // AddBatchContext's errors: it encodes every item first and adds none if
-// one fails.
+// one fails. On a traced handle it links the span ctx carries to each
+// item's next hand-out, as AddContext does.
 func (q *Queue[T]) AddWithOptsContext(ctx context.Context, opts workqueue.AddOpts, items ...T) error {
-	return q.addItemsContext(ctx, items, optsCall(opts))
+	c := optsCall(opts)
+	c.link = q.linkOf(ctx)
+	return q.addItemsContext(ctx, items, c)
 }
 
 // optsCall returns the add, without its key, that opts asks for.

@@ -87,6 +87,9 @@ type Queue[T comparable] struct {
 	provider    workqueue.MetricsProvider
 	metricsName string
 	metrics     *handleMetrics
+	// tracer is provider as a TracingProvider, nil if it is not one: the
+	// handle then sends no links and keeps none in Redis.
+	tracer workqueue.TracingProvider
 	// fairness and fairWeight: Options.Fairness[0] and FairnessWeights[0];
 	// nested and nestedWeight: Fairness[1] and FairnessWeights[1]; each
 	// nil if not given.
@@ -271,6 +274,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		fakeTime:     opts.Clock != nil,
 		metrics:      newHandleMetrics(opts.MetricsProvider, metricsName),
 		provider:     opts.MetricsProvider,
+		tracer:       tracerOf(opts.MetricsProvider),
 		metricsName:  metricsName,
 		fairness:     fairness,
 		fairWeight:   fairWeight,

@@ -1,4 +1,4 @@
-#!lua name=workqueue_v3
+#!lua name=workqueue_v4
 -- The work queue's Redis Functions library: one function per operation,
 -- registered as the library's name and its own (workqueue_v1_get, ...), each headed by its
 -- arguments and reply, after the helpers they share. A queue's features
@@ -104,14 +104,23 @@
 -- makes the scope's first key in NEST the head. So the first-level keys
 -- take turns, and within each its second-level keys.
 --
+-- Tracing. On a traced queue LINKS holds the links of the adds made with
+-- a span: "n" .. KEY those of the key's next hand-out, "s" .. KEY those
+-- of its hand-out being processed, each "COUNT DROPPED" then, for each
+-- link, a newline and "TRACEPARENT TRACESTATE" (see links_merge). The
+-- hand-out makes the next links the served ones; Done, Remove and a
+-- release drop or move them; a retry (an add with a delay or a rate
+-- limit) of a key being processed carries the served links to the next.
+-- A queue that is not traced runs none of LINKS's commands.
+--
 
 -- The queue's keys, bound by begin at the start of each call, in this
 -- order (keyParts in functions.go).
-local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ, PRIO, PARKS, WAITERS, PARKED, FIRED, FLOWS, FAIR, AGES, GROUPS, INFLIGHT, BLOCKED, LIMITS, INNER, NEST
--- ARGV is the running function's arguments; SORTED, GROUPED and NESTED
--- its queue's features, from ARGV[1] (see begin).
+local READY, STATE, DELAYED, LEASES, TOKENS, FENCE, SIGNAL, FAILS, BUCKET, GRANTS, SINCE, ADDS, DPRIO, SEQ, PRIO, PARKS, WAITERS, PARKED, FIRED, FLOWS, FAIR, AGES, GROUPS, INFLIGHT, BLOCKED, LIMITS, INNER, NEST, LINKS
+-- ARGV is the running function's arguments; SORTED, GROUPED, NESTED
+-- and TRACED its queue's features, from ARGV[1] (see begin).
 local ARGV
-local SORTED, GROUPED, NESTED = false, false, false
+local SORTED, GROUPED, NESTED, TRACED = false, false, false, false
 
 -- now: the caller's clock in ms, or Redis's own when the caller sends -1,
 -- so that processes whose clocks disagree still agree on lease expiry.
@@ -931,6 +940,53 @@ local function unpark(key, park)
   return prio, ends
 end
 
+-- MAX_LINKS is how many links LINKS keeps for one hand-out of a key
+-- (workqueue.MaxTraceLinks); the others are counted as dropped.
+local MAX_LINKS = 8
+
+-- links_merge returns the links value (see LINKS) that is value (false:
+-- none) with the links of more (false: none) after its own, those beyond
+-- MAX_LINKS counted as dropped.
+local function links_merge(value, more)
+  if not more then return value end
+  if not value then value = '0 0' end
+  local count, dropped, body = string.match(value, '^(%d+) (%d+)(.*)$')
+  local _, more_dropped, more_body = string.match(more, '^(%d+) (%d+)(.*)$')
+  count, dropped = tonumber(count), tonumber(dropped) + tonumber(more_dropped)
+  for link in string.gmatch(more_body, '\n[^\n]*') do
+    if count < MAX_LINKS then
+      count, body = count + 1, body .. link
+    else
+      dropped = dropped + 1
+    end
+  end
+  return fmt(count) .. ' ' .. fmt(dropped) .. body
+end
+
+-- note_link links an add of key, with link ("TRACEPARENT TRACESTATE"; ""
+-- for none), to the key's next hand-out.
+local function note_link(key, link)
+  if link == '' then return end
+  local field = 'n' .. key
+  redis.call('HSET', LINKS, field, links_merge(redis.call('HGET', LINKS, field), '1 0\n' .. link))
+end
+
+-- carry_served carries the links of key's hand-out being processed to its
+-- next hand-out, as a retry or a park does.
+local function carry_served(key)
+  local served = redis.call('HGET', LINKS, 's' .. key)
+  if not served then return end
+  local field = 'n' .. key
+  redis.call('HSET', LINKS, field, links_merge(redis.call('HGET', LINKS, field), served))
+  redis.call('HDEL', LINKS, 's' .. key)
+end
+
+-- being_processed reports whether state is that of a key handed out.
+local function being_processed(state)
+  local kind = state and string.byte(state)
+  return kind == PROCESSING or kind == MARKED
+end
+
 -- add_all queues each key of added at priority 0, in order, given states,
 -- their states as read before (false: none), none of them parked, and
 -- returns an outcome for each, and READY's length if it pushed keys
@@ -1213,7 +1269,7 @@ end
 -- KEYS, the prefix of the queue's keys, and its name in lower case. The
 -- prefix holds the queue's hash tag, so every key is in its slot, the one
 -- the call is routed to on a cluster: a call is sent one key rather than
--- the 28, each of which costs the server about as much as a redis.call.
+-- the 29, each of which costs the server about as much as a redis.call.
 -- prefix is the prefix whose keys are bound: a call on the same queue as
 -- the last one binds none anew.
 local prefix
@@ -1229,10 +1285,13 @@ local function begin(keys, args)
       p .. 'prio', p .. 'parks', p .. 'waiters', p .. 'parked', p .. 'fired', p .. 'flows', p .. 'fair'
     AGES, GROUPS, INFLIGHT, BLOCKED, LIMITS, INNER, NEST =
       p .. 'ages', p .. 'groups', p .. 'inflight', p .. 'blocked', p .. 'limits', p .. 'inner', p .. 'nest'
+    LINKS =
+      p .. 'links'
   end
   ARGV = args
   local features = tonumber(args[1])
   SORTED, GROUPED, NESTED = features % 2 == 1, features % 4 >= 2, features % 8 >= 4
+  TRACED = features % 16 >= 8
   next_seq, last_seq, signalled = 1, 0, false
   -- Only the helpers of a sorted queue read these.
   if SORTED then flow_of, fair_v, fair_e, inner_of, slots = {}, {}, {}, {}, {} end
@@ -1242,9 +1301,10 @@ end
 -- of one queue (or one partition of it), and the queue's features as
 -- ARGV[1]: 1 sorted (Fairness, MaxWait or GroupLimits: every key in
 -- PRIO with a flow), plus 2 with GroupLimits, plus 4 with two Fairness
--- levels. Its header says what follows.
+-- levels, plus 8 traced (see LINKS). Its header says what follows.
 
--- add: ARGV[2] now, then one key, delay (ms) pair per add at priority 0,
+-- add: ARGV[2] now, then one key, delay (ms) pair per add at priority 0
+-- (on a traced queue a triple: key, delay and link, see note_link),
 -- run in order after promoting the due keys (see promote_due): Add when delay <= 0, else AddAfter, the earlier of two
 -- ready times winning. For a queue that is not sorted, whose adds at
 -- priority 0 need none of PRIO's work; addopts takes every other add.
@@ -1258,11 +1318,12 @@ local function fn_add(keys, args)
   promote_due(now)
   local reply = {0}
   local added = {}
-  for i = 3, #ARGV, 2 do added[#added + 1] = ARGV[i] end
+  local stride = TRACED and 3 or 2
+  for i = 3, #ARGV, stride do added[#added + 1] = ARGV[i] end
   local states = redis.call('HMGET', STATE, unpack(added))
   for _, state in ipairs(states) do
     if state and string.byte(state) == WAITING then
-      for i = 3, #ARGV, 2 do reply[#reply + 1] = 4 end
+      for i = 3, #ARGV, stride do reply[#reply + 1] = 4 end
       reply[1] = depth()
       return reply
     end
@@ -1270,8 +1331,8 @@ local function fn_add(keys, args)
   -- The adds without a delay, gathered (add_all), and the delayed ones
   -- apart: delay touches neither the states nor READY.
   local now_keys, now_states, now_at, m = {}, {}, {}, 0
-  for i = 3, #ARGV, 2 do
-    local n = (i - 1) / 2
+  for i = 3, #ARGV, stride do
+    local n = (i - 3) / stride + 1
     if tonumber(ARGV[i + 1]) <= 0 then
       m = m + 1
       now_keys[m], now_states[m], now_at[m] = ARGV[i], states[n], n
@@ -1286,6 +1347,13 @@ local function fn_add(keys, args)
     outcomes, length = add_all(now_keys, now_states, now)
     for i, outcome in ipairs(outcomes) do reply[now_at[i] + 1] = outcome end
   end
+  if TRACED then
+    for i = 3, #ARGV, 3 do
+      local n = (i - 3) / 3 + 1
+      if tonumber(ARGV[i + 1]) > 0 and being_processed(states[n]) then carry_served(ARGV[i]) end
+      note_link(ARGV[i], ARGV[i + 2])
+    end
+  end
   -- A queue that is not sorted has no blocked or nested keys to count.
   if length then reply[1] = length + redis.call('ZCARD', PRIO) else reply[1] = depth() end
   return reply
@@ -1296,7 +1364,8 @@ end
 -- run in order after promoting the due keys (see promote_due): key,
 -- delay (ms), priority and rule, and on a sorted queue
 -- three more, the key's "STEP FLOW" for FLOWS, "LIMIT GROUP" for GROUPS
--- and "STEP NAME" for INNER ("" for none). Rule 0 is Add and AddAfter:
+-- and "STEP NAME" for INNER ("" for none), and on a traced queue one
+-- more, the link (see note_link). Rule 0 is Add and AddAfter:
 -- added at once when delay <= 0, else after it, the earlier of two ready
 -- times winning; rule 1 is AddWithOpts's add_once. Rule plus 2 counts a
 -- failure first and delays by the shorter of the delay, when positive,
@@ -1311,12 +1380,15 @@ local function fn_addopts(keys, args)
   local base, max, interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
   local reply = {0}
   local stride = 4
-  if SORTED then
-    stride = 7
-    note_flows(7, stride)
-  end
+  if SORTED then stride = 7 end
+  if TRACED then stride = stride + 1 end
+  if SORTED then note_flows(7, stride) end
   for i = 7, #ARGV, stride do
     local key, wait, prio, rule = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+    if TRACED then
+      if (wait > 0 or rule % 4 >= 2) and being_processed(redis.call('HGET', STATE, key)) then carry_served(key) end
+      note_link(key, ARGV[i + stride - 1])
+    end
     local rescheduled = rule >= 4
     if rescheduled then rule = rule - 4 end
     if rule >= 2 then
@@ -1348,7 +1420,8 @@ end
 -- everysec, or a replica promoted): a holder from before the restart
 -- cannot end a lease granted after it.
 -- Reply: {depth (blocked keys included), reclaimed, wait, grant of each
--- Get}: a grant is {key, token, queued for (ms), priority}, or 0 when
+-- Get}: a grant is {key, token, queued for (ms), priority}, and on a
+-- traced queue its links (see LINKS; "" for none), or 0 when
 -- nothing was ready for that Get. wait is the time until the next delayed
 -- key is due, at least 1 (more may be due than one promote moves), or -1
 -- if none waits; it is 0 when every Get got a key. Lease expiry is no
@@ -1441,7 +1514,7 @@ local function fn_get(keys, args)
     fence = redis.call('INCRBY', FENCE, #popped) - #popped
   end
   local reply = {0, reclaimed, 0}
-  local states, tokens, grants, leases, starts = {}, {}, {}, {}, {}
+  local states, tokens, grants, leases, starts, handed = {}, {}, {}, {}, {}, {}
   local j = 0
   for i, nonce in ipairs(nonces) do
     if granted[i] then
@@ -1451,6 +1524,7 @@ local function fn_get(keys, args)
       if token and string.sub(token, -#nonce - 1) == ':' .. nonce then
         local state = redis.call('HGET', STATE, granted[i])
         reply[#reply + 1] = {granted[i], token, 0, state and state_priority(state) or 0}
+        if TRACED then reply[#reply][5] = redis.call('HGET', LINKS, 's' .. granted[i]) or '' end
       else
         -- The Get was cancelled first (see cancel): it takes nothing.
         redis.call('HDEL', GRANTS, nonce)
@@ -1467,6 +1541,7 @@ local function fn_get(keys, args)
       leases[#leases + 1], leases[#leases + 2] = now + lease, key
       starts[#starts + 1], starts[#starts + 2] = now, key
       reply[#reply + 1] = {key, token, now - queued, prio}
+      if TRACED then handed[j] = reply[#reply] end
     else
       reply[#reply + 1] = 0
     end
@@ -1477,6 +1552,26 @@ local function fn_get(keys, args)
     redis.call('HSET', GRANTS, unpack(grants))
     redis.call('ZADD', LEASES, unpack(leases))
     redis.call('ZADD', SINCE, unpack(starts))
+    if TRACED then
+      -- The next links become those of the hand-out; a key without any
+      -- drops those of an earlier hand-out whose lease expired.
+      local fields = {}
+      for i = 1, j do fields[2 * i - 1], fields[2 * i] = 'n' .. popped[i], 's' .. popped[i] end
+      local links = redis.call('HMGET', LINKS, unpack(fields))
+      local served, gone = {}, {}
+      for i = 1, j do
+        local nextl, stale = links[2 * i - 1], links[2 * i]
+        if nextl then
+          gone[#gone + 1] = fields[2 * i - 1]
+          served[#served + 1], served[#served + 2] = fields[2 * i], nextl
+        elseif stale then
+          gone[#gone + 1] = fields[2 * i]
+        end
+        handed[i][5] = nextl or ''
+      end
+      if #gone > 0 then redis.call('HDEL', LINKS, unpack(gone)) end
+      if #served > 0 then redis.call('HSET', LINKS, unpack(served)) end
+    end
   end
   if j < need then
     local wait = -1
@@ -1548,6 +1643,11 @@ local function fn_done(keys, args)
     redis.call('HDEL', TOKENS, unpack(forget))
     redis.call('ZREM', LEASES, unpack(forget))
     redis.call('ZREM', SINCE, unpack(forget))
+    if TRACED then
+      local served = {}
+      for i, key in ipairs(forget) do served[i] = 's' .. key end
+      redis.call('HDEL', LINKS, unpack(served))
+    end
   end
   if #requeue > 0 then redis.call('RPUSH', READY, unpack(requeue)) end
   if #ranked > 0 then redis.call('ZADD', PRIO, unpack(ranked)) end
@@ -1607,6 +1707,7 @@ local function fn_release(keys, args)
   local state = redis.call('HGET', STATE, key)
   end_lease(key)
   rank(key, now, state and state_priority(state) or 0, true)
+  if TRACED then carry_served(key) end
   return 1
 end
 
@@ -1659,6 +1760,10 @@ local function fn_remove(keys, args)
   end
   if end_pending(key, nil, state, false) then took = true end
   if SORTED and redis.call('HEXISTS', STATE, key) == 0 then forget_flows({key}) end
+  if TRACED then
+    redis.call('HDEL', LINKS, 'n' .. key)
+    if not being_processed(state) then redis.call('HDEL', LINKS, 's' .. key) end
+  end
   return {depth(), took and 1 or 0}
 end
 
@@ -1773,7 +1878,10 @@ local function fn_park(keys, args)
   local key, token = ARGV[2], ARGV[3]
   if redis.call('HGET', TOKENS, key) ~= token then return -1 end
   local state = redis.call('HGET', STATE, key)
-  if string.byte(state) ~= PROCESSING then return 0 end
+  if string.byte(state) ~= PROCESSING then
+    if TRACED then carry_served(key) end
+    return 0
+  end
   end_pending(key, nil, state, false)
   local now = clock(ARGV[4])
   local ends = now + math.ceil(tonumber(ARGV[5]))
@@ -1788,6 +1896,7 @@ local function fn_park(keys, args)
         else
           redis.call('HSET', STATE, key, 'd' .. string.sub(state, 2))
         end
+        if TRACED then carry_served(key) end
         return 2
       end
     end
@@ -1825,8 +1934,10 @@ local function fn_parkdone(keys, args)
     redis.call('HSET', STATE, key, 'w' .. n .. fmt(prio) .. '/' .. fmt(deadline) .. '/' .. fmt(ends) .. '|' .. events)
     redis.call('ZADD', PARKED, now, key)
     delay(key, deadline, prio)
+    if TRACED then carry_served(key) end
     outcome = 3
   else
+    if TRACED then redis.call('HDEL', LINKS, 's' .. key) end
     end_pending(key, nil, state, false)
     end_lease(key)
     if string.byte(state) == MARKED then
@@ -1949,22 +2060,22 @@ end
 
 -- Each function is registered under the library's name and its own, so
 -- that two versions of the library can be loaded side by side.
-redis.register_function('workqueue_v3_add', fn_add)
-redis.register_function('workqueue_v3_addopts', fn_addopts)
-redis.register_function('workqueue_v3_get', fn_get)
-redis.register_function('workqueue_v3_done', fn_done)
-redis.register_function('workqueue_v3_extend', fn_extend)
-redis.register_function('workqueue_v3_signal', fn_signal)
-redis.register_function('workqueue_v3_release', fn_release)
-redis.register_function('workqueue_v3_cancel', fn_cancel)
-redis.register_function('workqueue_v3_remove', fn_remove)
-redis.register_function('workqueue_v3_snapshot', fn_snapshot)
-redis.register_function('workqueue_v3_partitions', fn_partitions)
-redis.register_function('workqueue_v3_park', fn_park)
-redis.register_function('workqueue_v3_parkdone', fn_parkdone)
-redis.register_function('workqueue_v3_wake', fn_wake)
-redis.register_function('workqueue_v3_wakelist', fn_wakelist)
-redis.register_function('workqueue_v3_wakekeys', fn_wakekeys)
-redis.register_function('workqueue_v3_wakeitem', fn_wakeitem)
-redis.register_function('workqueue_v3_setlimit', fn_setlimit)
-redis.register_function('workqueue_v3_len', fn_len)
+redis.register_function('workqueue_v4_add', fn_add)
+redis.register_function('workqueue_v4_addopts', fn_addopts)
+redis.register_function('workqueue_v4_get', fn_get)
+redis.register_function('workqueue_v4_done', fn_done)
+redis.register_function('workqueue_v4_extend', fn_extend)
+redis.register_function('workqueue_v4_signal', fn_signal)
+redis.register_function('workqueue_v4_release', fn_release)
+redis.register_function('workqueue_v4_cancel', fn_cancel)
+redis.register_function('workqueue_v4_remove', fn_remove)
+redis.register_function('workqueue_v4_snapshot', fn_snapshot)
+redis.register_function('workqueue_v4_partitions', fn_partitions)
+redis.register_function('workqueue_v4_park', fn_park)
+redis.register_function('workqueue_v4_parkdone', fn_parkdone)
+redis.register_function('workqueue_v4_wake', fn_wake)
+redis.register_function('workqueue_v4_wakelist', fn_wakelist)
+redis.register_function('workqueue_v4_wakekeys', fn_wakekeys)
+redis.register_function('workqueue_v4_wakeitem', fn_wakeitem)
+redis.register_function('workqueue_v4_setlimit', fn_setlimit)
+redis.register_function('workqueue_v4_len', fn_len)
