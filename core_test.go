@@ -1007,7 +1007,7 @@ type fifoSpec struct {
 	hidden uint16
 }
 
-// queueSpec is what the sequential queues (fifoSpec, linPrioState) keep
+// queueSpec is what the sequential queues (fifoSpec, prioSpec) keep
 // apart from their order: the keys being processed, those added again
 // meanwhile, the failures, the shutdown, the parks and the group limit.
 type queueSpec struct {
@@ -1623,12 +1623,12 @@ func (s fifoSpec) holdsReady(key int8) bool {
 func (s fifoSpec) withoutPark(key int8) fifoSpec { s.unpark(key); return s }
 func (s fifoSpec) isShutdown() bool              { return s.shutdown }
 
-func (s linPrioState) holdsReady(key int8) bool {
+func (s prioSpec) holdsReady(key int8) bool {
 	return s.dirty&(1<<key) != 0 || s.isQueued(key)
 }
 
-func (s linPrioState) withoutPark(key int8) linPrioState { s.unpark(key); return s }
-func (s linPrioState) isShutdown() bool                  { return s.shutdown }
+func (s prioSpec) withoutPark(key int8) prioSpec { s.unpark(key); return s }
+func (s prioSpec) isShutdown() bool              { return s.shutdown }
 
 // linDebounced is a sequential queue with Debounce on a clock that never
 // moves. prio selects the priority queue's rules, where a key waits in the
@@ -1719,7 +1719,7 @@ func (s linDebounced[S]) String() string {
 func linDebounceModel(c linSetup) porcupine.Model {
 	switch {
 	case c.priority:
-		return linModelOf(linDebounced[linPrioState]{inner: newLinPrioState(c.fairness), prio: true})
+		return linModelOf(linDebounced[prioSpec]{inner: newLinPrioSpec(c.fairness), prio: true})
 	case c.custom:
 		panic(fmt.Sprintf("linDebounceModel: no model for %+v", c))
 	}
