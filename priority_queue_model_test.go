@@ -637,10 +637,12 @@ func FuzzPriorityQueueModel(f *testing.F) {
 	})
 }
 
-// The sequential priority queue, written once: the model walks (through
-// pqModel, which adds the delays, the bursts and the clock) and the
-// linearizability histories of core_test.go (adds at priorities 0 to 2
-// and, with fairness, two fairness keys) both apply it.
+// The sequential priority queue, written once: the priority walks
+// (through pqModel, which adds the delays, the bursts and the clock), the
+// group-limit walks (through groupModel, in groups_model_test.go, which
+// adds MaxWait's clock) and the linearizability histories of
+// core_test.go (adds at priorities 0 to 2 and, with fairness, two
+// fairness keys) all apply it.
 
 const (
 	// prioMin and prioLevels are the priorities a prioSpec holds: the
@@ -665,34 +667,48 @@ func linTenant(key int8) int8 {
 }
 
 // prioRotation holds the fairness keys that have items queued under one
-// node of a level, the next in turn first, each plus one; zeros pad.
-type prioRotation [prioFanout]int8
-
-func (r *prioRotation) has(k int8) bool { return slices.Contains(r[:], k+1) }
-
-// first returns the key whose turn it is, -1 if none has items queued.
-func (r *prioRotation) first() int8 { return r[0] - 1 }
-
-func (r *prioRotation) push(k int8) { r[slices.Index(r[:], 0)] = k + 1 }
-
-func (r *prioRotation) drop(k int8) {
-	i := slices.Index(r[:], k+1)
-	copy(r[i:], r[i+1:])
-	r[len(r)-1] = 0
+// node of a level, the next in turn first, each plus one (zeros pad), and
+// the turns each has left before it goes to the back.
+type prioRotation struct {
+	keys [prioFanout]int8
+	left [prioFanout]int8
 }
 
-// turn sends the first key, whose turn is over, to the back.
-func (r *prioRotation) turn() {
-	k := r.first()
-	r.drop(k)
-	r.push(k)
+func (r *prioRotation) has(k int8) bool { return slices.Contains(r.keys[:], k+1) }
+
+// first returns the key whose turn it is, -1 if none has items queued.
+func (r *prioRotation) first() int8 { return r.keys[0] - 1 }
+
+// push adds k at the back, with turns hand-outs in a row.
+func (r *prioRotation) push(k, turns int8) {
+	i := slices.Index(r.keys[:], 0)
+	r.keys[i], r.left[i] = k+1, turns
+}
+
+func (r *prioRotation) drop(k int8) {
+	i := slices.Index(r.keys[:], k+1)
+	copy(r.keys[i:], r.keys[i+1:])
+	copy(r.left[i:], r.left[i+1:])
+	r.keys[prioFanout-1], r.left[prioFanout-1] = 0, 0
+}
+
+// turn counts a hand-out for the first key; once its turns are used up it
+// goes to the back, with turns again.
+func (r *prioRotation) turn(turns int8) {
+	if r.left[0]--; r.left[0] <= 0 {
+		k := r.first()
+		r.drop(k)
+		r.push(k, turns)
+	}
 }
 
 // prioSpec is the sequential priority queue: a value that porcupine
 // compares with ==, over keys 0 to specKeys-1. fifo lists the queued keys
 // in the order they joined the level of their priority: the first of the
-// highest level Get may hand out goes first or, with fairness, the first
-// of the keys whose turn it is at that level, in each dimension.
+// highest level Get may hand out (its group, if it has one, has a free
+// slot) goes first or, with fairness, the first of the keys whose turn it
+// is at that level, in each dimension. A queue without priorities is one
+// whose adds are all at priority 0.
 type prioSpec struct {
 	queueSpec
 	fifo   [specKeys]int8
@@ -703,10 +719,12 @@ type prioSpec struct {
 	// parked key keeps the one it was handed out at, or that of a delayed
 	// add since (delayAt).
 	prio [specKeys]int8
-	// dims is the number of fairness dimensions, 0 to 2, and fairKey the
-	// fairness key of each key in each.
+	// dims is the number of fairness dimensions, 0 to 2, fairKey the
+	// fairness key of each key in each, and weight the weight of each
+	// fairness key (0 counts as 1): the hand-outs in a row its turn lasts.
 	dims    int8
 	fairKey [2][specKeys]int8
+	weight  [2][prioFanout]int8
 	// rot holds, at each level, the turns of the first dimension's keys
 	// (rot[l][0]) and, under each of them k, those of the second's
 	// (rot[l][1+k]): the keys that have items queued there that Get may
@@ -753,46 +771,49 @@ func (s *prioSpec) nodes() int {
 	return 1 + prioFanout
 }
 
-// under reports whether key, queued at level, is one Get may hand out
-// under node of its level with child as its key there.
-func (s *prioSpec) under(key, level int8, node int, child int8) bool {
-	if s.prio[key] != level || !s.eligible(key) {
-		return false
+// childAt returns the fairness key under node of level of key, queued,
+// -1 if Get may not hand key out there: another level, another node, or
+// a group without a free slot.
+func (s *prioSpec) childAt(key, level int8, node int) int8 {
+	switch {
+	case s.prio[key] != level || !s.eligible(key):
+		return -1
+	case node == 0:
+		return s.fairKey[0][key]
+	case s.fairKey[0][key] == int8(node-1):
+		return s.fairKey[1][key]
 	}
-	if node == 0 {
-		return s.fairKey[0][key] == child
-	}
-	return s.fairKey[0][key] == int8(node-1) && s.fairKey[1][key] == child
+	return -1
 }
 
-// queuedUnder reports whether any key queued is under node of level with
-// child as its key there.
-func (s *prioSpec) queuedUnder(level int8, node int, child int8) bool {
-	for _, k := range s.fifo[:s.queued] {
-		if s.under(k, level, node, child) {
-			return true
-		}
-	}
-	return false
+// turns returns the hand-outs in a row of the turn of key k under node.
+func (s *prioSpec) turns(node int, k int8) int8 {
+	return max(s.weight[min(node, 1)][k], 1)
 }
 
 // reconcile brings the rotations up to date after a change: a key with
 // nothing left under a node that Get may hand out leaves its rotation,
-// and one that got something joins at the back. (No change makes two
-// keys join one rotation at once.)
+// and keys that got something join at the back, several at once in the
+// order of their first queued item.
 func (s prioSpec) reconcile() prioSpec {
 	for l := range int8(prioLevels) {
 		level := l + prioMin
 		for node := range s.nodes() {
 			rot := &s.rot[l][node]
+			var under [prioFanout]bool
+			for _, k := range s.fifo[:s.queued] {
+				if c := s.childAt(k, level, node); c >= 0 {
+					under[c] = true
+				}
+			}
 			for i := prioFanout - 1; i >= 0; i-- {
-				if k := rot[i] - 1; k >= 0 && !s.queuedUnder(level, node, k) {
+				if k := rot.keys[i] - 1; k >= 0 && !under[k] {
 					rot.drop(k)
 				}
 			}
-			for k := range int8(prioFanout) {
-				if !rot.has(k) && s.queuedUnder(level, node, k) {
-					rot.push(k)
+			for _, k := range s.fifo[:s.queued] {
+				if c := s.childAt(k, level, node); c >= 0 && !rot.has(c) {
+					rot.push(c, s.turns(node, c))
 				}
 			}
 		}
@@ -840,7 +861,7 @@ func (s prioSpec) next() (int8, prioSpec) {
 		if path[d] < 0 {
 			panic("prioSpec.next: a level with items queued has no turns")
 		}
-		rot.turn() // its turn is over: to the back
+		rot.turn(s.turns(node, path[d]))
 		node = 1 + int(path[d])
 	}
 	for _, k := range s.fifo[:s.queued] {
@@ -972,7 +993,7 @@ func (s prioSpec) step(in linInput, out linOutput) (bool, prioSpec) {
 		_, s := s.done(key)
 		return true, s
 	case linSetGroupLimit:
-		s.groupLimit = in.prio
+		s.limits[0] = in.prio
 		return true, s.reconcile()
 	case linWake:
 		woken, n := s.wake(in.events)
@@ -996,7 +1017,7 @@ func (s prioSpec) hash() uint64 {
 		h |= uint64(s.fifo[i]&3)<<(4+2*i) | uint64(s.prio[i]&3)<<(10+2*i)
 	}
 	for l := range s.rot {
-		h |= uint64(s.rot[l][0][0])<<(16+4*l) | uint64(s.rot[l][0][1])<<(18+4*l)
+		h |= uint64(s.rot[l][0].keys[0])<<(16+4*l) | uint64(s.rot[l][0].keys[1])<<(18+4*l)
 	}
 	return s.queueSpec.hash(h)
 }
@@ -1013,12 +1034,12 @@ func (s prioSpec) String() string {
 	b.WriteString("]")
 	for l := range s.rot {
 		for node, r := range s.rot[l] {
-			if r[0] != 0 {
+			if r.keys[0] != 0 {
 				fmt.Fprintf(&b, " turns@%d", l+prioMin)
 				if node > 0 {
 					fmt.Fprintf(&b, "/%d", node-1)
 				}
-				for _, k := range r {
+				for _, k := range r.keys {
 					if k != 0 {
 						fmt.Fprintf(&b, " %d", k-1)
 					}
@@ -1043,7 +1064,7 @@ func linPrioModelFor(fair bool) porcupine.Model { return linModelOf(newLinPrioSp
 // group limits; see linGroupModel.
 func linPrioGroupModelFor(fair bool) porcupine.Model {
 	s := newLinPrioSpec(fair)
-	s.grouped, s.groupLimit = true, 1
+	s.queueSpec = linGrouped()
 	return linModelOf(s)
 }
 
