@@ -199,7 +199,7 @@ func (q *linRefQueue) ShuttingDown() bool {
 type linRefPriorityQueue struct {
 	mu      sync.Mutex
 	changed *sync.Cond
-	s       linPrioState
+	s       prioSpec
 	bug     linPrioBug
 }
 
@@ -225,7 +225,7 @@ var (
 )
 
 func newLinRefPriorityQueue(fair bool, bug linPrioBug) *linRefPriorityQueue {
-	q := &linRefPriorityQueue{s: newLinPrioState(fair), bug: bug}
+	q := &linRefPriorityQueue{s: newLinPrioSpec(fair), bug: bug}
 	q.changed = sync.NewCond(&q.mu)
 	return q
 }
@@ -319,7 +319,7 @@ func (q *linRefPriorityQueue) get(ctx context.Context) (string, int, error) {
 	s := q.s
 	if q.bug == linBugUnfair {
 		plain := s
-		plain.fair = false
+		plain.dims = 0
 		key, _ = plain.next()
 	} else {
 		key, s = s.next()
@@ -343,7 +343,7 @@ func (q *linRefPriorityQueue) Done(item string) {
 		if q.bug == linBugRequeueAtZero && q.s.dirty&(1<<key) != 0 {
 			q.s.prio[key] = 0
 		}
-		q.s = q.s.done(key)
+		_, q.s = q.s.done(key)
 	})
 }
 

@@ -1007,9 +1007,9 @@ type fifoSpec struct {
 	hidden uint16
 }
 
-// queueSpec is what the sequential queues (fifoSpec, linPrioState) keep
+// queueSpec is what the sequential queues (fifoSpec, prioSpec) keep
 // apart from their order: the keys being processed, those added again
-// meanwhile, the failures, the shutdown, the parks and the group limit.
+// meanwhile, the failures, the shutdown, the parks and the group limits.
 type queueSpec struct {
 	processing uint16 // bit per key
 	dirty      uint16 // bit per key
@@ -1021,24 +1021,39 @@ type queueSpec struct {
 	// too.
 	parks parkSpec
 
-	// grouped is set for a queue with group limits: a and b form a
-	// group whose limit is groupLimit (0 for none), c has no group.
-	grouped    bool
-	groupLimit int8
+	// groupKeys holds the keys of each group, a bit per key, and limits
+	// each group's limit (0 or less: none); a key in no group has none.
+	groupKeys [specGroups]uint16
+	limits    [specGroups]int8
 }
 
 // specKeys is the number of keys a spec holds: the model walks' items;
-// a history uses linMaxKeys of them.
-const specKeys = modelItems
+// a history uses linMaxKeys of them. specGroups is the number of groups:
+// the group walks'.
+const (
+	specKeys   = modelItems
+	specGroups = 3
+)
 
-// linGroupKeys is the bit mask of the keys of the limited group.
-const linGroupKeys = 0b011
+// linGrouped returns the histories' group limits: a and b form group 0,
+// of limit 1 at first, and c has no group.
+func linGrouped() queueSpec {
+	return queueSpec{groupKeys: [specGroups]uint16{0b011}, limits: [specGroups]int8{1}}
+}
 
 // eligible reports whether Get may hand out key: its group, if it has
 // one, has a free slot.
 func (c *queueSpec) eligible(key int8) bool {
-	return !c.grouped || linGroupKeys&(1<<key) == 0 || c.groupLimit <= 0 || bits.OnesCount16(c.processing&linGroupKeys) < int(c.groupLimit)
+	for g, keys := range c.groupKeys {
+		if keys&(1<<key) != 0 {
+			return c.limits[g] <= 0 || c.inFlight(g) < int(c.limits[g])
+		}
+	}
+	return true
 }
+
+// inFlight returns the number of keys of group g being processed.
+func (c *queueSpec) inFlight(g int) int { return bits.OnesCount16(c.processing & c.groupKeys[g]) }
 
 // handOut marks key, just handed out by Get, as processing.
 func (c *queueSpec) handOut(key int8) {
@@ -1181,7 +1196,7 @@ func (c queueSpec) hash(h uint64) uint64 {
 	if c.released {
 		h ^= 1 << 63
 	}
-	return h ^ uint64(c.groupLimit)<<28
+	return h ^ uint64(c.limits[0]&15)<<28
 }
 
 // describe writes the processing keys, each with pending(key) if it was
@@ -1291,7 +1306,7 @@ func (s fifoSpec) step(in linInput, out linOutput) (bool, fifoSpec) {
 		got, s := s.get()
 		return got >= 0 && got == out.key, s
 	case linSetGroupLimit:
-		s.groupLimit = in.prio
+		s.limits[0] = in.prio
 		return true, s
 	case linDone:
 		_, s := s.done(key)
@@ -1423,7 +1438,7 @@ func linModelFor(custom bool) porcupine.Model { return linModelOf(fifoSpec{custo
 
 // linGroupModel is the specification of a queue with group limits: a and
 // b share a group of limit 1 at first.
-var linGroupModel = linModelOf(fifoSpec{queueSpec: queueSpec{grouped: true, groupLimit: 1}})
+var linGroupModel = linModelOf(fifoSpec{queueSpec: linGrouped()})
 
 // linSpec is a sequential queue of the models: a comparable value.
 type linSpec[S any] interface {
@@ -1623,12 +1638,12 @@ func (s fifoSpec) holdsReady(key int8) bool {
 func (s fifoSpec) withoutPark(key int8) fifoSpec { s.unpark(key); return s }
 func (s fifoSpec) isShutdown() bool              { return s.shutdown }
 
-func (s linPrioState) holdsReady(key int8) bool {
+func (s prioSpec) holdsReady(key int8) bool {
 	return s.dirty&(1<<key) != 0 || s.isQueued(key)
 }
 
-func (s linPrioState) withoutPark(key int8) linPrioState { s.unpark(key); return s }
-func (s linPrioState) isShutdown() bool                  { return s.shutdown }
+func (s prioSpec) withoutPark(key int8) prioSpec { s.unpark(key); return s }
+func (s prioSpec) isShutdown() bool              { return s.shutdown }
 
 // linDebounced is a sequential queue with Debounce on a clock that never
 // moves. prio selects the priority queue's rules, where a key waits in the
@@ -1719,7 +1734,7 @@ func (s linDebounced[S]) String() string {
 func linDebounceModel(c linSetup) porcupine.Model {
 	switch {
 	case c.priority:
-		return linModelOf(linDebounced[linPrioState]{inner: newLinPrioState(c.fairness), prio: true})
+		return linModelOf(linDebounced[prioSpec]{inner: newLinPrioSpec(c.fairness), prio: true})
 	case c.custom:
 		panic(fmt.Sprintf("linDebounceModel: no model for %+v", c))
 	}

@@ -3,7 +3,6 @@ package workqueue
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -16,8 +15,9 @@ import (
 )
 
 // The group-limit model walks: a queue with group limits and a plain model
-// of it take the same operations, one at a time, in a synctest bubble, so
-// that after each one every goroutine has run as far as it can. Each Get
+// of it (groupModel, on the sequential priority queue prioSpec) take the
+// same operations, one at a time, in a synctest bubble, so that after
+// each one every goroutine has run as far as it can. Each Get
 // runs in a goroutine of its own: one that cannot take an item stays
 // asleep, and the model says which item each sleeper must have taken after
 // every later step. A Get asleep while an item of a group with a free slot
@@ -37,7 +37,11 @@ func groupModelGroup(item int) string {
 	return fmt.Sprint("g", item/3)
 }
 
-func groupModelFairness(d, item int) string { return fmt.Sprint(item % (2 + d)) }
+// groupModelFairnessKey is the key of item in fairness dimension d, and
+// groupModelFairness the same as the queue's fairness function returns it.
+func groupModelFairnessKey(d, item int) int { return item % (2 + d) }
+
+func groupModelFairness(d, item int) string { return fmt.Sprint(groupModelFairnessKey(d, item)) }
 
 // groupModelLimits are the limits a walk starts with; SetGroupLimit changes
 // them.
@@ -87,35 +91,51 @@ func (o groupModelOp) String() string {
 	return fmt.Sprintf("%s(%d)", groupOpNames[o.kind], o.item)
 }
 
-// groupModelEntry is a queued item of the model.
-type groupModelEntry struct {
-	item, priority int
-	seq, ageSeq    uint64 // when it joined its level, when it was queued
-	readySince     time.Duration
-}
-
-// groupModel is the obvious queue with group limits: the queued items in a
-// slice, searched in full for every Get, and the rotations of the fairness
-// keys with something to hand out, per priority and path.
+// groupModel is the obvious queue with group limits: the sequential
+// priority queue that the priority walks and the linearizability
+// histories check against too (prioSpec, in
+// priority_queue_model_test.go: the queued keys, searched in full for
+// every Get, the rotations of the fairness keys with something to hand
+// out, per priority and node, and the group limits), with MaxWait on the
+// walks' clock.
 type groupModel struct {
 	priorities bool
-	dims       int
-	weighted   bool
 	maxWait    time.Duration
-	turnsLeft  map[string]int // by node path and key, for the weighted rotations
-	limits     map[string]int
-	queued     []groupModelEntry
-	processing []int       // in the order handed out
-	dirty      map[int]int // processing items added again: the priority to queue them at
-	rotations  map[string][]string
+	spec       prioSpec
+	readyAt    [specKeys]pqReady // of each queued item; a raise keeps it
 	seq        uint64
 	now        time.Duration
-	shutdown   bool
+}
+
+// groupModelGroupIndex is the index of item's group, -1 for none.
+func groupModelGroupIndex(item int) int {
+	if item == 7 {
+		return -1
+	}
+	return item / 3
 }
 
 func newGroupModel(config groupModelConfig) *groupModel {
-	return &groupModel{priorities: config.priorities, dims: config.dims, weighted: config.weighted, maxWait: config.maxWait,
-		limits: maps.Clone(groupModelLimits.Limits), dirty: map[int]int{}, rotations: map[string][]string{}, turnsLeft: map[string]int{}}
+	spec := newPrioSpec(config.dims, func(d int, key int8) int8 { return int8(groupModelFairnessKey(d, int(key))) })
+	for d := range config.dims {
+		for k := range prioFanout {
+			if config.weighted {
+				spec.weight[d][k] = int8(groupModelWeight(d, fmt.Sprint(k)))
+			}
+		}
+	}
+	for item := range groupModelItems {
+		if g := groupModelGroupIndex(item); g >= 0 {
+			spec.groupKeys[g] |= 1 << item
+		}
+	}
+	for g := range specGroups {
+		spec.limits[g] = int8(groupModelLimits.Default)
+		if l, ok := groupModelLimits.Limits[fmt.Sprint("g", g)]; ok {
+			spec.limits[g] = int8(l)
+		}
+	}
+	return &groupModel{priorities: config.priorities, maxWait: config.maxWait, spec: spec}
 }
 
 // groupModelWeight is the weight of a key of fairness dimension d in the
@@ -127,158 +147,33 @@ func groupModelWeight(d int, key string) int {
 	return 1
 }
 
-func (m *groupModel) weight(d int, key string) int {
-	if !m.weighted {
-		return 1
-	}
-	return groupModelWeight(d, key)
-}
-
-func (m *groupModel) limit(group string) int {
-	if group == "" {
-		return 0
-	}
-	if l, ok := m.limits[group]; ok {
-		return max(l, 0)
-	}
-	return groupModelLimits.Default
-}
-
-func (m *groupModel) inFlight(group string) int {
-	n := 0
-	for _, item := range m.processing {
-		if groupModelGroup(item) == group {
-			n++
-		}
-	}
-	return n
-}
-
-func (m *groupModel) eligible(item int) bool {
-	g := groupModelGroup(item)
-	return m.limit(g) == 0 || m.inFlight(g) < m.limit(g)
-}
-
-func (m *groupModel) find(item int) int {
-	return slices.IndexFunc(m.queued, func(e groupModelEntry) bool { return e.item == item })
-}
-
-// path returns the fairness path of item under its priority, to depth d.
-func (m *groupModel) path(e groupModelEntry, d int) string {
-	p := fmt.Sprint(e.priority)
-	for i := range d {
-		p += "/" + groupModelFairness(i, e.item)
-	}
-	return p
-}
-
-// reconcile brings the rotations up to date: a key with nothing left to
-// hand out leaves its rotation; keys that got something join at the back,
-// several at once in the order of their oldest item that can be handed out.
-func (m *groupModel) reconcile() {
-	for d := range m.dims {
-		oldest := map[string]map[string]uint64{} // node path -> child key -> least seq
-		for _, e := range m.queued {
-			if !m.eligible(e.item) {
-				continue
-			}
-			node, key := m.path(e, d), groupModelFairness(d, e.item)
-			if oldest[node] == nil {
-				oldest[node] = map[string]uint64{}
-			}
-			if s, ok := oldest[node][key]; !ok || e.seq < s {
-				oldest[node][key] = e.seq
-			}
-		}
-		for node := range m.rotations {
-			if strings.Count(node, "/") != d {
-				continue
-			}
-			m.rotations[node] = slices.DeleteFunc(m.rotations[node], func(key string) bool { _, ok := oldest[node][key]; return !ok })
-		}
-		for node, keys := range oldest {
-			var joining []string
-			for key := range keys {
-				if !slices.Contains(m.rotations[node], key) {
-					joining = append(joining, key)
-				}
-			}
-			slices.SortFunc(joining, func(a, b string) int { return int(keys[a]) - int(keys[b]) })
-			m.rotations[node] = append(m.rotations[node], joining...)
-			for _, key := range joining {
-				m.turnsLeft[node+"|"+key] = m.weight(d, key)
-			}
-		}
-	}
-}
-
-func (m *groupModel) enqueue(item, priority int, readySince time.Duration, ageSeq uint64) {
-	m.seq++
-	if ageSeq == 0 {
-		ageSeq = m.seq
-	}
-	m.queued = append(m.queued, groupModelEntry{item: item, priority: priority, seq: m.seq, ageSeq: ageSeq, readySince: readySince})
-	m.reconcile()
-}
-
 func (m *groupModel) add(item, priority int) {
 	if !m.priorities {
 		priority = 0
 	}
-	if m.shutdown {
-		return
-	}
-	if slices.Contains(m.processing, item) {
-		if p, ok := m.dirty[item]; ok {
-			priority = max(p, priority)
-		}
-		m.dirty[item] = priority
-		return
-	}
-	i := m.find(item)
-	switch {
-	case i < 0:
-		m.enqueue(item, priority, m.now, 0)
-	case priority > m.queued[i].priority: // raised: to the back of its new level
-		e := m.queued[i]
-		m.queued = slices.Delete(m.queued, i, i+1)
-		m.enqueue(item, priority, e.readySince, e.ageSeq)
+	was := m.spec.isQueued(int8(item))
+	m.spec = m.spec.add(int8(item), int8(priority))
+	if !was && m.spec.isQueued(int8(item)) {
+		m.seq++
+		m.readyAt[item] = pqReady{since: m.now, seq: m.seq}
 	}
 }
 
-// pick returns the index of the entry Get hands out, -1 for none, and turns
-// the rotations for it.
-func (m *groupModel) pick() int {
-	best := -1
-	for i, e := range m.queued {
-		if m.eligible(e.item) && (best < 0 || e.ageSeq < m.queued[best].ageSeq) {
-			best = i
+// pick returns the key Get hands out, -1 for none, and turns the
+// rotations for it: with MaxWait, the one ready longest of those Get may
+// hand out if it has waited that long, out of turn; otherwise the spec's
+// next.
+func (m *groupModel) pick() int8 {
+	best := int8(-1)
+	for _, k := range m.spec.queuedKeys() {
+		if m.spec.eligible(k) && (best < 0 || m.readyAt[k].seq < m.readyAt[best].seq) {
+			best = k
 		}
 	}
-	if best < 0 || m.maxWait > 0 && m.now-m.queued[best].readySince >= m.maxWait {
+	if best < 0 || m.maxWait > 0 && m.now-m.readyAt[best].since >= m.maxWait {
 		return best
 	}
-	level := -1 << 31
-	for _, e := range m.queued {
-		if m.eligible(e.item) {
-			level = max(level, e.priority)
-		}
-	}
-	node := fmt.Sprint(level)
-	for d := range m.dims {
-		key := m.rotations[node][0]
-		if m.turnsLeft[node+"|"+key]--; m.turnsLeft[node+"|"+key] <= 0 {
-			m.rotations[node] = append(m.rotations[node][1:], key)
-			m.turnsLeft[node+"|"+key] = m.weight(d, key)
-		}
-		node += "/" + key
-	}
-	best = -1
-	for i, e := range m.queued {
-		if m.eligible(e.item) && e.priority == level && m.path(e, m.dims) == node && (best < 0 || e.seq < m.queued[best].seq) {
-			best = i
-		}
-	}
+	best, m.spec = m.spec.next()
 	return best
 }
 
@@ -286,77 +181,63 @@ func (m *groupModel) pick() int {
 // with no slot filling up: what Snapshot lists, at most n.
 func (m *groupModel) first(n int) []string {
 	c := *m
-	c.queued = slices.Clone(m.queued)
-	c.rotations = maps.Clone(m.rotations)
-	for node, keys := range c.rotations {
-		c.rotations[node] = slices.Clone(keys)
-	}
-	c.turnsLeft = maps.Clone(m.turnsLeft)
 	var out []string
 	for len(out) < n {
-		i := c.pick()
-		if i < 0 {
+		key := c.pick()
+		if key < 0 {
 			break
 		}
-		out = append(out, fmt.Sprint(c.queued[i].item))
-		c.queued = slices.Delete(c.queued, i, i+1)
-		c.reconcile()
+		out = append(out, fmt.Sprint(key))
+		c.spec = c.spec.dequeue(key)
 	}
 	return out
 }
 
 // get hands out the next item, -1 for none.
 func (m *groupModel) get() int {
-	i := m.pick()
-	if i < 0 {
-		return -1
+	key := m.pick()
+	if key >= 0 {
+		m.spec = m.spec.takeOut(key)
 	}
-	item := m.queued[i].item
-	m.queued = slices.Delete(m.queued, i, i+1)
-	m.processing = append(m.processing, item)
-	m.reconcile()
-	return item
+	return int(key)
 }
 
 func (m *groupModel) done(item int) {
-	m.processing = slices.DeleteFunc(m.processing, func(p int) bool { return p == item })
-	if p, ok := m.dirty[item]; ok {
-		delete(m.dirty, item)
-		m.enqueue(item, p, m.now, 0)
+	was := m.spec.isQueued(int8(item))
+	_, m.spec = m.spec.done(int8(item))
+	if !was && m.spec.isQueued(int8(item)) {
+		m.seq++
+		m.readyAt[item] = pqReady{since: m.now, seq: m.seq}
 	}
-	m.reconcile()
 }
 
 func (m *groupModel) remove(item int) bool {
-	if _, ok := m.dirty[item]; ok {
-		delete(m.dirty, item)
-		return true
-	}
-	if i := m.find(item); i >= 0 {
-		m.queued = slices.Delete(m.queued, i, i+1)
-		m.reconcile()
-		return true
-	}
-	return false
+	removed, spec := m.spec.remove(int8(item))
+	m.spec = spec
+	return removed
 }
 
 func (m *groupModel) setLimit(group string, limit int) {
 	if group != "" {
-		m.limits[group] = limit
-		m.reconcile()
+		var g int
+		fmt.Sscanf(group, "g%d", &g)
+		m.spec.limits[g] = int8(limit)
+		m.spec = m.spec.reconcile()
 	}
 }
 
 // waiting returns how many queued items wait for a slot.
 func (m *groupModel) waiting() int {
-	queued := map[string]int{}
-	for _, e := range m.queued {
-		queued[groupModelGroup(e.item)]++
-	}
 	n := 0
-	for g, q := range queued {
-		if l := m.limit(g); l > 0 {
-			n += max(0, q-max(0, l-m.inFlight(g)))
+	for g, keys := range m.spec.groupKeys {
+		if l := int(m.spec.limits[g]); l > 0 {
+			queued := 0
+			for _, k := range m.spec.queuedKeys() {
+				if keys&(1<<k) != 0 {
+					queued++
+				}
+			}
+			n += max(0, queued-max(0, l-m.spec.inFlight(g)))
 		}
 	}
 	return n
@@ -479,10 +360,11 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 			}()
 			sleepers = append(sleepers, s)
 		case groupOpDone:
-			if len(m.processing) == 0 {
+			processing := m.spec.processingKeys()
+			if len(processing) == 0 {
 				continue
 			}
-			item := m.processing[op.item%len(m.processing)]
+			item := processing[op.item%len(processing)]
 			q.Done(name(item))
 			m.done(item)
 		case groupOpRemove:
@@ -512,7 +394,7 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 			m.now += time.Second
 		case groupOpShutDown:
 			q.ShutDown()
-			m.shutdown = true
+			m.spec.shutDown(true)
 		}
 		synctest.Wait()
 		executed++
@@ -532,8 +414,8 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 			select {
 			case r := <-sleepers[i].result:
 				if r.err != nil {
-					if !m.shutdown || len(m.queued) > 0 {
-						return fail("a Get returned %v with %d queued", r.err, len(m.queued))
+					if !m.spec.shutdown || m.spec.queued > 0 {
+						return fail("a Get returned %v with %d queued", r.err, m.spec.queued)
 					}
 					shutdowns++
 				} else {
@@ -548,15 +430,15 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			return fail("the Gets took %v, the model hands out %v (in flight %v, queued %v)", got, want, m.processing, m.queued)
+			return fail("the Gets took %v, the model hands out %v (in flight %v, queued %v)", got, want, m.spec.processingKeys(), m.spec.queuedKeys())
 		}
-		if m.shutdown && len(m.queued) == 0 && len(sleepers) > 0 {
+		if m.spec.shutdown && m.spec.queued == 0 && len(sleepers) > 0 {
 			return fail("%d Gets asleep after a shutdown with nothing queued", len(sleepers))
 		}
 		if err := q.verify(); err != nil {
 			return fail("invariant: %v", err)
 		}
-		if got, want := q.Len(), len(m.queued); got != want {
+		if got, want := q.Len(), int(m.spec.queued); got != want {
 			return fail("Len %d, want %d", got, want)
 		}
 		s := q.Snapshot(5)

@@ -775,13 +775,6 @@ func (p *parkingModel) park(now time.Duration, item int, events uint8, release f
 	return backoff
 }
 
-// done notes that item's processing ended at now.
-func (p *parkingModel) done(now time.Duration, item int) {
-	if p.parkSpec.done(item) {
-		p.tookEffect(now, item)
-	}
-}
-
 // tookEffect notes that item's park took effect at now, at its Done.
 func (p *parkingModel) tookEffect(now time.Duration, item int) { p.since[item] = now }
 
@@ -830,13 +823,6 @@ func (p *parkingModel) expire(t time.Duration) []endedPark {
 		}
 	}
 	return expired
-}
-
-// drop ends item's park without waking it, as an Add or a Remove does, and
-// reports whether it had one.
-func (p *parkingModel) drop(item int) bool {
-	had, _ := p.parkSpec.drop(item)
-	return had
 }
 
 // forget resets item's park backoff, as Forget and Remove do.

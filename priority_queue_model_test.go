@@ -18,12 +18,14 @@ import (
 )
 
 // This file checks the priority queue against a reference model written
-// another way: the model keeps a plain map of items with numbers (the
-// order each was queued in, the turn of each fairness key) and finds the
-// next item by scanning them all, where the queue keeps linked lists and
-// rotations. Seeded random walks and a fuzz target drive both with the
-// same operations and compare what they return after every step, with the
-// queue's invariant checked each time.
+// another way: the sequential priority queue that the linearizability
+// histories check against too (prioSpec, below: fixed arrays of the
+// queued keys and of each level's fairness turns, scanned in full, where
+// the queue keeps linked lists and rotations), with what lies above it on
+// the walks' clock (pqModel: delays, debounce bursts, MaxWait, the parks'
+// backoffs and expiry). Seeded random walks and a fuzz target drive both
+// with the same operations and compare what they return after every step,
+// with the queue's invariant checked each time.
 
 type pqOpKind uint8
 
@@ -91,46 +93,57 @@ var pqModelConfigs = []struct {
 // their short steps reach.
 var pqModelDebounce = Debounce{Quiet: 3 * time.Millisecond, MaxDelay: 4 * time.Millisecond}
 
-// pqModelDim is the key of item i in fairness dimension d.
-func pqModelDim(d, i int) string { return fmt.Sprint(i % (3 - d)) }
+// pqModelDimKey is the key of item i in fairness dimension d, and
+// pqModelDim the same as the queue's fairness function returns it.
+func pqModelDimKey(d, i int) int { return i % (3 - d) }
 
-type pqModelItem struct {
-	processing bool
-	queued     bool
-	pending    pending
-	priority   int
-	seq        uint64 // when queued at its level: the order within its key
-	readySince time.Duration
-	readySeq   uint64
-	waitAt     time.Duration
-	waitSeq    uint64
-	// burst is set while the item waits for the end of a Debounce burst,
-	// which ends no later than deadline.
+func pqModelDim(d, i int) string { return fmt.Sprint(pqModelDimKey(d, i)) }
+
+// pqModel is the priority queue of the walks: the sequential priority
+// queue that the linearizability histories check against too (prioSpec:
+// the levels, the fairness turns, the keys processing and added again,
+// the parks and the shutdown), with what lies above it: the items waiting
+// for a delay or the end of a debounce burst, the failure counts, the
+// parks on the walks' clock and, for MaxWait, when each queued item
+// became ready.
+type pqModel struct {
+	now     time.Duration
+	maxWait time.Duration
+	spec    prioSpec
+	// delayed holds the items waiting for a delay, each with the priority
+	// it is to be queued at.
+	delayed  map[int]*pqDelayed
+	readyAt  [modelItems]pqReady // of each queued item; a raise keeps it
+	tick     uint64
+	failures map[int]int
+	// parking puts the spec's parks on the walks' clock.
+	parking  parkingModel
+	draining bool
+	debounce Debounce // MaxDelay set
+}
+
+// pqDelayed is an item waiting for its delay, until waitAt; burst is set
+// while it waits for the end of a Debounce burst, which ends no later
+// than deadline.
+type pqDelayed struct {
+	priority int
+	waitAt   time.Duration
+	waitSeq  uint64
 	burst    bool
 	deadline time.Duration
 }
 
-type pqModel struct {
-	now      time.Duration
-	dims     int
-	maxWait  time.Duration
-	items    map[int]*pqModelItem
-	turnAt   map[string]uint64 // the turn of each key path "priority/key/key"
-	tick     uint64
-	failures map[int]int
-	// parks are the parks, and parking puts them on the walks' clock; a
-	// parked item stays in items, with nothing pending, so that it keeps
-	// its priority.
-	parks        parkSpec
-	parking      parkingModel
-	shuttingDown bool
-	draining     bool
-	debounce     Debounce // MaxDelay set
+// pqReady is when an item became ready: MaxWait hands out the item ready
+// longest first.
+type pqReady struct {
+	since time.Duration
+	seq   uint64
 }
 
 func newPQModel(dims int, maxWait time.Duration) *pqModel {
-	m := &pqModel{dims: dims, maxWait: maxWait, items: map[int]*pqModelItem{}, turnAt: map[string]uint64{}, failures: map[int]int{}}
-	m.parking = newParkingModel(&m.parks, pqModelMaxPark)
+	m := &pqModel{maxWait: maxWait, delayed: map[int]*pqDelayed{}, failures: map[int]int{},
+		spec: newPrioSpec(dims, func(d int, key int8) int8 { return int8(pqModelDimKey(d, int(key))) })}
+	m.parking = newParkingModel(&m.spec.parks, pqModelMaxPark)
 	return m
 }
 
@@ -139,51 +152,19 @@ func (m *pqModel) when(item int) time.Duration { return modelBackoff(m.failures,
 
 func (m *pqModel) next() uint64 { m.tick++; return m.tick }
 
-// path returns the key paths of item at priority, from its first
-// dimension to its leaf.
-func (m *pqModel) path(item, priority int) []string {
-	p := fmt.Sprint(priority)
-	var out []string
-	for d := range m.dims {
-		p += "/" + pqModelDim(d, item)
-		out = append(out, p)
-	}
-	return out
+// ready applies an add of item at priority to the spec, noting when item
+// became ready if the add queued it.
+func (m *pqModel) ready(item, priority int) {
+	was := m.spec.isQueued(int8(item))
+	m.spec = m.spec.add(int8(item), int8(priority))
+	m.noteReady(item, was)
 }
 
-// queuedUnder reports whether an item is queued under key path p.
-func (m *pqModel) queuedUnder(p string) bool {
-	for i, it := range m.items {
-		if it.queued && slices.Contains(m.path(i, it.priority), p) {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *pqModel) enqueue(item int) {
-	it := m.items[item]
-	for _, p := range m.path(item, it.priority) {
-		if !m.queuedUnder(p) {
-			m.turnAt[p] = m.next() // a key with nothing queued joins at the back
-		}
-	}
-	it.queued, it.seq = true, m.next()
-}
-
-// makeReady queues item as ready since now.
-func (m *pqModel) makeReady(item int) {
-	m.enqueue(item)
-	m.items[item].readySince, m.items[item].readySeq = m.now, m.next()
-}
-
-func (m *pqModel) raise(item, priority int) {
-	if it := m.items[item]; priority > it.priority {
-		it.priority = priority
-		if it.queued {
-			it.queued = false
-			m.enqueue(item)
-		}
+// noteReady notes that item is ready since now if it is queued and was
+// not.
+func (m *pqModel) noteReady(item int, wasQueued bool) {
+	if !wasQueued && m.spec.isQueued(int8(item)) {
+		m.readyAt[item] = pqReady{since: m.now, seq: m.next()}
 	}
 }
 
@@ -197,190 +178,108 @@ func (m *pqModel) add(item, priority int, after time.Duration) {
 
 // addAs is an add with a delay set as how says.
 func (m *pqModel) addAs(item, priority int, after time.Duration, how addKind) {
-	if m.shuttingDown {
+	if m.spec.shutdown {
 		return
 	}
-	it := m.items[item]
-	if m.parking.drop(item) && !it.processing { // an add ends a park: from here on, as if none
-		delete(m.items, item)
-		it = nil
-	}
-	if after > 0 || how == addDebounced {
-		switch {
-		case it == nil:
-			it = &pqModelItem{pending: pendingDelay, priority: priority, waitAt: m.now + after, waitSeq: m.next()}
-			m.items[item] = it
-		case it.pending == pendingReady:
-			m.raise(item, priority)
-			return
-		case it.pending == pendingDelay:
-			it.priority = max(it.priority, priority)
-			if how != addDebounced { // a debounced add sets its time below
-				if how == addRescheduled || m.now+after < it.waitAt {
-					it.waitAt, it.waitSeq = m.now+after, m.next()
-				}
-				if it.burst && m.now+after < it.deadline {
-					it.deadline = m.now + after
-				}
-			}
-		default:
-			it.pending, it.priority, it.waitAt, it.waitSeq = pendingDelay, priority, m.now+after, m.next()
-			it.burst = false
+	d := m.delayed[item]
+	if after <= 0 && how != addDebounced {
+		if d != nil { // ready now, at the higher of the two priorities
+			priority = max(priority, d.priority)
+			delete(m.delayed, item)
 		}
-		switch how {
-		case addRescheduled:
-			it.burst = false
-		case addDebounced:
-			if !it.burst {
-				it.burst, it.deadline = true, m.now+m.debounce.MaxDelay
-				if it.waitAt > m.now { // it waited for a delay already
-					it.deadline = min(it.deadline, it.waitAt)
-				}
-			}
-			it.waitAt, it.waitSeq = min(m.now+m.debounce.Quiet, it.deadline), m.next()
-		}
+		m.ready(item, priority)
 		return
 	}
-	switch {
-	case it == nil:
-		m.items[item] = &pqModelItem{pending: pendingReady, priority: priority}
-		m.makeReady(item)
-	case it.pending == pendingReady:
-		m.raise(item, priority)
-	case it.pending == pendingDelay:
-		it.pending, it.priority, it.burst = pendingReady, max(it.priority, priority), false
-		if !it.processing {
-			m.makeReady(item)
-		}
-	default:
-		it.pending, it.priority = pendingReady, priority
+	m.spec.unpark(int8(item)) // an add ends a park: from here on, as if none
+	if m.spec.holdsReady(int8(item)) {
+		m.ready(item, priority) // raised, if higher; the delay is moot
+		return
 	}
-}
-
-// pick returns the item Get hands out next; one is queued.
-func (m *pqModel) pick() int {
-	queued := func(yield func(int, *pqModelItem) bool) {
-		for i, it := range m.items {
-			if it.queued && !yield(i, it) {
-				return
-			}
-		}
-	}
-	best := -1
-	if m.maxWait > 0 {
-		for i, it := range queued {
-			if m.now-it.readySince >= m.maxWait && (best < 0 || it.readySeq < m.items[best].readySeq) {
-				best = i
-			}
-		}
-		if best >= 0 {
-			return best // out of turn: serve leaves the turns as they are
-		}
-	}
-	top := 0
-	first := true
-	for _, it := range queued {
-		if first || it.priority > top {
-			top, first = it.priority, false
-		}
-	}
-	prefix := fmt.Sprint(top)
-	for d := range m.dims {
-		choice := ""
-		for i, it := range queued {
-			p := m.path(i, it.priority)[d]
-			if it.priority == top && strings.HasPrefix(p, prefix+"/") && (choice == "" || m.turnAt[p] < m.turnAt[choice]) {
-				choice = p
-			}
-		}
-		prefix = choice
-	}
-	for i, it := range queued {
-		leaf := fmt.Sprint(it.priority)
-		if m.dims > 0 {
-			leaf = m.path(i, it.priority)[m.dims-1]
-		}
-		if it.priority == top && leaf == prefix && (best < 0 || it.seq < m.items[best].seq) {
-			best = i
-		}
-	}
-	return best
-}
-
-// serve takes item out of its level, its keys having had their turn.
-func (m *pqModel) serve(item int) {
-	it := m.items[item]
-	for _, p := range m.path(item, it.priority) {
-		m.turnAt[p] = m.next()
-	}
-	it.queued = false
-}
-
-func (m *pqModel) get() (int, int) {
-	item := m.pick()
-	if it := m.items[item]; m.maxWait > 0 && m.now-it.readySince >= m.maxWait {
-		it.queued = false
+	if d == nil {
+		d = &pqDelayed{priority: priority, waitAt: m.now + after, waitSeq: m.next()}
+		m.delayed[item] = d
 	} else {
-		m.serve(item)
+		d.priority = max(d.priority, priority)
+		if how != addDebounced { // a debounced add sets its time below
+			if how == addRescheduled || m.now+after < d.waitAt {
+				d.waitAt, d.waitSeq = m.now+after, m.next()
+			}
+			if d.burst && m.now+after < d.deadline {
+				d.deadline = m.now + after
+			}
+		}
 	}
-	it := m.items[item]
-	it.processing, it.pending = true, pendingNone
-	m.parking.handOut(item)
-	return item, it.priority
+	m.spec.delayAt(int8(item), int8(d.priority))
+	switch how {
+	case addRescheduled:
+		d.burst = false
+	case addDebounced:
+		if !d.burst {
+			d.burst, d.deadline = true, m.now+m.debounce.MaxDelay
+			if d.waitAt > m.now { // it waited for a delay already
+				d.deadline = min(d.deadline, d.waitAt)
+			}
+		}
+		d.waitAt, d.waitSeq = min(m.now+m.debounce.Quiet, d.deadline), m.next()
+	}
+}
+
+// get hands out the next item, one being queued, and returns it and its
+// priority: with MaxWait, the item ready longest if it has waited that
+// long, out of turn; otherwise the spec's next.
+func (m *pqModel) get() (int, int) {
+	key := int8(-1)
+	if m.maxWait > 0 {
+		for _, k := range m.spec.queuedKeys() {
+			if r := m.readyAt[k]; m.now-r.since >= m.maxWait && (key < 0 || r.seq < m.readyAt[key].seq) {
+				key = k
+			}
+		}
+	}
+	if key >= 0 {
+		m.spec = m.spec.takeOut(key) // out of turn: the turns stay as they are
+	} else {
+		key, m.spec = m.spec.get()
+	}
+	return int(key), int(m.spec.prio[key])
 }
 
 func (m *pqModel) done(item int) {
-	it := m.items[item]
-	if it == nil || !it.processing {
-		return
+	was := m.spec.isQueued(int8(item))
+	settled, spec := m.spec.done(int8(item))
+	m.spec = spec
+	if settled {
+		m.parking.tookEffect(m.now, item)
 	}
-	it.processing = false
-	m.parking.done(m.now, item)
-	switch {
-	case it.pending == pendingReady:
-		m.makeReady(item)
-	case it.pending == pendingNone && !m.parking.has(item):
-		delete(m.items, item)
-	}
+	m.noteReady(item, was)
 }
 
 // park applies Park(item, events), and reports whether it took effect and
 // then the park backoff it took.
 func (m *pqModel) park(item int, events uint8) (backoff time.Duration, parked bool) {
-	it := m.items[item]
-	if m.shuttingDown || it == nil || !it.processing || it.pending == pendingReady || it.pending == pendingDelay {
+	if !m.spec.mayPark(int8(item)) || m.delayed[item] != nil {
 		return 0, false
 	}
 	return m.parking.park(m.now, item, events, m.release), true
 }
 
-// release makes the items of ended parks ready: queued, or delayed until
-// their backoff has passed.
+// release makes the items of ended parks ready, at the priority they were
+// handed out at: queued, or delayed until their backoff has passed.
 func (m *pqModel) release(ended ...endedPark) {
 	for _, p := range ended {
-		it := m.items[p.item]
+		priority := int(m.spec.prio[p.item])
 		if p.until > m.now {
-			it.pending, it.waitAt, it.waitSeq = pendingDelay, p.until, m.next()
+			m.delayed[p.item] = &pqDelayed{priority: priority, waitAt: p.until, waitSeq: m.next()}
 			continue
 		}
-		it.pending = pendingReady
-		if !it.processing {
-			m.makeReady(p.item)
-		}
+		m.ready(p.item, priority)
 	}
 }
 
 // heldItem returns an item being processed, chosen by n, and its key, as
 // a worker's Park or Done names one; n itself if none is.
 func (m *pqModel) heldItem(n int) (int, string) {
-	var processing []int
-	for item, it := range m.items {
-		if it.processing {
-			processing = append(processing, item)
-		}
-	}
-	if len(processing) > 0 {
-		slices.Sort(processing)
+	if processing := m.spec.processingKeys(); len(processing) > 0 {
 		n = processing[n%len(processing)]
 	}
 	return n, modelKeys[n]
@@ -394,22 +293,20 @@ func (m *pqModel) step(d time.Duration) {
 	end := m.now + d
 	for {
 		delayed := -1
-		for i, it := range m.items {
-			if it.pending == pendingDelay && it.waitAt <= end && (delayed < 0 ||
-				cmp.Or(cmp.Compare(it.waitAt, m.items[delayed].waitAt), cmp.Compare(it.waitSeq, m.items[delayed].waitSeq)) < 0) {
+		for i, it := range m.delayed {
+			if it.waitAt <= end && (delayed < 0 ||
+				cmp.Or(cmp.Compare(it.waitAt, m.delayed[delayed].waitAt), cmp.Compare(it.waitSeq, m.delayed[delayed].waitSeq)) < 0) {
 				delayed = i
 			}
 		}
 		expiry, expires := m.parking.nextExpiry()
 		expires = expires && expiry <= end
 		switch {
-		case delayed >= 0 && (!expires || m.items[delayed].waitAt <= expiry):
-			it := m.items[delayed]
+		case delayed >= 0 && (!expires || m.delayed[delayed].waitAt <= expiry):
+			it := m.delayed[delayed]
 			m.now = it.waitAt
-			it.pending, it.burst = pendingReady, false
-			if !it.processing {
-				m.makeReady(delayed)
-			}
+			delete(m.delayed, delayed)
+			m.ready(delayed, it.priority)
 		case expires:
 			m.now = expiry
 			m.release(m.parking.expire(expiry)...)
@@ -423,54 +320,43 @@ func (m *pqModel) step(d time.Duration) {
 func (m *pqModel) remove(item int) bool {
 	delete(m.failures, item)
 	m.parking.forget(item)
-	parked := m.parking.drop(item)
-	it := m.items[item]
-	if it == nil || it.pending == pendingNone && !parked {
-		return false
-	}
-	if it.queued {
-		it.queued = false
-	}
-	it.pending, it.burst = pendingNone, false
-	if !it.processing {
-		delete(m.items, item)
-	}
-	return true
+	delayed := m.delayed[item] != nil
+	delete(m.delayed, item)
+	removed, spec := m.spec.remove(int8(item))
+	m.spec = spec
+	return removed || delayed
 }
 
-func (m *pqModel) shutDown() {
-	m.shuttingDown = true
-	for i, it := range m.items {
-		if parked := m.parking.drop(i); it.pending == pendingDelay || parked {
-			it.pending, it.burst = pendingNone, false
-			if !it.processing {
-				delete(m.items, i)
-			}
-		}
-	}
+// shutDown applies a ShutDown, or with release false a
+// ShutDownWithDrain: the delays and the parks end, and nothing is queued
+// for them.
+func (m *pqModel) shutDown(release bool) {
+	m.spec.shutDown(release)
+	clear(m.delayed)
 }
 
-// delayed lists the n items that wait for a delay and are ready first, as
-// key@ready time.
-func (m *pqModel) delayed(n int) []string {
-	var delayed []int
-	for i, it := range m.items {
-		if it.pending == pendingDelay {
-			delayed = append(delayed, i)
-		}
-	}
+// idle reports whether nothing is queued, processing, parked or delayed:
+// a drain returns.
+func (m *pqModel) idle() bool {
+	return m.spec.queued == 0 && m.spec.processing == 0 && m.spec.parks.parks == 0 && len(m.delayed) == 0
+}
+
+// delayedItems lists the n items that wait for a delay and are ready
+// first, as key@ready time.
+func (m *pqModel) delayedItems(n int) []string {
+	delayed := slices.Collect(maps.Keys(m.delayed))
 	slices.SortFunc(delayed, func(a, b int) int {
-		return cmp.Or(cmp.Compare(m.items[a].waitAt, m.items[b].waitAt), cmp.Compare(m.items[a].waitSeq, m.items[b].waitSeq))
+		return cmp.Or(cmp.Compare(m.delayed[a].waitAt, m.delayed[b].waitAt), cmp.Compare(m.delayed[a].waitSeq, m.delayed[b].waitSeq))
 	})
 	var out []string
 	for _, i := range delayed[:min(n, len(delayed))] {
-		out = append(out, fmt.Sprintf("%s@%v", modelKeys[i], m.items[i].waitAt))
+		out = append(out, fmt.Sprintf("%s@%v", modelKeys[i], m.delayed[i].waitAt))
 	}
 	return out
 }
 
-// pqSnapshotDelayed lists s's delayed items as delayed does, taken at now
-// on the model's clock.
+// pqSnapshotDelayed lists s's delayed items as delayedItems does, taken
+// at now on the model's clock.
 func pqSnapshotDelayed(s Snapshot[string], now time.Duration) []string {
 	start := s.Taken.Add(-now)
 	var out []string
@@ -480,23 +366,15 @@ func pqSnapshotDelayed(s Snapshot[string], now time.Duration) []string {
 	return out
 }
 
-func (m *pqModel) len() int {
-	n := 0
-	for _, it := range m.items {
-		if it.queued {
-			n++
-		}
-	}
-	return n
-}
+func (m *pqModel) len() int { return int(m.spec.queued) }
 
 // depths returns how many items are ready at each priority, queued or to
 // be queued by Done, as the depth metrics count them.
 func (m *pqModel) depths() map[int]int {
 	depths := map[int]int{}
-	for _, it := range m.items {
-		if it.pending == pendingReady {
-			depths[it.priority]++
+	for key := range int8(specKeys) {
+		if m.spec.holdsReady(key) {
+			depths[int(m.spec.prio[key])]++
 		}
 	}
 	return depths
@@ -513,14 +391,13 @@ func (m *pqModel) readyCount() int {
 // clone returns a copy of m that can be changed without changing m.
 func (m *pqModel) clone() *pqModel {
 	c := *m
-	c.items = map[int]*pqModelItem{}
-	for i, it := range m.items {
-		copied := *it
-		c.items[i] = &copied
+	c.delayed = map[int]*pqDelayed{}
+	for i, d := range m.delayed {
+		copied := *d
+		c.delayed[i] = &copied
 	}
-	c.turnAt = maps.Clone(m.turnAt)
 	c.failures = maps.Clone(m.failures)
-	c.parking = m.parking.clone(&c.parks)
+	c.parking = m.parking.clone(&c.spec.parks)
 	return &c
 }
 
@@ -584,7 +461,7 @@ func runPQModelWalkOn(dims int, maxWait time.Duration, debounce, queueDebounce D
 		case pqOpAddRateLimited:
 			limiter.last = -1
 			q.AddWithOpts(AddOpts{Priority: &op.priority, After: op.dur, RateLimited: true}, key)
-			if m.shuttingDown {
+			if m.spec.shutdown {
 				if limiter.last != -1 {
 					return diverged(i, op, "limiter consulted after shutdown")
 				}
@@ -652,22 +529,22 @@ func runPQModelWalkOn(dims int, maxWait time.Duration, debounce, queueDebounce D
 			if !slices.Equal(s.Queued, want) || s.Depth != m.len() || s.Parked != m.parking.parked() {
 				return diverged(i, op, "Snapshot queued %v (depth %d, %d parked), model %v (%d, %d)", s.Queued, s.Depth, s.Parked, want, m.len(), m.parking.parked())
 			}
-			if got, want := pqSnapshotDelayed(s, m.now), m.delayed(op.item); !slices.Equal(got, want) {
+			if got, want := pqSnapshotDelayed(s, m.now), m.delayedItems(op.item); !slices.Equal(got, want) {
 				return diverged(i, op, "Snapshot delayed %v, model %v", got, want)
 			}
 		case pqOpShutDown:
 			q.ShutDown()
-			m.shutDown()
+			m.shutDown(true)
 			m.draining = false
 		case pqOpShutDownWithDrain:
-			if m.shuttingDown {
+			if m.spec.shutdown {
 				continue
 			}
 			go func() {
 				q.ShutDownWithDrain()
 				drained.Store(true)
 			}()
-			m.shutDown()
+			m.shutDown(false)
 			m.draining = true
 		}
 		executed++
@@ -693,11 +570,11 @@ func runPQModelWalkOn(dims int, maxWait time.Duration, debounce, queueDebounce D
 		if got, want := provider.depths(), m.depths(); !maps.Equal(got, want) || provider.value("model", "depth") != float64(m.readyCount()) {
 			return diverged(i, op, "depth by priority %v, model %v", got, want)
 		}
-		if got := q.ShuttingDown(); got != m.shuttingDown {
-			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.shuttingDown)
+		if got := q.ShuttingDown(); got != m.spec.shutdown {
+			return diverged(i, op, "ShuttingDown = %v, model %v", got, m.spec.shutdown)
 		}
 		if m.draining {
-			idle := len(m.items) == 0
+			idle := m.idle()
 			if drained.Load() != idle {
 				return diverged(i, op, "drain returned = %v, model idle = %v", drained.Load(), idle)
 			}
@@ -772,9 +649,22 @@ func FuzzPriorityQueueModel(f *testing.F) {
 	})
 }
 
-// The sequential specification of TypedPriorityQueue for the
-// linearizability test: the histories of core_test.go, with adds
-// at priorities 0 to 2 and, with fairness, two fairness keys.
+// The sequential priority queue, written once: the priority walks
+// (through pqModel, which adds the delays, the bursts and the clock), the
+// group-limit walks (through groupModel, in groups_model_test.go, which
+// adds MaxWait's clock) and the linearizability histories of
+// core_test.go (adds at priorities 0 to 2 and, with fairness, two
+// fairness keys) all apply it.
+
+const (
+	// prioMin and prioLevels are the priorities a prioSpec holds: the
+	// walks' -1 to 2.
+	prioMin    = -1
+	prioLevels = 4
+	// prioFanout is the most keys a fairness dimension has: the walks'
+	// first has three.
+	prioFanout = 3
+)
 
 // linLevels is the number of priorities the histories add at: 0, 1 and 2.
 const linLevels = 3
@@ -788,67 +678,154 @@ func linTenant(key int8) int8 {
 	return 0
 }
 
-// linPrioState is the sequential priority queue: a value that porcupine
-// compares with ==. fifo lists the queued keys in the order they joined
-// the level of their priority: the first of a level is handed out first,
-// or, with fairness, the first of the key whose turn it is at that level.
-type linPrioState struct {
+// prioRotation holds the fairness keys that have items queued under one
+// node of a level, the next in turn first, each plus one (zeros pad), and
+// the turns each has left before it goes to the back.
+type prioRotation struct {
+	keys [prioFanout]int8
+	left [prioFanout]int8
+}
+
+func (r *prioRotation) has(k int8) bool { return slices.Contains(r.keys[:], k+1) }
+
+// first returns the key whose turn it is, -1 if none has items queued.
+func (r *prioRotation) first() int8 { return r.keys[0] - 1 }
+
+// push adds k at the back, with turns hand-outs in a row.
+func (r *prioRotation) push(k, turns int8) {
+	i := slices.Index(r.keys[:], 0)
+	r.keys[i], r.left[i] = k+1, turns
+}
+
+func (r *prioRotation) drop(k int8) {
+	i := slices.Index(r.keys[:], k+1)
+	copy(r.keys[i:], r.keys[i+1:])
+	copy(r.left[i:], r.left[i+1:])
+	r.keys[prioFanout-1], r.left[prioFanout-1] = 0, 0
+}
+
+// turn counts a hand-out for the first key; once its turns are used up it
+// goes to the back, with turns again.
+func (r *prioRotation) turn(turns int8) {
+	if r.left[0]--; r.left[0] <= 0 {
+		k := r.first()
+		r.drop(k)
+		r.push(k, turns)
+	}
+}
+
+// prioSpec is the sequential priority queue: a value that porcupine
+// compares with ==, over keys 0 to specKeys-1. fifo lists the queued keys
+// in the order they joined the level of their priority: the first of the
+// highest level Get may hand out (its group, if it has one, has a free
+// slot) goes first or, with fairness, the first of the keys whose turn it
+// is at that level, in each dimension. A queue without priorities is one
+// whose adds are all at priority 0.
+type prioSpec struct {
 	queueSpec
-	fifo   [linMaxKeys]int8
+	fifo   [specKeys]int8
 	queued int8
 	// prio is the priority of each key's pending add: the one it is
 	// queued at, or, for a processing key added again, the one Done
-	// queues it at: the highest asked for meanwhile.
-	prio [linMaxKeys]int8
-	// rot holds, with fairness, each level's fairness keys that have
-	// items queued there, the next in turn first; -1 pads.
-	rot  [linLevels][2]int8
-	fair bool
+	// queues it at: the highest asked for meanwhile. A processing or
+	// parked key keeps the one it was handed out at, or that of a delayed
+	// add since (delayAt).
+	prio [specKeys]int8
+	// dims is the number of fairness dimensions, 0 to 2, fairKey the
+	// fairness key of each key in each, and weight the weight of each
+	// fairness key (0 counts as 1): the hand-outs in a row its turn lasts.
+	dims    int8
+	fairKey [2][specKeys]int8
+	weight  [2][prioFanout]int8
+	// rot holds, at each level, the turns of the first dimension's keys
+	// (rot[l][0]) and, under each of them k, those of the second's
+	// (rot[l][1+k]): the keys that have items queued there that Get may
+	// hand out.
+	rot [prioLevels][1 + prioFanout]prioRotation
 }
 
-func newLinPrioState(fair bool) linPrioState {
-	s := linPrioState{fair: fair}
-	for l := range s.rot {
-		s.rot[l] = [2]int8{-1, -1}
+// newPrioSpec returns an empty priority queue with dims fairness
+// dimensions, where fairKey gives each key's fairness key in each.
+func newPrioSpec(dims int, fairKey func(d int, key int8) int8) prioSpec {
+	s := prioSpec{dims: int8(dims)}
+	for d := range dims {
+		for key := range int8(specKeys) {
+			s.fairKey[d][key] = fairKey(d, key)
+		}
 	}
 	return s
 }
 
-func (s linPrioState) isQueued(key int8) bool { return slices.Contains(s.fifo[:s.queued], key) }
-
-// queuedAt reports whether any key of tenant that Get may hand out is
-// queued at level.
-func (s linPrioState) queuedAt(level, tenant int8) bool {
-	for _, k := range s.fifo[:s.queued] {
-		if s.prio[k] == level && linTenant(k) == tenant && s.eligible(k) {
-			return true
-		}
+// newLinPrioSpec returns the histories' priority queue: with fairness, by
+// linTenant.
+func newLinPrioSpec(fair bool) prioSpec {
+	if !fair {
+		return prioSpec{}
 	}
-	return false
+	return newPrioSpec(1, func(_ int, key int8) int8 { return linTenant(key) })
 }
 
-// reconcile brings the rotations up to date after a change: a tenant with
-// nothing left at a level that Get may hand out leaves the level's
-// rotation, and one that got something joins at the back. (In these
-// histories no change makes two tenants join one level at once.)
-func (s linPrioState) reconcile() linPrioState {
-	if !s.fair {
-		return s
+func (s *prioSpec) isQueued(key int8) bool { return slices.Contains(s.fifo[:s.queued], key) }
+
+// queuedKeys returns the queued keys in the order they joined their level.
+func (s *prioSpec) queuedKeys() []int8 { return slices.Clone(s.fifo[:s.queued]) }
+
+// nodes returns how many rotations s keeps at each level: none without
+// fairness, the level's own, and with two dimensions, one under each key
+// of the first.
+func (s *prioSpec) nodes() int {
+	switch s.dims {
+	case 0:
+		return 0
+	case 1:
+		return 1
 	}
-	for level := range int8(linLevels) {
-		rot := &s.rot[level]
-		for i := 1; i >= 0; i-- {
-			if rot[i] >= 0 && !s.queuedAt(level, rot[i]) {
-				copy(rot[i:], rot[i+1:])
-				rot[1] = -1
+	return 1 + prioFanout
+}
+
+// childAt returns the fairness key under node of level of key, queued,
+// -1 if Get may not hand key out there: another level, another node, or
+// a group without a free slot.
+func (s *prioSpec) childAt(key, level int8, node int) int8 {
+	switch {
+	case s.prio[key] != level || !s.eligible(key):
+		return -1
+	case node == 0:
+		return s.fairKey[0][key]
+	case s.fairKey[0][key] == int8(node-1):
+		return s.fairKey[1][key]
+	}
+	return -1
+}
+
+// turns returns the hand-outs in a row of the turn of key k under node.
+func (s *prioSpec) turns(node int, k int8) int8 {
+	return max(s.weight[min(node, 1)][k], 1)
+}
+
+// reconcile brings the rotations up to date after a change: a key with
+// nothing left under a node that Get may hand out leaves its rotation,
+// and keys that got something join at the back, several at once in the
+// order of their first queued item.
+func (s prioSpec) reconcile() prioSpec {
+	for l := range int8(prioLevels) {
+		level := l + prioMin
+		for node := range s.nodes() {
+			rot := &s.rot[l][node]
+			var under [prioFanout]bool
+			for _, k := range s.fifo[:s.queued] {
+				if c := s.childAt(k, level, node); c >= 0 {
+					under[c] = true
+				}
 			}
-		}
-		for tenant := range int8(2) {
-			if s.queuedAt(level, tenant) && rot[0] != tenant && rot[1] != tenant {
-				if rot[0] < 0 {
-					rot[0] = tenant
-				} else {
-					rot[1] = tenant
+			for i := prioFanout - 1; i >= 0; i-- {
+				if k := rot.keys[i] - 1; k >= 0 && !under[k] {
+					rot.drop(k)
+				}
+			}
+			for _, k := range s.fifo[:s.queued] {
+				if c := s.childAt(k, level, node); c >= 0 && !rot.has(c) {
+					rot.push(c, s.turns(node, c))
 				}
 			}
 		}
@@ -857,17 +834,17 @@ func (s linPrioState) reconcile() linPrioState {
 }
 
 // enqueue queues key at its priority: at the back of its level, and its
-// tenant at the back of the level's rotation if it had nothing queued
+// fairness keys at the back of their rotations if they had nothing queued
 // there.
-func (s linPrioState) enqueue(key int8) linPrioState {
+func (s prioSpec) enqueue(key int8) prioSpec {
 	s.fifo[s.queued] = key
 	s.queued++
 	return s.reconcile()
 }
 
-// dequeue takes the queued key out; a tenant left with nothing queued at
-// the level leaves its rotation.
-func (s linPrioState) dequeue(key int8) linPrioState {
+// dequeue takes the queued key out; a fairness key left with nothing
+// queued under its node leaves its rotation.
+func (s prioSpec) dequeue(key int8) prioSpec {
 	i := slices.Index(s.fifo[:s.queued], key)
 	copy(s.fifo[i:], s.fifo[i+1:s.queued])
 	s.queued--
@@ -875,34 +852,44 @@ func (s linPrioState) dequeue(key int8) linPrioState {
 	return s.reconcile()
 }
 
-// next returns the key Get hands out and the state after the rotation
-// turned for it, before the key leaves the queue; at least one is queued.
-func (s linPrioState) next() (int8, linPrioState) {
-	level := int8(-1)
+// next returns the key Get hands out, -1 if Get may hand out none, and
+// the state after the rotations turned for it, before the key leaves the
+// queue.
+func (s prioSpec) next() (int8, prioSpec) {
+	level, found := int8(0), false
 	for _, k := range s.fifo[:s.queued] {
-		if s.eligible(k) {
-			level = max(level, s.prio[k])
+		if s.eligible(k) && (!found || s.prio[k] > level) {
+			level, found = s.prio[k], true
 		}
 	}
-	if level < 0 {
+	if !found {
 		return -1, s
 	}
-	tenant := int8(-1)
-	if s.fair {
-		tenant = s.rot[level][0]
-		if s.rot[level][1] >= 0 { // its turn is over: to the back
-			s.rot[level] = [2]int8{s.rot[level][1], tenant}
+	var path [2]int8
+	node := 0
+	for d := range s.dims {
+		rot := &s.rot[level-prioMin][node]
+		path[d] = rot.first()
+		if path[d] < 0 {
+			panic("prioSpec.next: a level with items queued has no turns")
 		}
+		rot.turn(s.turns(node, path[d]))
+		node = 1 + int(path[d])
 	}
 	for _, k := range s.fifo[:s.queued] {
-		if s.prio[k] == level && (tenant < 0 || linTenant(k) == tenant) && s.eligible(k) {
+		if s.prio[k] == level && s.eligible(k) && (s.dims < 1 || s.fairKey[0][k] == path[0]) && (s.dims < 2 || s.fairKey[1][k] == path[1]) {
 			return k, s
 		}
 	}
-	panic("linPrioState.next: the rotation names a key with nothing queued")
+	panic("prioSpec.next: the rotation names a key with nothing queued")
 }
 
-func (s linPrioState) add(key, priority int8) linPrioState {
+// add applies an add of key at priority: nothing after a shutdown;
+// otherwise it ends key's park, and queues key at the back of its level,
+// or again at its Done if it is processing; a queued key raised to a
+// higher priority goes to the back of its new level, and a lower one
+// changes nothing.
+func (s prioSpec) add(key, priority int8) prioSpec {
 	bit := uint16(1) << key
 	if !s.shutdown {
 		s.unpark(key)
@@ -927,36 +914,54 @@ func (s linPrioState) add(key, priority int8) linPrioState {
 	return s
 }
 
-// get hands out the next key, which must be want at priority prio (-1:
-// any), and reports whether it could.
-func (s linPrioState) get(want, prio int8) (bool, linPrioState) {
-	if s.queued == 0 {
-		return false, s
+// delayAt notes a delayed add of key at priority, which the layer above
+// holds until its delay ends: a processing key takes that priority, which
+// a park of it ended later queues it at.
+func (s *prioSpec) delayAt(key, priority int8) {
+	if s.isProcessing(key) {
+		s.prio[key] = priority
 	}
-	key, s := s.next()
-	if key < 0 || key != want || prio >= 0 && prio != s.prio[key] {
-		return false, s
-	}
-	s.handOut(key) // first: the group's slots count it when its tenant leaves the rotations
-	s = s.dequeue(key)
-	return true, s
 }
 
-func (s linPrioState) done(key int8) linPrioState {
+// get applies a Get that does not wait: it hands out the next key, -1 if
+// there is none it may hand out.
+func (s prioSpec) get() (int8, prioSpec) {
+	key, s := s.next()
+	if key < 0 {
+		return -1, s
+	}
+	return key, s.takeOut(key)
+}
+
+// takeOut hands out key, queued, without a turn of the rotations: what
+// Get does after next, and what MaxWait does out of turn.
+func (s prioSpec) takeOut(key int8) prioSpec {
+	s.handOut(key) // first: the group's slots count it when its key leaves the rotations
+	return s.dequeue(key)
+}
+
+// done applies Done(key): for a key processing, its park takes effect, if
+// it has one, and done reports whether one did; a key added again
+// meanwhile is queued at its priority.
+func (s prioSpec) done(key int8) (settled bool, _ prioSpec) {
 	bit := uint16(1) << key
 	if s.processing&bit == 0 {
-		return s
+		return false, s
 	}
-	s.parks.done(int(key))
+	settled = s.parks.done(int(key))
 	s.processing &^= bit
 	if s.dirty&bit != 0 {
 		s.dirty &^= bit
 		s = s.enqueue(key)
 	}
-	return s.reconcile() // a slot freed: the group's tenant may join
+	return settled, s.reconcile() // a slot freed: the group's key may join
 }
 
-func (s linPrioState) remove(key int8) (bool, linPrioState) {
+// remove applies Remove(key): it ends key's park, takes it out of its
+// level and forgets its failures; a processing key stays processing, but
+// is not queued again. It reports whether key was queued, parked or to be
+// queued at its Done.
+func (s prioSpec) remove(key int8) (bool, prioSpec) {
 	bit := uint16(1) << key
 	parked, parking := s.unpark(key)
 	removed := s.dirty&bit != 0 || parked || parking
@@ -971,7 +976,7 @@ func (s linPrioState) remove(key int8) (bool, linPrioState) {
 
 // step applies one operation with its output to s. It reports false if the
 // queue could not have returned out at this point.
-func (s linPrioState) step(in linInput, out linOutput) (bool, linPrioState) {
+func (s prioSpec) step(in linInput, out linOutput) (bool, prioSpec) {
 	if !validKey(in) {
 		return false, s
 	}
@@ -994,11 +999,13 @@ func (s linPrioState) step(in linInput, out linOutput) (bool, linPrioState) {
 		removed, s := s.remove(key)
 		return out.n == 1 == removed, s
 	case linGet, linGetContext:
-		return s.get(out.key, out.prio)
+		got, s := s.get()
+		return got >= 0 && got == out.key && (out.prio < 0 || out.prio == s.prio[got]), s
 	case linDone:
-		return true, s.done(key)
+		_, s := s.done(key)
+		return true, s
 	case linSetGroupLimit:
-		s.groupLimit = in.prio
+		s.limits[0] = in.prio
 		return true, s.reconcile()
 	case linWake:
 		woken, n := s.wake(in.events)
@@ -1013,21 +1020,21 @@ func (s linPrioState) step(in linInput, out linOutput) (bool, linPrioState) {
 		}
 		return out.n == 1 == woken, s
 	}
-	panic(fmt.Sprintf("linPrioState.step: unexpected operation %v", in.kind))
+	panic(fmt.Sprintf("prioSpec.step: unexpected operation %v", in.kind))
 }
 
-func (s linPrioState) hash() uint64 {
+func (s prioSpec) hash() uint64 {
 	h := uint64(s.queued)
 	for i := range linMaxKeys {
 		h |= uint64(s.fifo[i]&3)<<(4+2*i) | uint64(s.prio[i]&3)<<(10+2*i)
 	}
 	for l := range s.rot {
-		h |= uint64(s.rot[l][0]+1)<<(16+4*l) | uint64(s.rot[l][1]+1)<<(18+4*l)
+		h |= uint64(s.rot[l][0].keys[0])<<(16+4*l) | uint64(s.rot[l][0].keys[1])<<(18+4*l)
 	}
 	return s.queueSpec.hash(h)
 }
 
-func (s linPrioState) String() string {
+func (s prioSpec) String() string {
 	var b strings.Builder
 	b.WriteString("queued [")
 	for i, key := range s.fifo[:s.queued] {
@@ -1037,10 +1044,18 @@ func (s linPrioState) String() string {
 		fmt.Fprintf(&b, "%s@%d", linKeyNames[key], s.prio[key])
 	}
 	b.WriteString("]")
-	if s.fair {
-		for l, r := range s.rot {
-			if r[0] >= 0 {
-				fmt.Fprintf(&b, " turns@%d %v", l, r)
+	for l := range s.rot {
+		for node, r := range s.rot[l] {
+			if r.keys[0] != 0 {
+				fmt.Fprintf(&b, " turns@%d", l+prioMin)
+				if node > 0 {
+					fmt.Fprintf(&b, "/%d", node-1)
+				}
+				for _, k := range r.keys {
+					if k != 0 {
+						fmt.Fprintf(&b, " %d", k-1)
+					}
+				}
 			}
 		}
 	}
@@ -1055,13 +1070,13 @@ var (
 	linFairModel     = linPrioModelFor(true)
 )
 
-func linPrioModelFor(fair bool) porcupine.Model { return linModelOf(newLinPrioState(fair)) }
+func linPrioModelFor(fair bool) porcupine.Model { return linModelOf(newLinPrioSpec(fair)) }
 
 // linPrioGroupModelFor is the specification of a priority queue with
 // group limits; see linGroupModel.
 func linPrioGroupModelFor(fair bool) porcupine.Model {
-	s := newLinPrioState(fair)
-	s.grouped, s.groupLimit = true, 1
+	s := newLinPrioSpec(fair)
+	s.queueSpec = linGrouped()
 	return linModelOf(s)
 }
 
