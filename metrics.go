@@ -37,8 +37,8 @@ type HistogramMetric interface {
 
 // MetricsProvider creates the metrics of a queue with a Name, once each, at
 // construction; a nil metric disables that one. A queue takes it from its
-// config, or else the one [SetProvider] set. The prometheus and
-// otelworkqueue packages provide one.
+// config, else from [SetProvider]. The prometheus and otelworkqueue packages
+// have one.
 type MetricsProvider interface {
 	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
 	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item

@@ -122,8 +122,7 @@ func (q *TypedRateLimitingQueue[T]) Reschedule(item T, duration time.Duration) {
 	q.delaying.AddAfter(item, duration)
 }
 
-// AddRateLimited adds item after a rate-limited delay, recording a failure;
-// it is never debounced.
+// AddRateLimited adds item after a rate-limited delay, recording a failure.
 func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.lim.mu.Lock()
 	defer q.lim.mu.Unlock()

@@ -34,21 +34,18 @@ func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
 // Runner runs a controller's worker loop: Get an item, reconcile it, then
-// Forget, retry or requeue it as the reconcile asked, and mark it Done. It
-// recovers and logs a reconcile's panic as a failure. On a [Prioritized]
-// queue, retries and requeues keep the item's priority unless
-// [Result.Priority] says otherwise. It logs an item's 1st, 2nd, 4th, 8th,
-// ... retried failure in a row at warn and the others at
-// [WithRetryLogLevel]; failures while Run stops or drains at warn; panics
-// and items given up on at error. A Get that fails with an error of the
-// queue's own (the Redis queue's while Redis is out of reach) ends no
-// worker: it logs it, at warn on the 1st, 2nd, 4th, ... in a row, and tries
-// again a second later. Over a queue with a [RunnerMetricsProvider] it
-// records those metrics under the queue's name; over one with a
-// [TracingProvider] it traces each reconcile, linking the adds it serves
-// ([InfoGetter]), and the reconcile's context carries the span. A Runner is
-// safe for concurrent use. The zero value is not usable: make one with
-// [NewRunner].
+// Forget, retry or requeue it as the reconcile asked, and mark it Done. A
+// reconcile's panic is recovered as a failure. On a [Prioritized] queue,
+// retries and requeues keep the item's priority unless [Result.Priority] says
+// otherwise. It logs retried failures as [WithRetryLogLevel] says, failures
+// while Run stops or drains at warn, and panics and items given up on at
+// error. A Get that fails with the queue's own error (the Redis queue's while
+// Redis is out of reach) ends no worker: it is logged, at warn on the 1st,
+// 2nd, 4th, ... in a row, and tried again a second later. A queue's
+// [RunnerMetricsProvider] records the Runner's metrics, and its
+// [TracingProvider] traces each reconcile, linked to the adds it serves over
+// an [InfoGetter], in a span its context carries. A Runner is safe for
+// concurrent use; make one with [NewRunner].
 type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
@@ -155,8 +152,7 @@ func WithRetryLogLevel(level slog.Level) RunnerOption {
 }
 
 // WithGracePeriod sets how long reconciles in flight when Run's context ends
-// go on before their context ends; 0 means at once. NewRunner panics if d is
-// negative.
+// keep their context; 0 means at once. NewRunner panics if d is negative.
 func WithGracePeriod(d time.Duration) RunnerOption {
 	return func(o *runnerOptions) { o.grace = d }
 }

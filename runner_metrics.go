@@ -2,8 +2,7 @@ package workqueue
 
 import "fmt"
 
-// The results a [RunnerMetricsProvider]'s reconciles metric counts, one per
-// reconcile.
+// The results a [RunnerMetricsProvider]'s reconciles metric counts.
 const (
 	ResultSuccess      = "success"       // no error, and nothing requeued
 	ResultRequeue      = "requeue"       // Result.Requeue, or WaitFor on a queue that cannot park
@@ -83,13 +82,12 @@ func newRunnerMetrics(queue any) runnerMetrics {
 	return m
 }
 
-// SetWorkers changes the number of workers of a running Run to n. It starts
-// the workers missing at once; each worker beyond n leaves after its
-// current reconcile, or at once if it waits for an item on a queue with
-// GetContext (on a queue without it, after reconciling the next item it
-// gets). It reports whether Run was running: before Run, once Run's context
-// has ended and after Run returns it does nothing and returns false. It
-// panics if n is less than 1. It is safe for concurrent use.
+// SetWorkers sets the workers of a running Run to n, starting the missing ones
+// at once; each worker beyond n leaves after its current reconcile, or at once
+// if it waits for an item on a queue with GetContext (without it, after
+// reconciling the next item it gets). It reports whether Run was running;
+// before Run, once Run's context has ended and after Run returns it does
+// nothing. It panics if n is less than 1.
 func (r *Runner[T]) SetWorkers(n int) bool {
 	if n < 1 {
 		panic(fmt.Sprintf("workqueue: SetWorkers needs at least one worker, got %d", n))

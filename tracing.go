@@ -48,9 +48,8 @@ func (l TraceLink) TraceParent() string {
 	return b.String()
 }
 
-// ParseTraceLink returns the link of a W3C traceparent header and a
-// tracestate header, which it keeps as is. It returns an error if
-// traceparent is not a valid version 00 header.
+// ParseTraceLink returns the link of a W3C traceparent and tracestate header,
+// keeping tracestate as is; it errs if traceparent is not valid version 00.
 func ParseTraceLink(traceparent, tracestate string) (TraceLink, error) {
 	var l TraceLink
 	p := strings.Split(traceparent, "-")
@@ -85,11 +84,10 @@ type ItemInfo struct {
 	DroppedLinks int
 }
 
-// InfoGetter is a queue that hands out items with their [ItemInfo]: this
-// package's queues, and may be one from outside it. A [Runner] over an
-// InfoGetter records the time its items waited and links their adds; it
-// does not use the method of a queue that embeds an InfoGetter, which may
-// bypass the queue's own GetContext.
+// InfoGetter is a queue that hands out items with their [ItemInfo], as this
+// package's queues do. A [Runner] over one records the time its items waited
+// and links their adds; it does not use the method of a queue that embeds an
+// InfoGetter, which may bypass the queue's own GetContext.
 type InfoGetter[T comparable] interface {
 	// GetWithInfoContext is GetContext that also returns the item's info.
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
@@ -157,7 +155,7 @@ func (q *TypedDelayingQueue[T]) AddContext(ctx context.Context, item T) {
 	}
 }
 
-// AddContext is Add with a link; see [Typed.AddContext]. Over a delaying
+// AddContext is Add with a link (see [Typed.AddContext]); over a delaying
 // queue without AddContext it is Add.
 func (q *TypedRateLimitingQueue[T]) AddContext(ctx context.Context, item T) {
 	if a, ok := q.delaying.(interface {
@@ -195,9 +193,8 @@ func (q *TypedPriorityQueue[T]) AddContext(ctx context.Context, item T) {
 	}
 }
 
-// GetWithInfoContext is GetContext that also returns the item's
-// [ItemInfo]; over a queue from outside this package, that queue's if it
-// is an [InfoGetter], and otherwise a zero info.
+// GetWithInfoContext is GetContext that also returns the item's [ItemInfo];
+// over a queue from outside, that queue's if it is an [InfoGetter], else zero.
 func (b *Base[T]) GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error) {
 	if b.c == nil {
 		return getWithInfo(ctx, b.outside("GetWithInfoContext"))
