@@ -18,9 +18,9 @@ var (
 	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
 )
 
-// TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]. The
-// zero value is valid. The fields it shares with [TypedQueueConfig] are as
-// there, and GroupLimits cannot be set with Queue.
+// TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]; the
+// zero value is valid, and the fields it shares with [TypedQueueConfig] are as
+// there.
 type TypedDelayingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
@@ -33,9 +33,8 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	// client-go, the waiting add stays and adds it again when it ends.
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
-	// Debounce makes an Add (or AddAfter of no delay) wait for the end of
-	// the item's burst of adds, merged with the delay it waits for already;
-	// it applies to items queued in a Queue from outside this package too.
+	// Debounce: an Add (or AddAfter of no delay) waits for the end of the
+	// item's burst, merged with its pending delay, also over an outside Queue.
 	Debounce Debounce
 }
 
@@ -94,10 +93,9 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] with the methods of
-// [Base]; it adds Reschedule, and in its config AddCancelsDelay and
-// Debounce. Its methods are safe for concurrent use. The zero value is not
-// usable: make one with [NewTypedDelayingQueue].
+// TypedDelayingQueue is a [TypedDelayingInterface] with the methods of [Base],
+// safe for concurrent use; it adds Reschedule, and in its config
+// AddCancelsDelay and Debounce. Make one with [NewTypedDelayingQueue].
 type TypedDelayingQueue[T comparable] struct {
 	Base[T]
 	queue TypedInterface[T] // the config's

@@ -177,13 +177,11 @@ var defaultProvider atomic.Pointer[providerBox]
 
 type providerBox struct{ provider MetricsProvider }
 
-// SetProvider sets the MetricsProvider of the queues of this package made
-// after it whose config has none; nil removes it, and queues made before a
-// call keep theirs. A program that imported client-go's Prometheus provider
-// calls SetProvider(prometheus.NewProvider(legacyregistry.Registerer())),
-// or with controller-runtime's metrics.Registry, with this module's
-// prometheus package; the series keep their names. It is safe for
-// concurrent use.
+// SetProvider sets the MetricsProvider of the queues made after it whose
+// config has none; nil removes it. It is safe for concurrent use. Client-go's
+// Prometheus series keep their names with this module's prometheus package:
+// SetProvider(prometheus.NewProvider(legacyregistry.Registerer())), or
+// controller-runtime's metrics.Registry.
 func SetProvider(provider MetricsProvider) {
 	if provider == nil {
 		defaultProvider.Store(nil)

@@ -70,16 +70,14 @@ func ParseTraceLink(traceparent, tracestate string) (TraceLink, error) {
 // ItemInfo is what a queue tells of an item it hands out, beside the item.
 type ItemInfo struct {
 	Priority int // the item's priority; 0 on a queue without priorities
-	// Added is when, on the queue's clock, the first add since the item's
-	// previous hand-out made it ready (for a delayed add, when its delay
-	// ended); zero if the queue does not know, as on a queue that records
-	// no metrics.
+	// Added is when, on the queue's clock, the first add since the previous
+	// hand-out made the item ready (a delayed add: when its delay ended);
+	// zero if unknown, as on a queue that records no metrics.
 	Added time.Time
-	// Links are those of the adds with a span merged into this hand-out,
-	// and those a retry or a park carried from the previous one (see
-	// [TracingProvider]): at most [MaxTraceLinks], in no promised order.
-	// DroppedLinks counts the links left out. The caller must not change
-	// Links.
+	// Links are those of the adds with a span merged into this hand-out and
+	// those a retry or park carried over (see [TracingProvider]), at most
+	// [MaxTraceLinks], in no promised order; DroppedLinks counts the rest.
+	// The caller must not change Links.
 	Links        []TraceLink
 	DroppedLinks int
 }
@@ -101,11 +99,10 @@ type ReconcileSpan struct {
 	Info    ItemInfo      // the hand-out's priority and links
 }
 
-// TracingProvider is a [MetricsProvider] that also traces: a queue made
-// with it keeps the links of the adds made with a context
-// ([Typed.AddContext], ...) until the item is handed out, and a [Runner]
-// over it traces each reconcile. A queue made without one stores no link.
-// Its methods must be safe for concurrent use.
+// TracingProvider is a [MetricsProvider] that also traces: a queue made with
+// it keeps the links of adds made with a context ([Typed.AddContext], ...)
+// until the item's hand-out, and a [Runner] over it traces each reconcile;
+// other queues store no link. Its methods must be safe for concurrent use.
 type TracingProvider interface {
 	MetricsProvider
 	// TraceLink returns the link to the span ctx carries; false if none.
