@@ -10,12 +10,12 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Base holds the methods the queues of this package share. They are safe for
-// concurrent use and panic on a zero value. Over a config's Queue or
-// DelayingQueue from outside this package they do what that queue supports:
-// GetContext returns an error wrapping [errors.ErrUnsupported] if it has none,
-// Park adds the item after MaxParkTime (or its ParkBackoff, if longer) if it
-// cannot park, and the others cover the delayed items or do nothing.
+// Base holds the methods the queues of this package share, safe for concurrent
+// use; they panic on a zero value. Over a config's Queue or DelayingQueue from
+// outside this package they do what it supports: GetContext returns an error
+// wrapping [errors.ErrUnsupported] if it has none, Park adds the item after
+// MaxParkTime (or ParkBackoff, if longer) if it cannot park, and the others
+// cover the delayed items or do nothing.
 type Base[T comparable] struct {
 	// c is the core of this package's queue under the layer; below is,
 	// when c is nil, the queue the layer wraps: one from outside this
@@ -205,16 +205,16 @@ func (b *Base[T]) Remove(item T) bool {
 	return true
 }
 
-// Park holds item, which the caller got from Get and has not marked done,
-// until one of events: from its Done on, the queue neither hands it out nor
-// counts it in Len until a Wake of one of events, WakeItem, an add of the item
-// or MaxParkTime queues it. The park ends at Done if one of events was woken
-// since the item's Get. An add since the Get, or a wake of an earlier Park,
-// wins over the park; otherwise a later Park replaces an earlier one. Park
-// does nothing for an item not being processed or after a shutdown has begun,
-// which drops parked items. The queue keeps the last wake of each event: use a
-// small fixed set. On a rate-limiting or priority queue a wake queues the item
-// no sooner than its ParkBackoff after the Park; a park is not a failure.
+// Park holds item, got from Get and not yet marked done, until one of events:
+// from its Done on, the queue neither hands it out nor counts it in Len until
+// a Wake of one of events, WakeItem, an add of the item or MaxParkTime queues
+// it; if one of events was woken since the Get, the park ends at Done. An add
+// since the Get, or a wake of an earlier Park, wins over the park; otherwise a
+// later Park replaces an earlier one. Park does nothing for an item not being
+// processed or after a shutdown has begun. The queue keeps the last wake of
+// each event: use a small fixed set. On a rate-limiting or priority queue a
+// wake queues the item no sooner than its ParkBackoff after the Park; a park
+// is not a failure.
 func (b *Base[T]) Park(item T, events ...string) {
 	c, l := b.c, b.lim
 	var hash uint32

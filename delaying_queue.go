@@ -19,8 +19,7 @@ var (
 )
 
 // TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]; the
-// zero value is valid, and the fields it shares with [TypedQueueConfig] are as
-// there.
+// zero value is valid, and shared fields are as in [TypedQueueConfig].
 type TypedDelayingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger

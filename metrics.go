@@ -35,10 +35,10 @@ type HistogramMetric interface {
 	Observe(float64)
 }
 
-// MetricsProvider creates the metrics of a queue with a Name, once each, at
-// construction; a nil metric disables that one. A queue takes it from its
-// config, else from [SetProvider]. The prometheus and otelworkqueue packages
-// have one.
+// MetricsProvider creates the metrics of a queue with a Name, once each at
+// construction; a nil metric disables that one. Queues take it from their
+// config, else [SetProvider]; the prometheus and otelworkqueue packages have
+// one.
 type MetricsProvider interface {
 	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
 	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item

@@ -21,10 +21,9 @@ var (
 )
 
 // TypedPriorityQueueConfig configures [NewTypedPriorityQueue]; the zero value
-// is valid, and the fields it shares with [TypedRateLimitingQueueConfig] are
-// as there. Fairness and FairnessWeights functions are called with the queue
-// locked, must answer the same for an argument every time, and must neither
-// panic nor call the queue.
+// is valid, shared fields are as in [TypedRateLimitingQueueConfig]. Fairness
+// and FairnessWeights functions are called with the queue locked, must answer
+// the same for an argument every time, and must not panic or call the queue.
 type TypedPriorityQueueConfig[T comparable] struct {
 	Name            string
 	MetricsProvider MetricsProvider
@@ -54,13 +53,12 @@ type TypedPriorityQueueConfig[T comparable] struct {
 }
 
 // TypedPriorityQueue is a [TypedRateLimitingInterface] that hands out higher
-// priorities first: within a priority first in, first out, or in turns of
-// Fairness keys. Beside [Base]'s methods it has Reschedule, AddWithOpts and
+// priorities first, within one first in, first out or in turns of Fairness
+// keys. Beside [Base]'s methods it has Reschedule, AddWithOpts and
 // GetWithPriority, as controller-runtime's priority queue does. A re-add keeps
-// the highest priority and earliest ready time asked for, and a woken item its
+// the highest priority and earliest ready time asked for, a woken item its
 // priority; an item whose priority rises goes behind those queued at its new
-// one. Its methods are safe for concurrent use; make one with
-// [NewTypedPriorityQueue].
+// one. It is safe for concurrent use; make one with [NewTypedPriorityQueue].
 type TypedPriorityQueue[T comparable] struct {
 	Base[T]
 	core  core[T]

@@ -15,10 +15,10 @@ var (
 )
 
 // TypedRateLimitingQueueConfig configures
-// [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, and the
-// fields it shares with [TypedDelayingQueueConfig] are as there. With a
-// DelayingQueue, Name, Logger and MetricsProvider are ignored (that queue has
-// its own), and AddCancelsDelay, GroupLimits and Debounce cannot be set.
+// [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, and shared
+// fields are as in [TypedDelayingQueueConfig]. With a DelayingQueue, which has
+// its own Name, Logger and MetricsProvider, those are ignored, and
+// AddCancelsDelay, GroupLimits and Debounce cannot be set.
 type TypedRateLimitingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
@@ -43,7 +43,7 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *T
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
 // panics if rateLimiter is nil, MaxParkTime is negative, Debounce is not
-// valid (see [Debounce]), AddCancelsDelay, Debounce or GroupLimits is set
+// valid, AddCancelsDelay, Debounce or GroupLimits is set
 // with a DelayingQueue, or GroupLimits has a nil Group.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {

@@ -27,24 +27,23 @@ type Result struct {
 // WaitFor returns a Result that parks the item until one of events.
 func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 
-// ReconcileFunc reconciles item. An error retries it with backoff, a
-// [TerminalError] gives up on it, and a [Result] may requeue it. Its context
-// ends at [WithItemTimeout] and at the end of [WithGracePeriod]. Workers call
-// it concurrently, never for one item twice at once.
+// ReconcileFunc reconciles item: an error retries it with backoff, a
+// TerminalError gives up on it, and a Result may requeue it. Its context ends
+// at WithItemTimeout or the grace period's end. Workers call it concurrently,
+// never twice at once for one item.
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
-// Runner runs a controller's worker loop: Get an item, reconcile it, then
-// Forget, retry or requeue it as the reconcile asked, and mark it Done. A
-// reconcile's panic is recovered as a failure. On a [Prioritized] queue,
-// retries and requeues keep the item's priority unless [Result.Priority] says
-// otherwise. It logs retried failures as [WithRetryLogLevel] says, failures
-// while Run stops or drains at warn, and panics and items given up on at
-// error. A Get that fails with the queue's own error (the Redis queue's while
-// Redis is out of reach) ends no worker: it is logged, at warn on the 1st,
-// 2nd, 4th, ... in a row, and tried again a second later. A queue's
+// Runner runs a controller's worker loop: Get an item, reconcile it, Forget,
+// retry or requeue it as asked, and mark it Done; a panic counts as a failure.
+// On a [Prioritized] queue retries and requeues keep the item's priority
+// unless [Result.Priority] says otherwise. Retried failures log as
+// [WithRetryLogLevel] says, those while Run stops or drains at warn, panics
+// and items given up on at error. A Get that fails with the queue's own error
+// (the Redis queue's while Redis is out of reach) is logged, at warn on the
+// 1st, 2nd, 4th, ... in a row, and tried again a second later. A queue's
 // [RunnerMetricsProvider] records the Runner's metrics, and its
-// [TracingProvider] traces each reconcile, linked to the adds it serves over
-// an [InfoGetter], in a span its context carries. A Runner is safe for
+// [TracingProvider] traces each reconcile in a span its context carries,
+// linked to the adds it serves over an [InfoGetter]. A Runner is safe for
 // concurrent use; make one with [NewRunner].
 type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]

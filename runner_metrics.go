@@ -83,11 +83,10 @@ func newRunnerMetrics(queue any) runnerMetrics {
 }
 
 // SetWorkers sets the workers of a running Run to n, starting the missing ones
-// at once; each worker beyond n leaves after its current reconcile, or at once
-// if it waits for an item on a queue with GetContext (without it, after
-// reconciling the next item it gets). It reports whether Run was running;
-// before Run, once Run's context has ended and after Run returns it does
-// nothing. It panics if n is less than 1.
+// at once; each one beyond n leaves after its current reconcile, or at once if
+// it waits for an item on a queue with GetContext (else after its next item).
+// It reports whether Run was running; before Run, once its context has ended
+// and after it returns, it does nothing. It panics if n is less than 1.
 func (r *Runner[T]) SetWorkers(n int) bool {
 	if n < 1 {
 		panic(fmt.Sprintf("workqueue: SetWorkers needs at least one worker, got %d", n))

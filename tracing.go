@@ -83,9 +83,9 @@ type ItemInfo struct {
 }
 
 // InfoGetter is a queue that hands out items with their [ItemInfo], as this
-// package's queues do. A [Runner] over one records the time its items waited
-// and links their adds; it does not use the method of a queue that embeds an
-// InfoGetter, which may bypass the queue's own GetContext.
+// package's queues do. A [Runner] over one records how long items waited and
+// links their adds; it ignores the method a queue gets by embedding one, which
+// may bypass the queue's own GetContext.
 type InfoGetter[T comparable] interface {
 	// GetWithInfoContext is GetContext that also returns the item's info.
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
