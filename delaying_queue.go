@@ -92,9 +92,8 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] with the methods of [Base],
-// safe for concurrent use; it adds Reschedule, and in its config
-// AddCancelsDelay and Debounce. Make one with [NewTypedDelayingQueue].
+// TypedDelayingQueue is a [TypedDelayingInterface] with [Base]'s methods, safe
+// for concurrent use, and Reschedule; make one with [NewTypedDelayingQueue].
 type TypedDelayingQueue[T comparable] struct {
 	Base[T]
 	queue TypedInterface[T] // the config's
@@ -127,9 +126,8 @@ type ownDelays[T comparable] struct {
 	dropped int
 }
 
-// Add adds item at once, as [Typed.Add] does. With AddCancelsDelay it also
-// takes item out of the items waiting for their delay; with Debounce it
-// adds item at the end of its burst of adds instead.
+// Add adds item at once as [Typed.Add] does; with AddCancelsDelay it also ends
+// its wait for a delay, with Debounce item waits for its burst's end.
 func (q *TypedDelayingQueue[T]) Add(item T) {
 	switch {
 	case q.debounce.enabled():

@@ -10,9 +10,8 @@ import (
 	"github.com/go-workqueue/workqueue/internal/list"
 )
 
-// GroupLimits limits how many items of a group are processed at once. Items of
-// a group at its limit stay queued, in their order, counted by Len, and Get
-// passes over them to the items of other groups.
+// GroupLimits limits how many items of a group are processed at once; the rest
+// stay queued, in order and in Len, and Get passes over them.
 type GroupLimits[T comparable] struct {
 	// Group returns item's group, "" for none. It is called with the queue
 	// locked when an item is first queued, and its answer is kept while the

@@ -35,10 +35,9 @@ type HistogramMetric interface {
 	Observe(float64)
 }
 
-// MetricsProvider creates the metrics of a queue with a Name, once each at
-// construction; a nil metric disables that one. Queues take it from their
-// config, else [SetProvider]; the prometheus and otelworkqueue packages have
-// one.
+// MetricsProvider creates a named queue's metrics at construction, once each;
+// a nil metric disables that one. A queue takes it from its config, else
+// [SetProvider]; the prometheus and otelworkqueue packages have one.
 type MetricsProvider interface {
 	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
 	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item
@@ -177,11 +176,10 @@ var defaultProvider atomic.Pointer[providerBox]
 
 type providerBox struct{ provider MetricsProvider }
 
-// SetProvider sets the MetricsProvider of the queues made after it whose
-// config has none; nil removes it. It is safe for concurrent use. Client-go's
-// Prometheus series keep their names with this module's prometheus package:
-// SetProvider(prometheus.NewProvider(legacyregistry.Registerer())), or
-// controller-runtime's metrics.Registry.
+// SetProvider sets the MetricsProvider of queues made after it whose config
+// has none; nil removes it. It is safe for concurrent use. With this module's
+// prometheus.NewProvider(legacyregistry.Registerer()) or controller-runtime's
+// metrics.Registry, client-go's series keep their names.
 func SetProvider(provider MetricsProvider) {
 	if provider == nil {
 		defaultProvider.Store(nil)

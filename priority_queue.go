@@ -69,10 +69,9 @@ type TypedPriorityQueue[T comparable] struct {
 	debounce        Debounce // the config's
 }
 
-// NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter,
-// a Fairness function or GroupLimits' Group is nil, if FairnessWeights is
-// longer than Fairness, if MaxWait or MaxParkTime is negative, or if
-// Debounce is not valid (see [Debounce]).
+// NewTypedPriorityQueue returns a priority queue. It panics if rateLimiter, a
+// Fairness function or GroupLimits' Group is nil, FairnessWeights is longer
+// than Fairness, MaxWait or MaxParkTime is negative, or Debounce is not valid.
 func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config TypedPriorityQueueConfig[T]) *TypedPriorityQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")

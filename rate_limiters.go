@@ -16,9 +16,8 @@ type TypedRateLimiter[T comparable] interface {
 	NumRequeues(item T) int    // item's failures since it was last forgotten
 }
 
-// DefaultTypedControllerRateLimiter returns Kubernetes controllers' limiter:
-// the larger of a per-item backoff from 5 ms to 1000 s and a bucket of 10/s,
-// burst 100.
+// DefaultTypedControllerRateLimiter returns the max of a per-item backoff from
+// 5 ms to 1000 s and a 10/s bucket, burst 100, as Kubernetes does.
 func DefaultTypedControllerRateLimiter[T comparable]() TypedRateLimiter[T] {
 	return NewTypedMaxOfRateLimiter(
 		NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 1000*time.Second),

@@ -143,9 +143,8 @@ func WithLogger(logger *slog.Logger) RunnerOption {
 	return func(o *runnerOptions) { o.logger = logger }
 }
 
-// WithRetryLogLevel sets the level of the retried failures that are not an
-// item's 1st, 2nd, 4th, 8th, ... in a row, which log at warn or at level,
-// whichever is higher; default debug.
+// WithRetryLogLevel sets the level of retried failures but an item's 1st, 2nd,
+// 4th, ... in a row, which log at the higher of warn and level; default debug.
 func WithRetryLogLevel(level slog.Level) RunnerOption {
 	return func(o *runnerOptions) { o.retryLevel = level }
 }

@@ -82,10 +82,9 @@ type ItemInfo struct {
 	DroppedLinks int
 }
 
-// InfoGetter is a queue that hands out items with their [ItemInfo], as this
-// package's queues do. A [Runner] over one records how long items waited and
-// links their adds; it ignores the method a queue gets by embedding one, which
-// may bypass the queue's own GetContext.
+// InfoGetter hands out items with their [ItemInfo], as this package's queues
+// do; a [Runner] uses it to record waits and link adds, but not a method a
+// queue gets by embedding one, which may bypass its GetContext.
 type InfoGetter[T comparable] interface {
 	// GetWithInfoContext is GetContext that also returns the item's info.
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
