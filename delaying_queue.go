@@ -27,9 +27,8 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
 	Queue           TypedInterface[T] // takes the items whose delay ended; nil means a new Typed
-	// AddCancelsDelay makes an Add (or AddAfter of no delay) take the item
-	// out of the waiting items, as on TypedPriorityQueue; by default, as in
-	// client-go, the waiting add stays and adds it again when it ends.
+	// AddCancelsDelay: an Add (or AddAfter of no delay) takes item out of the
+	// waiting items, as on TypedPriorityQueue; by default the waiting add stays.
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
 	// Debounce: an Add (or AddAfter of no delay) waits for the end of the

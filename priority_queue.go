@@ -42,10 +42,9 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// MaxWait, if positive, hands out an item ready for that long before
 	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
-	// GroupLimits: Get hands out the first item in the order above whose group
-	// has a free slot; a key whose queued items all wait for one leaves its
-	// rotation and rejoins at the back when one frees. MaxWait takes the longest
-	// ready of the items with a free slot.
+	// GroupLimits: Get hands out the first item, in the order above, with a
+	// free group slot; a key whose queued items all wait rejoins its rotation
+	// at the back when one frees; MaxWait takes the longest ready with a slot.
 	GroupLimits *GroupLimits[T]
 	// Debounce applies to adds with no delay, neither rate-limited nor a
 	// Reschedule, at the highest priority the burst's adds asked for.

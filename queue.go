@@ -80,8 +80,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	return q
 }
 
-// Add marks item as needing processing; after a shutdown has begun it does
-// nothing.
+// Add marks item as needing processing, unless a shutdown has begun.
 func (q *Typed[T]) Add(item T) {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()

@@ -15,10 +15,10 @@ var (
 )
 
 // TypedRateLimitingQueueConfig configures
-// [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, and shared
-// fields are as in [TypedDelayingQueueConfig]. With a DelayingQueue, which has
-// its own Name, Logger and MetricsProvider, those are ignored, and
-// AddCancelsDelay, GroupLimits and Debounce cannot be set.
+// [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, shared
+// fields are as in [TypedDelayingQueueConfig]. A DelayingQueue keeps its own
+// Name, Logger and MetricsProvider, ignoring these, and forbids
+// AddCancelsDelay, GroupLimits and Debounce.
 type TypedRateLimitingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
@@ -26,8 +26,8 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
 	// ParkBackoff gives, at each Park that takes effect, how long after it a
-	// wake (not WakeItem) may queue the item; Forget and Remove reset it. It
-	// is called with the queue locked and must not call it; nil: 5 ms doubling to 10 s.
+	// wake (not WakeItem) may queue the item; Forget and Remove reset it. It is
+	// called with the queue locked, must not call it; nil: 5 ms doubling to 10 s.
 	ParkBackoff     TypedRateLimiter[T]
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
@@ -88,8 +88,8 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 	return q
 }
 
-// TypedRateLimitingQueue is a [TypedRateLimitingInterface] with the methods of
-// [Base], safe for concurrent use; it adds Reschedule, and in its config
+// TypedRateLimitingQueue is a [TypedRateLimitingInterface] with [Base]'s
+// methods, safe for concurrent use; it adds Reschedule, and config fields
 // ParkBackoff, AddCancelsDelay and Debounce. Make one with
 // [NewTypedRateLimitingQueue].
 type TypedRateLimitingQueue[T comparable] struct {

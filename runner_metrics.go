@@ -86,7 +86,7 @@ func newRunnerMetrics(queue any) runnerMetrics {
 // at once; each one beyond n leaves after its current reconcile, or at once if
 // it waits for an item on a queue with GetContext (else after its next item).
 // It reports whether Run was running; before Run, once its context has ended
-// and after it returns, it does nothing. It panics if n is less than 1.
+// and after it returns, it does nothing. It panics if n < 1.
 func (r *Runner[T]) SetWorkers(n int) bool {
 	if n < 1 {
 		panic(fmt.Sprintf("workqueue: SetWorkers needs at least one worker, got %d", n))

@@ -74,12 +74,11 @@ type ItemInfo struct {
 	// hand-out made the item ready (a delayed add: when its delay ended);
 	// zero if unknown, as on a queue that records no metrics.
 	Added time.Time
-	// Links are those of the adds with a span merged into this hand-out and
-	// those a retry or park carried over (see [TracingProvider]), at most
-	// [MaxTraceLinks], in no promised order; DroppedLinks counts the rest.
-	// The caller must not change Links.
+	// Links: those of the adds with a span merged into this hand-out and of a
+	// retry or park carried over (see [TracingProvider]), at most
+	// [MaxTraceLinks], in no promised order, not to be changed by the caller.
 	Links        []TraceLink
-	DroppedLinks int
+	DroppedLinks int // the links left out
 }
 
 // InfoGetter hands out items with their [ItemInfo], as this package's queues
