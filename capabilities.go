@@ -96,7 +96,7 @@ type AddOpts struct {
 	Reschedule  bool          // the delay replaces the pending one; never debounced
 }
 
-// Prioritized is a queue with priorities, as TypedPriorityQueue and the Redis
+// Prioritized is a queue with priorities, as [TypedPriorityQueue] and the Redis
 // queue are; a [Runner] over one requeues items at their priority.
 type Prioritized[T comparable] interface {
 	GetWithPriorityContext(ctx context.Context) (item T, priority int, err error)

@@ -28,9 +28,10 @@ type Result struct {
 func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 
 // ReconcileFunc reconciles item: an error retries it with backoff, a
-// TerminalError gives up on it, and a Result may requeue it. Its context ends
-// at WithItemTimeout or the grace period's end. Workers call it concurrently,
-// never twice at once for one item.
+// [TerminalError] gives up on it, and a [Result] may requeue it. Its context
+// ends at [WithItemTimeout] or at the end of the grace period
+// ([WithGracePeriod]). Workers call it concurrently, never twice at once for
+// one item.
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
 // Runner runs a controller's worker loop: Get an item, reconcile it, Forget,
