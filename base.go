@@ -10,14 +10,12 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Base holds the methods the queues of this package share; each queue
-// embeds one, and its own doc lists what it adds. Its methods are safe for
-// concurrent use; on a zero value they panic. Over a config's Queue or
-// DelayingQueue from outside this package they do what that queue
-// supports: GetContext returns an error wrapping [errors.ErrUnsupported]
-// if it has none, Park adds the item after MaxParkTime (or its
-// ParkBackoff, if longer) if it cannot park, and the others cover the
-// delayed items or do nothing.
+// Base holds the methods the queues of this package share, safe for concurrent
+// use; they panic on a zero value. Over a config's Queue or DelayingQueue from
+// outside this package they do what it supports: GetContext returns an error
+// wrapping [errors.ErrUnsupported] if it has none, Park adds the item after
+// MaxParkTime (or ParkBackoff, if longer) if it cannot park, and the others
+// cover the delayed items or do nothing.
 type Base[T comparable] struct {
 	// c is the core of this package's queue under the layer; below is,
 	// when c is nil, the queue the layer wraps: one from outside this
@@ -101,9 +99,8 @@ func (b *Base[T]) Len() int {
 	return b.c.length()
 }
 
-// Get blocks until an item is queued, marks it as being processed and returns
-// it; the caller must call Done with it. Once a shutdown has left no item, it
-// returns shutdown true.
+// Get blocks until an item is queued, then returns it as being processed; call
+// Done with it. Once a shutdown has left no item, it returns shutdown true.
 func (b *Base[T]) Get() (item T, shutdown bool) {
 	if b.c == nil {
 		return b.outside("Get").Get()
@@ -159,9 +156,8 @@ func getContext[T comparable](ctx context.Context, q TypedInterface[T]) (item T,
 	return item, fmt.Errorf("workqueue: GetContext needs an underlying queue with a GetContext method, %T has none: %w", q, errors.ErrUnsupported)
 }
 
-// Done marks item as done processing and queues it again, even after a
-// shutdown has begun, if it was added meanwhile. Done of an item not being
-// processed does nothing.
+// Done marks item done and queues it again, even after a shutdown has begun,
+// if it was added meanwhile; it does nothing for an item not being processed.
 func (b *Base[T]) Done(item T) {
 	if b.c == nil {
 		b.outside("Done").Done(item)
@@ -171,9 +167,8 @@ func (b *Base[T]) Done(item T) {
 }
 
 // Remove takes item back and reports whether it took anything: a queued,
-// delayed or parked item leaves the queue; one being processed is not
-// queued again or parked at Done. On a rate-limiting or priority queue it
-// also forgets item, as Forget does.
+// delayed or parked item leaves the queue; one being processed is not queued
+// again or parked at Done. A rate-limiting or priority queue also forgets it.
 func (b *Base[T]) Remove(item T) bool {
 	c := b.c
 	var hash uint32
@@ -210,17 +205,16 @@ func (b *Base[T]) Remove(item T) bool {
 	return true
 }
 
-// Park holds item, which the caller got from Get and has not yet marked done,
-// until one of events: from its Done on, the queue neither hands it out nor
-// counts it in Len until a Wake of one of events, WakeItem, an add of the
-// item or the config's MaxParkTime queues it. The park ends at Done if one
-// of events was woken since the item's Get, which may have changed what the
-// worker saw. An add since the Get, or a wake of an earlier Park, wins over
-// the park; otherwise a later Park replaces an earlier one. Park does nothing
-// for an item not being processed or after a shutdown has begun, which drops
-// parked items. The queue keeps the last wake of each event: use a small
-// fixed set. On a rate-limiting or priority queue a wake queues the item no
-// sooner than its ParkBackoff after the Park; a park is not a failure.
+// Park holds item, got from Get and not yet marked done, until one of events:
+// from its Done on, the queue neither hands it out nor counts it in Len until
+// a Wake of one of events, WakeItem, an add of the item or MaxParkTime queues
+// it; if one of events was woken since the Get, the park ends at Done. An add
+// since the Get, or a wake of an earlier Park, wins over the park; otherwise a
+// later Park replaces an earlier one. Park does nothing for an item not being
+// processed or after a shutdown has begun. The queue keeps the last wake of
+// each event: use a small fixed set. On a rate-limiting or priority queue a
+// wake queues the item no sooner than its ParkBackoff after the Park; a park
+// is not a failure.
 func (b *Base[T]) Park(item T, events ...string) {
 	c, l := b.c, b.lim
 	var hash uint32
@@ -355,8 +349,7 @@ func (b *Base[T]) Snapshot(n int) Snapshot[T] {
 }
 
 // ShutDown begins a shutdown, which drops delayed and parked items, and
-// returns once the queue's goroutines have exited. A second call does
-// nothing.
+// returns once the queue's goroutines have exited; a second call does nothing.
 func (b *Base[T]) ShutDown() {
 	c := b.c
 	if l := b.lim; l != nil {
@@ -386,8 +379,7 @@ func (b *Base[T]) ShutDown() {
 }
 
 // ShutDownWithDrain begins a shutdown, then waits until no item is queued or
-// being processed (workers must go on calling Get and Done) or a ShutDown is
-// called.
+// being processed (keep calling Get and Done) or ShutDown is called.
 func (b *Base[T]) ShutDownWithDrain() {
 	c := b.c
 	if l := b.lim; l != nil {
@@ -424,9 +416,9 @@ func (b *Base[T]) ShuttingDown() bool {
 	return b.c.shuttingDown.Load()
 }
 
-// MetricsConfig returns the provider the queue records its metrics with
-// and its name; see [MetricsSource]. A rate-limiting queue returns those of
-// its DelayingQueue, nil and "" if that is not a MetricsSource.
+// MetricsConfig returns the provider the queue records its metrics with and
+// its name; see [MetricsSource]. A rate-limiting queue returns those of its
+// DelayingQueue, nil and "" if that is not a MetricsSource.
 func (b *Base[T]) MetricsConfig() (MetricsProvider, string) {
 	if b.source != nil {
 		return b.source.MetricsConfig()

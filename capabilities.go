@@ -96,9 +96,8 @@ type AddOpts struct {
 	Reschedule  bool          // the delay replaces the pending one; never debounced
 }
 
-// Prioritized is a queue that hands out and adds items with priorities, as
-// [TypedPriorityQueue] and the Redis queue do; a [Runner] over one gets
-// items with their priority and requeues them at it.
+// Prioritized is a queue with priorities, as [TypedPriorityQueue] and the Redis
+// queue are; a [Runner] over one requeues items at their priority.
 type Prioritized[T comparable] interface {
 	GetWithPriorityContext(ctx context.Context) (item T, priority int, err error)
 	AddWithOpts(opts AddOpts, items ...T)

@@ -5,16 +5,14 @@ import (
 	"time"
 )
 
-// Debounce holds back an item that is added again and again until its adds
-// go quiet: an add with no delay makes the item ready Quiet after that add,
-// but never later than MaxDelay after the first add of the burst. A burst
-// begins at an add of an item not waiting for a debounce and ends when the
-// item becomes ready; an add of an item ready already (queued, or to be
-// queued again at Done) changes nothing, and an item being processed is
-// queued at Done or at its burst's end, whichever is later. AddAfter and
-// AddRateLimited during a burst end it no later than their delay;
-// Reschedule ends it and sets the ready time either way. The zero value
-// debounces nothing.
+// Debounce holds back an item until its adds go quiet: an add with no delay
+// makes it ready Quiet after that add, at most MaxDelay after the burst's
+// first add. A burst begins at an add of an item not waiting for a debounce
+// and ends when it is ready; adding an item already ready (queued, or to be
+// queued at Done) changes nothing, and one being processed is queued at the
+// later of its Done and its burst's end. AddAfter and AddRateLimited end a
+// burst no later than their delay; Reschedule ends it and sets the ready time
+// either way. The zero value debounces nothing.
 type Debounce struct {
 	Quiet    time.Duration // positive if MaxDelay is set
 	MaxDelay time.Duration // zero means Quiet; otherwise at least Quiet

@@ -18,9 +18,8 @@ var (
 	_ additions[int]    = (*TypedDelayingQueue[int])(nil)
 )
 
-// TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]. The
-// zero value is valid. The fields it shares with [TypedQueueConfig] are as
-// there, and GroupLimits cannot be set with Queue.
+// TypedDelayingQueueConfig configures [NewTypedDelayingQueueWithConfig]; the
+// zero value is valid, and shared fields are as in [TypedQueueConfig].
 type TypedDelayingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
@@ -28,14 +27,12 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
 	Queue           TypedInterface[T] // takes the items whose delay ended; nil means a new Typed
-	// AddCancelsDelay makes an Add (or AddAfter of no delay) take the item
-	// out of the waiting items, as on TypedPriorityQueue; by default, as in
-	// client-go, the waiting add stays and adds it again when it ends.
+	// AddCancelsDelay: an Add (or AddAfter of no delay) takes item out of the
+	// waiting items, as on TypedPriorityQueue; by default the waiting add stays.
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
-	// Debounce makes an Add (or AddAfter of no delay) wait for the end of
-	// the item's burst of adds, merged with the delay it waits for already;
-	// it applies to items queued in a Queue from outside this package too.
+	// Debounce: an Add (or AddAfter of no delay) waits for the end of the
+	// item's burst, merged with its pending delay, also over an outside Queue.
 	Debounce Debounce
 }
 
@@ -94,10 +91,8 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] with the methods of
-// [Base]; it adds Reschedule, and in its config AddCancelsDelay and
-// Debounce. Its methods are safe for concurrent use. The zero value is not
-// usable: make one with [NewTypedDelayingQueue].
+// TypedDelayingQueue is a [TypedDelayingInterface] with [Base]'s methods, safe
+// for concurrent use, and Reschedule; make one with [NewTypedDelayingQueue].
 type TypedDelayingQueue[T comparable] struct {
 	Base[T]
 	queue TypedInterface[T] // the config's
@@ -130,9 +125,8 @@ type ownDelays[T comparable] struct {
 	dropped int
 }
 
-// Add adds item at once, as [Typed.Add] does. With AddCancelsDelay it also
-// takes item out of the items waiting for their delay; with Debounce it
-// adds item at the end of its burst of adds instead.
+// Add adds item at once as [Typed.Add] does; with AddCancelsDelay it also ends
+// its wait for a delay, with Debounce item waits for its burst's end.
 func (q *TypedDelayingQueue[T]) Add(item T) {
 	switch {
 	case q.debounce.enabled():

@@ -10,16 +10,12 @@ import (
 	"github.com/go-workqueue/workqueue/internal/list"
 )
 
-// GroupLimits limits how many items of a group are processed at once: a
-// tenant, a namespace, an external API. Items of a group at its limit stay
-// queued, in their order, counted by Len, and Get passes over them to the
-// items of other groups. A queue with custom storage (a config's Queue)
-// cannot have group limits.
+// GroupLimits limits how many items of a group are processed at once; the rest
+// stay queued, in order and in Len, and Get passes over them.
 type GroupLimits[T comparable] struct {
-	// Group returns item's group, "" for none. It is called with the queue
-	// locked when an item is first queued, and its answer is kept while the
-	// queue holds the item; it must return the same group for an item
-	// every time, and must neither panic nor call the queue.
+	// Group returns item's group, "" for none: called with the queue locked
+	// when item is first queued, its answer kept while the queue holds it,
+	// it must answer the same every time and neither panic nor call the queue.
 	Group   func(item T) string
 	Default int            // the limit of a group Limits does not name; 0 or less: none
 	Limits  map[string]int // copied; 0 or less: none; "" cannot be limited

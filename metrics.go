@@ -35,10 +35,9 @@ type HistogramMetric interface {
 	Observe(float64)
 }
 
-// MetricsProvider creates the metrics of a queue with a Name, once each, at
-// construction; a nil metric disables that one. A queue takes it from its
-// config, or else the one [SetProvider] set. The prometheus and
-// otelworkqueue packages provide one.
+// MetricsProvider creates a named queue's metrics at construction, once each;
+// a nil metric disables that one. A queue takes it from its config, else
+// [SetProvider]; the prometheus and otelworkqueue packages have one.
 type MetricsProvider interface {
 	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
 	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item
@@ -177,13 +176,10 @@ var defaultProvider atomic.Pointer[providerBox]
 
 type providerBox struct{ provider MetricsProvider }
 
-// SetProvider sets the MetricsProvider of the queues of this package made
-// after it whose config has none; nil removes it, and queues made before a
-// call keep theirs. A program that imported client-go's Prometheus provider
-// calls SetProvider(prometheus.NewProvider(legacyregistry.Registerer())),
-// or with controller-runtime's metrics.Registry, with this module's
-// prometheus package; the series keep their names. It is safe for
-// concurrent use.
+// SetProvider sets the MetricsProvider of queues made after it whose config
+// has none; nil removes it. It is safe for concurrent use. With this module's
+// prometheus.NewProvider(legacyregistry.Registerer()) or controller-runtime's
+// metrics.Registry, client-go's series keep their names.
 func SetProvider(provider MetricsProvider) {
 	if provider == nil {
 		defaultProvider.Store(nil)

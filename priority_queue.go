@@ -20,11 +20,10 @@ var (
 	_ additions[int]    = (*TypedPriorityQueue[int])(nil)
 )
 
-// TypedPriorityQueueConfig configures [NewTypedPriorityQueue]. The zero value
-// is valid. The fields it shares with [TypedRateLimitingQueueConfig] are as
-// there. Fairness and FairnessWeights functions are called with the queue
-// locked; they must return the same answer for an argument every time, and
-// must neither panic nor call the queue.
+// TypedPriorityQueueConfig configures [NewTypedPriorityQueue]; the zero value
+// is valid, shared fields are as in [TypedRateLimitingQueueConfig]. Fairness
+// and FairnessWeights functions are called with the queue locked, must answer
+// the same for an argument every time, and must not panic or call the queue.
 type TypedPriorityQueueConfig[T comparable] struct {
 	Name            string
 	MetricsProvider MetricsProvider
@@ -32,37 +31,33 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	Logger          *slog.Logger
 	MaxParkTime     time.Duration
 	ParkBackoff     TypedRateLimiter[T]
-	// Fairness makes the keys these functions give the items take turns
-	// within a priority: the first function's keys, then within each the
-	// second's, and so on (cluster, then namespace, say).
+	// Fairness: the keys these functions give the items take turns within a
+	// priority, the first function's, then within each the second's, and so on.
 	Fairness []func(item T) string
-	// FairnessWeights[d](key), at most one per Fairness function, is the
-	// number of items a key of Fairness[d] hands out in a row (nil, missing
-	// or below 1 means 1), read when it joins the rotation, after each of
-	// its rounds and by Snapshot: an item whose key has nothing queued waits for at most
-	// the sum of the other keys' weights at each level.
+	// FairnessWeights[d](key) is how many items a key of Fairness[d] hands out in
+	// a row (nil, missing or below 1: 1), read when it joins the rotation, after
+	// each of its rounds and by Snapshot: an item whose key has nothing queued
+	// waits for at most the sum of the other keys' weights at each level.
 	FairnessWeights []func(key string) int
 	// MaxWait, if positive, hands out an item ready for that long before
 	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
-	// GroupLimits: Get hands out the first item in the order above whose
-	// group has a free slot; a fairness key whose queued items all wait
-	// for one leaves its rotation and joins at the back when one frees;
-	// MaxWait takes the longest ready of the items with a free slot.
+	// GroupLimits: Get hands out the first item, in the order above, with a
+	// free group slot; a key whose queued items all wait rejoins its rotation
+	// at the back when one frees; MaxWait takes the longest ready with a slot.
 	GroupLimits *GroupLimits[T]
 	// Debounce applies to adds with no delay, neither rate-limited nor a
 	// Reschedule, at the highest priority the burst's adds asked for.
 	Debounce Debounce
 }
 
-// TypedPriorityQueue is a [TypedRateLimitingInterface] with the methods of
-// [Base] that hands out higher priorities first: within a priority first
-// in, first out, or in turns of Fairness keys. It adds Reschedule,
-// AddWithOpts and GetWithPriority, as controller-runtime's priority queue
-// does. A re-add keeps the highest priority and earliest ready time asked
-// for, and a woken item its priority; an item whose priority rises goes
-// behind those queued at its new one. Its methods are safe for concurrent use. The zero value is not
-// usable: make one with [NewTypedPriorityQueue].
+// TypedPriorityQueue is a [TypedRateLimitingInterface] that hands out higher
+// priorities first, within one first in, first out or in turns of Fairness
+// keys. Beside [Base]'s methods it has Reschedule, AddWithOpts and
+// GetWithPriority, as controller-runtime's priority queue does. A re-add keeps
+// the highest priority and earliest ready time asked for, a woken item its
+// priority; an item whose priority rises goes behind those queued at its new
+// one. It is safe for concurrent use; make one with [NewTypedPriorityQueue].
 type TypedPriorityQueue[T comparable] struct {
 	Base[T]
 	core  core[T]
@@ -73,10 +68,9 @@ type TypedPriorityQueue[T comparable] struct {
 	debounce        Debounce // the config's
 }
 
-// NewTypedPriorityQueue returns a new priority queue. It panics if rateLimiter,
-// a Fairness function or GroupLimits' Group is nil, if FairnessWeights is
-// longer than Fairness, if MaxWait or MaxParkTime is negative, or if
-// Debounce is not valid (see [Debounce]).
+// NewTypedPriorityQueue returns a priority queue. It panics if rateLimiter, a
+// Fairness function or GroupLimits' Group is nil, FairnessWeights is longer
+// than Fairness, MaxWait or MaxParkTime is negative, or Debounce is not valid.
 func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config TypedPriorityQueueConfig[T]) *TypedPriorityQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedPriorityQueue needs a rate limiter, got nil")

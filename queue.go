@@ -26,9 +26,8 @@ type TypedQueueConfig[T comparable] struct {
 	GroupLimits     *GroupLimits[T]  // nil means none; not with Queue
 }
 
-// Typed is a [TypedInterface] with the methods of [Base]; its methods are
-// safe for concurrent use. The zero value is not usable: make one with
-// [NewTyped] or [NewTypedWithConfig].
+// Typed is a [TypedInterface] with the methods of [Base], safe for concurrent
+// use; make one with [NewTyped] or [NewTypedWithConfig].
 type Typed[T comparable] struct {
 	Base[T]
 	core core[T]
@@ -81,8 +80,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 	return q
 }
 
-// Add marks item as needing processing; after a shutdown has begun it does
-// nothing.
+// Add marks item as needing processing, unless a shutdown has begun.
 func (q *Typed[T]) Add(item T) {
 	hash := q.core.items.Hash(item)
 	q.core.mu.Lock()

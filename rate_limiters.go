@@ -16,9 +16,8 @@ type TypedRateLimiter[T comparable] interface {
 	NumRequeues(item T) int    // item's failures since it was last forgotten
 }
 
-// DefaultTypedControllerRateLimiter returns Kubernetes controllers' limiter:
-// the larger of a per-item backoff from 5 ms to 1000 s and a bucket of 10 per
-// second, burst 100.
+// DefaultTypedControllerRateLimiter returns the max of a per-item backoff from
+// 5 ms to 1000 s and a 10/s bucket, burst 100, as Kubernetes does.
 func DefaultTypedControllerRateLimiter[T comparable]() TypedRateLimiter[T] {
 	return NewTypedMaxOfRateLimiter(
 		NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 1000*time.Second),
@@ -75,7 +74,7 @@ func (f *failureCounts[T]) forget(item T) {
 }
 
 // TypedItemExponentialFailureRateLimiter delays an item's n-th failure since
-// it was forgotten by baseDelay * 2^(n-1), at most maxDelay. The zero value
+// it was forgotten by baseDelay * 2^(n-1), at most maxDelay; its zero value
 // never delays. It is safe for concurrent use.
 type TypedItemExponentialFailureRateLimiter[T comparable] struct {
 	failures  failureCounts[T]
@@ -123,7 +122,7 @@ func (r *TypedItemExponentialFailureRateLimiter[T]) Forget(item T) {
 }
 
 // TypedItemFastSlowRateLimiter delays an item's first maxFastAttempts failures
-// by fastDelay, later ones by slowDelay. The zero value never delays. It is
+// by fastDelay, later ones by slowDelay; its zero value never delays. It is
 // safe for concurrent use.
 type TypedItemFastSlowRateLimiter[T comparable] struct {
 	failures        failureCounts[T]
@@ -132,7 +131,7 @@ type TypedItemFastSlowRateLimiter[T comparable] struct {
 	maxFastAttempts int
 }
 
-// NewTypedItemFastSlowRateLimiter returns a fast-slow limiter. It panics if an
+// NewTypedItemFastSlowRateLimiter returns a fast-slow limiter; it panics if an
 // argument is negative.
 func NewTypedItemFastSlowRateLimiter[T comparable](fastDelay, slowDelay time.Duration, maxFastAttempts int) TypedRateLimiter[T] {
 	if fastDelay < 0 || slowDelay < 0 {
@@ -162,9 +161,9 @@ func (r *TypedItemFastSlowRateLimiter[T]) Forget(item T) {
 	r.failures.forget(item)
 }
 
-// TypedBucketRateLimiter limits all items together with a token bucket. Build
-// it as &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}; When
-// panics on a nil Limiter. It is safe for concurrent use.
+// TypedBucketRateLimiter limits all items together with a token bucket:
+// &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}. It is safe for
+// concurrent use; When panics on a nil Limiter.
 type TypedBucketRateLimiter[T comparable] struct {
 	*rate.Limiter
 }
@@ -202,9 +201,9 @@ func (r *TypedBucketRateLimiter[T]) NumRequeues(item T) int {
 // Forget does nothing.
 func (r *TypedBucketRateLimiter[T]) Forget(item T) {}
 
-// TypedMaxOfRateLimiter answers with the longest delay and largest count of
-// its limiters, and forgets in all. The zero value never delays. It is safe
-// for concurrent use.
+// TypedMaxOfRateLimiter gives the longest delay and largest count of its
+// limiters and forgets in all; its zero value never delays. It is safe for
+// concurrent use.
 type TypedMaxOfRateLimiter[T comparable] struct {
 	limiters []TypedRateLimiter[T]
 }

@@ -15,21 +15,19 @@ var (
 )
 
 // TypedRateLimitingQueueConfig configures
-// [NewTypedRateLimitingQueueWithConfig]. The zero value is valid. The
-// fields it shares with [TypedDelayingQueueConfig] are as there, for the
-// delaying queue it makes. With a DelayingQueue, Name, Logger and
-// MetricsProvider are ignored (that queue has its own), and
-// AddCancelsDelay, GroupLimits and Debounce cannot be set.
+// [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, shared
+// fields are as in [TypedDelayingQueueConfig]. A DelayingQueue keeps its own
+// Name, Logger and MetricsProvider, ignoring these, and forbids
+// AddCancelsDelay, GroupLimits and Debounce.
 type TypedRateLimitingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// ParkBackoff gives, at each Park that takes effect, how long after it
-	// a wake (not WakeItem) may queue the item; Forget and Remove reset it.
-	// It is called with the queue locked and must not call it. Nil means
-	// from 5 ms, doubling up to 10 s.
+	// ParkBackoff gives, at each Park that takes effect, how long after it a
+	// wake (not WakeItem) may queue the item; Forget and Remove reset it. It is
+	// called with the queue locked, must not call it; nil: 5 ms doubling to 10 s.
 	ParkBackoff     TypedRateLimiter[T]
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
@@ -45,7 +43,7 @@ func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *T
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
 // panics if rateLimiter is nil, MaxParkTime is negative, Debounce is not
-// valid (see [Debounce]), AddCancelsDelay, Debounce or GroupLimits is set
+// valid, AddCancelsDelay, Debounce or GroupLimits is set
 // with a DelayingQueue, or GroupLimits has a nil Group.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
@@ -90,10 +88,10 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 	return q
 }
 
-// TypedRateLimitingQueue is a [TypedRateLimitingInterface] with the methods
-// of [Base]; it adds Reschedule, and in its config ParkBackoff,
-// AddCancelsDelay and Debounce. Its methods are safe for concurrent use.
-// The zero value is not usable: make one with [NewTypedRateLimitingQueue].
+// TypedRateLimitingQueue is a [TypedRateLimitingInterface] with [Base]'s
+// methods, safe for concurrent use; it adds Reschedule, and config fields
+// ParkBackoff, AddCancelsDelay and Debounce. Make one with
+// [NewTypedRateLimitingQueue].
 type TypedRateLimitingQueue[T comparable] struct {
 	Base[T]
 	// It starts no goroutine of its own: its shutdowns begin the delaying
@@ -122,8 +120,7 @@ func (q *TypedRateLimitingQueue[T]) Reschedule(item T, duration time.Duration) {
 	q.delaying.AddAfter(item, duration)
 }
 
-// AddRateLimited adds item after a rate-limited delay, recording a failure;
-// it is never debounced.
+// AddRateLimited adds item after a rate-limited delay, recording a failure.
 func (q *TypedRateLimitingQueue[T]) AddRateLimited(item T) {
 	q.lim.mu.Lock()
 	defer q.lim.mu.Unlock()

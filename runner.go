@@ -27,28 +27,25 @@ type Result struct {
 // WaitFor returns a Result that parks the item until one of events.
 func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 
-// ReconcileFunc reconciles item. An error retries it with backoff, a
+// ReconcileFunc reconciles item: an error retries it with backoff, a
 // [TerminalError] gives up on it, and a [Result] may requeue it. Its context
-// ends at [WithItemTimeout] and at the end of [WithGracePeriod]. Workers call
-// it concurrently, never for one item twice at once.
+// ends at [WithItemTimeout] or at the end of the grace period
+// ([WithGracePeriod]). Workers call it concurrently, never twice at once for
+// one item.
 type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
 
-// Runner runs a controller's worker loop: Get an item, reconcile it, then
-// Forget, retry or requeue it as the reconcile asked, and mark it Done. It
-// recovers and logs a reconcile's panic as a failure. On a [Prioritized]
-// queue, retries and requeues keep the item's priority unless
-// [Result.Priority] says otherwise. It logs an item's 1st, 2nd, 4th, 8th,
-// ... retried failure in a row at warn and the others at
-// [WithRetryLogLevel]; failures while Run stops or drains at warn; panics
-// and items given up on at error. A Get that fails with an error of the
-// queue's own (the Redis queue's while Redis is out of reach) ends no
-// worker: it logs it, at warn on the 1st, 2nd, 4th, ... in a row, and tries
-// again a second later. Over a queue with a [RunnerMetricsProvider] it
-// records those metrics under the queue's name; over one with a
-// [TracingProvider] it traces each reconcile, linking the adds it serves
-// ([InfoGetter]), and the reconcile's context carries the span. A Runner is
-// safe for concurrent use. The zero value is not usable: make one with
-// [NewRunner].
+// Runner runs a controller's worker loop: Get an item, reconcile it, Forget,
+// retry or requeue it as asked, and mark it Done; a panic counts as a failure.
+// On a [Prioritized] queue retries and requeues keep the item's priority
+// unless [Result.Priority] says otherwise. Retried failures log as
+// [WithRetryLogLevel] says, those while Run stops or drains at warn, panics
+// and items given up on at error. A Get that fails with the queue's own error
+// (the Redis queue's while Redis is out of reach) is logged, at warn on the
+// 1st, 2nd, 4th, ... in a row, and tried again a second later. A queue's
+// [RunnerMetricsProvider] records the Runner's metrics, and its
+// [TracingProvider] traces each reconcile in a span its context carries,
+// linked to the adds it serves over an [InfoGetter]. A Runner is safe for
+// concurrent use; make one with [NewRunner].
 type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
@@ -147,16 +144,14 @@ func WithLogger(logger *slog.Logger) RunnerOption {
 	return func(o *runnerOptions) { o.logger = logger }
 }
 
-// WithRetryLogLevel sets the level of the retried failures that are not an
-// item's 1st, 2nd, 4th, 8th, ... in a row, which log at warn or at level,
-// whichever is higher; default debug.
+// WithRetryLogLevel sets the level of retried failures but an item's 1st, 2nd,
+// 4th, ... in a row, which log at the higher of warn and level; default debug.
 func WithRetryLogLevel(level slog.Level) RunnerOption {
 	return func(o *runnerOptions) { o.retryLevel = level }
 }
 
 // WithGracePeriod sets how long reconciles in flight when Run's context ends
-// go on before their context ends; 0 means at once. NewRunner panics if d is
-// negative.
+// keep their context; 0 means at once. NewRunner panics if d is negative.
 func WithGracePeriod(d time.Duration) RunnerOption {
 	return func(o *runnerOptions) { o.grace = d }
 }
@@ -252,13 +247,11 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 
 // Run reconciles items on workers goroutines until ctx ends or the queue is
 // shut down and empty, and returns once every worker has exited. When ctx
-// ends, Run stops handing out items, waits for the reconciles in flight
-// (cancelling their context after the grace period), then shuts the queue
-// down, leaving queued items unreconciled ([WithDrain] reconciles them
-// first); the retries and requeues of the reconciles in flight reach the
-// queue before that. Run owns the queue's shutdown: give each Runner a
-// queue of its own. It panics on a zero Runner, if workers is less than 1,
-// or on a second call.
+// ends, Run stops handing out items, waits for the reconciles in flight to end
+// (cancelling their context after the grace period) and their retries and
+// requeues to reach the queue, then shuts the queue down, leaving queued items
+// unreconciled unless [WithDrain]. Give each Runner its own queue. It panics
+// on a zero Runner, if workers is less than 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
 		panic("workqueue: Run on a zero Runner; make one with NewRunner")

@@ -2,8 +2,7 @@ package workqueue
 
 import "fmt"
 
-// The results a [RunnerMetricsProvider]'s reconciles metric counts, one per
-// reconcile.
+// The results a [RunnerMetricsProvider]'s reconciles metric counts.
 const (
 	ResultSuccess      = "success"       // no error, and nothing requeued
 	ResultRequeue      = "requeue"       // Result.Requeue, or WaitFor on a queue that cannot park
@@ -33,9 +32,9 @@ type RunnerMetricsProvider interface {
 }
 
 // MetricsSource is a queue that records its metrics with a provider under a
-// name, which a [Runner] over it uses too. This package's queues return the
-// provider they record with (their config's, or else SetProvider's when they
-// were made; nil if neither) and their config's Name.
+// name, which a [Runner] over it uses too. This package's queues return their
+// config's provider, else SetProvider's when they were made (nil if neither),
+// and their config's Name.
 type MetricsSource interface {
 	MetricsConfig() (provider MetricsProvider, name string)
 }
@@ -83,13 +82,11 @@ func newRunnerMetrics(queue any) runnerMetrics {
 	return m
 }
 
-// SetWorkers changes the number of workers of a running Run to n. It starts
-// the workers missing at once; each worker beyond n leaves after its
-// current reconcile, or at once if it waits for an item on a queue with
-// GetContext (on a queue without it, after reconciling the next item it
-// gets). It reports whether Run was running: before Run, once Run's context
-// has ended and after Run returns it does nothing and returns false. It
-// panics if n is less than 1. It is safe for concurrent use.
+// SetWorkers sets the workers of a running Run to n, starting the missing ones
+// at once; each one beyond n leaves after its current reconcile, or at once if
+// it waits for an item on a queue with GetContext (else after its next item).
+// It reports whether Run was running; before Run, once its context has ended
+// and after it returns, it does nothing. It panics if n < 1.
 func (r *Runner[T]) SetWorkers(n int) bool {
 	if n < 1 {
 		panic(fmt.Sprintf("workqueue: SetWorkers needs at least one worker, got %d", n))

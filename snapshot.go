@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// Snapshot is a view of a queue at one instant: the counts, and the first few
-// items of each kind.
+// Snapshot is a view of a queue at one instant: counts and first items.
 type Snapshot[T comparable] struct {
 	Taken          time.Time         // on the queue's clock
 	ShuttingDown   bool              // whether a shutdown has begun

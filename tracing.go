@@ -48,9 +48,8 @@ func (l TraceLink) TraceParent() string {
 	return b.String()
 }
 
-// ParseTraceLink returns the link of a W3C traceparent header and a
-// tracestate header, which it keeps as is. It returns an error if
-// traceparent is not a valid version 00 header.
+// ParseTraceLink returns the link of a W3C traceparent and tracestate header,
+// keeping tracestate as is; it errs if traceparent is not valid version 00.
 func ParseTraceLink(traceparent, tracestate string) (TraceLink, error) {
 	var l TraceLink
 	p := strings.Split(traceparent, "-")
@@ -71,25 +70,20 @@ func ParseTraceLink(traceparent, tracestate string) (TraceLink, error) {
 // ItemInfo is what a queue tells of an item it hands out, beside the item.
 type ItemInfo struct {
 	Priority int // the item's priority; 0 on a queue without priorities
-	// Added is when, on the queue's clock, the first add since the item's
-	// previous hand-out made it ready (for a delayed add, when its delay
-	// ended); zero if the queue does not know, as on a queue that records
-	// no metrics.
+	// Added is when, on the queue's clock, the first add since the previous
+	// hand-out made the item ready (a delayed add: when its delay ended);
+	// zero if unknown, as on a queue that records no metrics.
 	Added time.Time
-	// Links are those of the adds with a span merged into this hand-out,
-	// and those a retry or a park carried from the previous one (see
-	// [TracingProvider]): at most [MaxTraceLinks], in no promised order.
-	// DroppedLinks counts the links left out. The caller must not change
-	// Links.
+	// Links: those of the adds with a span merged into this hand-out and of a
+	// retry or park carried over (see [TracingProvider]), at most
+	// [MaxTraceLinks], in no promised order, not to be changed by the caller.
 	Links        []TraceLink
-	DroppedLinks int
+	DroppedLinks int // the links left out
 }
 
-// InfoGetter is a queue that hands out items with their [ItemInfo]: this
-// package's queues, and may be one from outside it. A [Runner] over an
-// InfoGetter records the time its items waited and links their adds; it
-// does not use the method of a queue that embeds an InfoGetter, which may
-// bypass the queue's own GetContext.
+// InfoGetter hands out items with their [ItemInfo], as this package's queues
+// do; a [Runner] uses it to record waits and link adds, but not a method a
+// queue gets by embedding one, which may bypass its GetContext.
 type InfoGetter[T comparable] interface {
 	// GetWithInfoContext is GetContext that also returns the item's info.
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
@@ -103,11 +97,10 @@ type ReconcileSpan struct {
 	Info    ItemInfo      // the hand-out's priority and links
 }
 
-// TracingProvider is a [MetricsProvider] that also traces: a queue made
-// with it keeps the links of the adds made with a context
-// ([Typed.AddContext], ...) until the item is handed out, and a [Runner]
-// over it traces each reconcile. A queue made without one stores no link.
-// Its methods must be safe for concurrent use.
+// TracingProvider is a [MetricsProvider] that also traces: a queue made with
+// it keeps the links of adds made with a context ([Typed.AddContext], ...)
+// until the item's hand-out, and a [Runner] over it traces each reconcile;
+// other queues store no link. Its methods must be safe for concurrent use.
 type TracingProvider interface {
 	MetricsProvider
 	// TraceLink returns the link to the span ctx carries; false if none.
@@ -157,7 +150,7 @@ func (q *TypedDelayingQueue[T]) AddContext(ctx context.Context, item T) {
 	}
 }
 
-// AddContext is Add with a link; see [Typed.AddContext]. Over a delaying
+// AddContext is Add with a link (see [Typed.AddContext]); over a delaying
 // queue without AddContext it is Add.
 func (q *TypedRateLimitingQueue[T]) AddContext(ctx context.Context, item T) {
 	if a, ok := q.delaying.(interface {
@@ -195,9 +188,8 @@ func (q *TypedPriorityQueue[T]) AddContext(ctx context.Context, item T) {
 	}
 }
 
-// GetWithInfoContext is GetContext that also returns the item's
-// [ItemInfo]; over a queue from outside this package, that queue's if it
-// is an [InfoGetter], and otherwise a zero info.
+// GetWithInfoContext is GetContext that also returns the item's [ItemInfo];
+// over a queue from outside, that queue's if it is an [InfoGetter], else zero.
 func (b *Base[T]) GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error) {
 	if b.c == nil {
 		return getWithInfo(ctx, b.outside("GetWithInfoContext"))
