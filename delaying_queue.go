@@ -92,7 +92,8 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 }
 
 // TypedDelayingQueue is a [TypedDelayingInterface] with [Base]'s methods, safe
-// for concurrent use, and Reschedule; make one with [NewTypedDelayingQueue].
+// for concurrent use, AddContext and Reschedule; make one with
+// [NewTypedDelayingQueue].
 type TypedDelayingQueue[T comparable] struct {
 	Base[T]
 	queue TypedInterface[T] // the config's

@@ -54,7 +54,8 @@ type TypedPriorityQueueConfig[T comparable] struct {
 // TypedPriorityQueue is a [TypedRateLimitingInterface] that hands out higher
 // priorities first, within one first in, first out or in turns of Fairness
 // keys. Beside [Base]'s methods it has Reschedule, AddWithOpts and
-// GetWithPriority, as controller-runtime's priority queue does. A re-add keeps
+// GetWithPriority, as controller-runtime's priority queue does, and
+// AddContext. A re-add keeps
 // the highest priority and earliest ready time asked for, a woken item its
 // priority; an item whose priority rises goes behind those queued at its new
 // one. It is safe for concurrent use; make one with [NewTypedPriorityQueue].

@@ -26,8 +26,8 @@ type TypedQueueConfig[T comparable] struct {
 	GroupLimits     *GroupLimits[T]  // nil means none; not with Queue
 }
 
-// Typed is a [TypedInterface] with the methods of [Base], safe for concurrent
-// use; make one with [NewTyped] or [NewTypedWithConfig].
+// Typed is a [TypedInterface] with the methods of [Base] and AddContext,
+// safe for concurrent use; make one with [NewTyped] or [NewTypedWithConfig].
 type Typed[T comparable] struct {
 	Base[T]
 	core core[T]

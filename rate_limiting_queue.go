@@ -89,8 +89,8 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 }
 
 // TypedRateLimitingQueue is a [TypedRateLimitingInterface] with [Base]'s
-// methods, safe for concurrent use; it adds Reschedule, and config fields
-// ParkBackoff, AddCancelsDelay and Debounce. Make one with
+// methods, safe for concurrent use; it adds AddContext, Reschedule, and
+// config fields ParkBackoff, AddCancelsDelay and Debounce. Make one with
 // [NewTypedRateLimitingQueue].
 type TypedRateLimitingQueue[T comparable] struct {
 	Base[T]
