@@ -3,7 +3,7 @@ module github.com/go-workqueue/workqueue/kubernetes
 go 1.26.0
 
 require (
-	github.com/go-logr/logr v1.4.4
+	github.com/go-logr/logr v1.4.3
 	github.com/go-workqueue/workqueue v0.1.0
 	github.com/go-workqueue/workqueue/controllerruntime v0.1.0
 	github.com/go-workqueue/workqueue/controllerruntime/redis v0.1.0

@@ -2,9 +2,8 @@ package redisqueue
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,23 +11,79 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-workqueue/workqueue"
-	"github.com/go-workqueue/workqueue/otelworkqueue"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
-// tracedPair is two handles of one queue, each with an OpenTelemetry
-// provider of its own, as two processes have: a adds with spans of its
-// tracer, and a Runner on b records its reconcile spans in rec.
+// The tests of this file check what a traced handle stores in Redis and
+// hands out, and the commands it runs, with linkProvider: a
+// workqueue.TracingProvider without OpenTelemetry, so that this module
+// does not require it. The reconcile spans of a Runner over a traced
+// handle, with the OpenTelemetry SDK, are tested in the module of
+// ./oteltest.
+
+// linkProvider is a workqueue.TracingProvider whose links are the ones
+// its start put into a context, and whose metrics and reconcile spans do
+// nothing.
+type linkProvider struct {
+	spans *atomic.Uint64 // the number of links start made, shared by a pair's providers
+}
+
+type linkKey struct{}
+
+// noMetric is every metric of linkProvider: it records nothing.
+type noMetric struct{}
+
+func (noMetric) Inc()            {}
+func (noMetric) Dec()            {}
+func (noMetric) Set(float64)     {}
+func (noMetric) Observe(float64) {}
+
+func (linkProvider) NewDepthMetric(string) workqueue.GaugeMetric       { return noMetric{} }
+func (linkProvider) NewAddsMetric(string) workqueue.CounterMetric      { return noMetric{} }
+func (linkProvider) NewLatencyMetric(string) workqueue.HistogramMetric { return noMetric{} }
+func (linkProvider) NewWorkDurationMetric(string) workqueue.HistogramMetric {
+	return noMetric{}
+}
+func (linkProvider) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noMetric{}
+}
+func (linkProvider) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noMetric{}
+}
+func (linkProvider) NewRetriesMetric(string) workqueue.CounterMetric { return noMetric{} }
+
+// TraceLink returns the link start put into ctx, if any.
+func (linkProvider) TraceLink(ctx context.Context) (workqueue.TraceLink, bool) {
+	l, ok := ctx.Value(linkKey{}).(workqueue.TraceLink)
+	return l, ok
+}
+
+// StartReconcile returns ctx: no test of this package runs a Runner over
+// a linkProvider.
+func (linkProvider) StartReconcile(ctx context.Context, _ workqueue.ReconcileSpan) (context.Context, func(workqueue.Result, error)) {
+	return ctx, func(workqueue.Result, error) {}
+}
+
+// start returns ctx carrying a new link, sampled, in a trace of its own,
+// as an OpenTelemetry span started in ctx without a parent would be: the
+// n-th link has trace id and span id n.
+func (p linkProvider) start(ctx context.Context) (context.Context, workqueue.TraceLink) {
+	n := p.spans.Add(1)
+	l := workqueue.TraceLink{Flags: 1}
+	binary.BigEndian.PutUint64(l.TraceID[8:], n)
+	binary.BigEndian.PutUint64(l.SpanID[:], n)
+	return context.WithValue(ctx, linkKey{}, l), l
+}
+
+var _ workqueue.TracingProvider = linkProvider{}
+
+// tracedPair is two handles of one queue, each with a linkProvider of its
+// own, as two processes have; adder makes the links of the adds.
 type tracedPair struct {
 	a, b  *Queue[string]
-	adder trace.Tracer
-	rec   *tracetest.SpanRecorder
+	adder linkProvider
 }
 
 func newTracedPair(t *testing.T, client redis.UniversalClient) tracedPair {
@@ -49,17 +104,8 @@ func secondClient(client redis.UniversalClient) redis.UniversalClient {
 // Name, MetricsProvider and RateLimit it sets.
 func newTracedPairWith(t *testing.T, client redis.UniversalClient, opts Options[string]) tracedPair {
 	t.Helper()
-	tpA := sdktrace.NewTracerProvider()
-	rec := tracetest.NewSpanRecorder()
-	tpB := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	mp := sdkmetric.NewMeterProvider()
-	t.Cleanup(func() {
-		_ = tpA.Shutdown(context.Background())
-		_ = tpB.Shutdown(context.Background())
-		_ = mp.Shutdown(context.Background())
-	})
-	pa := otelworkqueue.NewProvider(otelworkqueue.WithTracerProvider(tpA), otelworkqueue.WithMeterProvider(mp))
-	pb := otelworkqueue.NewProvider(otelworkqueue.WithTracerProvider(tpB), otelworkqueue.WithMeterProvider(mp))
+	spans := new(atomic.Uint64)
+	pa, pb := linkProvider{spans: spans}, linkProvider{spans: spans}
 	opts.Name, opts.RateLimit = "objects", &RateLimit{Base: time.Millisecond, Max: 10 * time.Millisecond}
 	optsA, optsB := opts, opts
 	optsA.MetricsProvider, optsB.MetricsProvider = pa, pb
@@ -71,184 +117,16 @@ func newTracedPairWith(t *testing.T, client redis.UniversalClient, opts Options[
 		}
 	})
 	b := newHandle(t, clientB, queueNameOf(a), optsB)
-	return tracedPair{a: a, b: b, adder: tpA.Tracer("adder"), rec: rec}
+	return tracedPair{a: a, b: b, adder: pa}
 }
 
-// add adds item through a with a new span, in a trace of its own, and
-// returns the span's context.
-func (p tracedPair) add(t *testing.T, item string) trace.SpanContext {
+// add adds item through a with a new link, in a trace of its own, and
+// returns the link.
+func (p tracedPair) add(t *testing.T, item string) workqueue.TraceLink {
 	t.Helper()
-	ctx, span := p.adder.Start(context.Background(), "add "+item)
-	defer span.End()
+	ctx, l := p.adder.start(context.Background())
 	require.NoError(t, p.a.AddContext(ctx, item))
-	return span.SpanContext()
-}
-
-// run runs a Runner over b with one worker until reconcile has returned
-// n times, and returns b's reconcile spans in the order they started.
-// reconcile is given the number of its call, from 1.
-func (p tracedPair) run(t *testing.T, n int, reconcile func(ctx context.Context, item string, call int) (workqueue.Result, error)) []sdktrace.ReadOnlySpan {
-	t.Helper()
-	returned := make(chan struct{}, n)
-	call := 0
-	r := workqueue.NewRunner[string](p.b, func(ctx context.Context, item string) (workqueue.Result, error) {
-		call++
-		defer func() { returned <- struct{}{} }()
-		return reconcile(ctx, item, call)
-	}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
-	ctx, cancel := context.WithCancel(context.Background())
-	exited := make(chan struct{})
-	go func() { defer close(exited); r.Run(ctx, 1) }()
-	for i := range n {
-		select {
-		case <-returned:
-		case <-time.After(10 * time.Second):
-			cancel()
-			<-exited
-			t.Fatalf("%d reconciles of %d in 10s", i, n)
-		}
-	}
-	cancel()
-	<-exited
-	return p.rec.Ended()
-}
-
-// linked returns the span contexts span links, in order.
-func linked(span sdktrace.ReadOnlySpan) []trace.SpanContext {
-	var scs []trace.SpanContext
-	for _, l := range span.Links() {
-		scs = append(scs, l.SpanContext.WithRemote(false))
-	}
-	return scs
-}
-
-// attr returns span's attribute key as an int64, or -1 if it has none.
-func attr(span sdktrace.ReadOnlySpan, key string) int64 {
-	for _, kv := range span.Attributes() {
-		if string(kv.Key) == key {
-			return kv.Value.AsInt64()
-		}
-	}
-	return -1
-}
-
-// TestTraceLinksAcrossHandles checks that a reconcile in one handle
-// links the adds made in another, under the in-memory queues' rules:
-// merged adds each linked, at most workqueue.MaxTraceLinks with the rest
-// counted, a retry and a park linking the same adds, and an add while the
-// key is processed going to the next reconcile.
-func TestTraceLinksAcrossHandles(t *testing.T) {
-	s := redistest.Start(t, redistest.Options{})
-	client := s.Client()
-	ok := func(context.Context, string, int) (workqueue.Result, error) { return workqueue.Result{}, nil }
-
-	t.Run("one add", func(t *testing.T) {
-		p := newTracedPair(t, client)
-		added := p.add(t, "key")
-		spans := p.run(t, 1, ok)
-		require.Len(t, spans, 1)
-		assert.Equal(t, []trace.SpanContext{added}, linked(spans[0]), "the links")
-		assert.Equal(t, trace.SpanKindConsumer, spans[0].SpanKind())
-		assert.Equal(t, int64(1), attr(spans[0], otelworkqueue.AttrAttempt), "the attempt")
-		assert.Equal(t, int64(-1), attr(spans[0], otelworkqueue.AttrDroppedLinks), "dropped links")
-		assert.NotEqual(t, added.TraceID(), spans[0].SpanContext().TraceID(), "the reconcile's trace is its own")
-	})
-
-	t.Run("three merged adds", func(t *testing.T) {
-		p := newTracedPair(t, client)
-		var added []trace.SpanContext
-		for range 3 {
-			added = append(added, p.add(t, "key"))
-		}
-		require.Equal(t, 1, p.b.Len(), "the adds merged")
-		spans := p.run(t, 1, ok)
-		require.Len(t, spans, 1)
-		assert.Equal(t, added, linked(spans[0]), "the links, in the order of the adds")
-		for i := 1; i < 3; i++ {
-			assert.NotEqual(t, added[0].TraceID(), added[i].TraceID(), "three traces")
-		}
-	})
-
-	t.Run("the bound", func(t *testing.T) {
-		p := newTracedPair(t, client)
-		var added []trace.SpanContext
-		for range workqueue.MaxTraceLinks + 3 {
-			added = append(added, p.add(t, "key"))
-		}
-		spans := p.run(t, 1, ok)
-		require.Len(t, spans, 1)
-		assert.Equal(t, added[:workqueue.MaxTraceLinks], linked(spans[0]), "the links: the first adds'")
-		assert.Equal(t, int64(3), attr(spans[0], otelworkqueue.AttrDroppedLinks), "dropped links")
-	})
-
-	t.Run("a retry links the same adds", func(t *testing.T) {
-		p := newTracedPair(t, client)
-		added := []trace.SpanContext{p.add(t, "key"), p.add(t, "key")}
-		spans := p.run(t, 3, func(_ context.Context, _ string, call int) (workqueue.Result, error) {
-			switch call {
-			case 1:
-				return workqueue.Result{}, errors.New("not yet")
-			case 2:
-				return workqueue.Result{RequeueAfter: time.Millisecond}, nil
-			}
-			return workqueue.Result{}, nil
-		})
-		require.Len(t, spans, 3)
-		for i, span := range spans {
-			assert.Equal(t, added, linked(span), "the links of reconcile %d", i+1)
-		}
-		assert.Equal(t, int64(1), attr(spans[0], otelworkqueue.AttrAttempt), "the first attempt")
-		assert.Equal(t, int64(2), attr(spans[1], otelworkqueue.AttrAttempt), "the attempt after a failure")
-	})
-
-	t.Run("an add while processing goes to the next reconcile", func(t *testing.T) {
-		p := newTracedPair(t, client)
-		first := p.add(t, "key")
-		var again trace.SpanContext
-		spans := p.run(t, 2, func(_ context.Context, _ string, call int) (workqueue.Result, error) {
-			if call == 1 {
-				again = p.add(t, "key")
-			}
-			return workqueue.Result{}, nil
-		})
-		require.Len(t, spans, 2)
-		assert.Equal(t, []trace.SpanContext{first}, linked(spans[0]), "the first reconcile's links")
-		assert.Equal(t, []trace.SpanContext{again}, linked(spans[1]), "the second reconcile's links")
-	})
-
-	t.Run("partitions and fairness", func(t *testing.T) {
-		p := newTracedPairWith(t, client, Options[string]{Partitions: 3, Fairness: []func(string) string{func(k string) string { return k }}})
-		added := map[string]trace.SpanContext{}
-		for _, key := range []string{"a", "b", "c", "d"} {
-			added[key] = p.add(t, key)
-		}
-		var got []string
-		spans := p.run(t, 4, func(_ context.Context, item string, _ int) (workqueue.Result, error) {
-			got = append(got, item)
-			return workqueue.Result{}, nil
-		})
-		require.Len(t, spans, 4)
-		for i, span := range spans {
-			assert.Equal(t, []trace.SpanContext{added[got[i]]}, linked(span), "the links of %s's reconcile", got[i])
-		}
-	})
-
-	t.Run("a park keeps the links", func(t *testing.T) {
-		p := newTracedPair(t, client)
-		added := p.add(t, "key")
-		spans := p.run(t, 2, func(_ context.Context, _ string, call int) (workqueue.Result, error) {
-			if call == 1 {
-				// The wake comes from the other handle, after the
-				// hand-out and before the park, which it so ends.
-				p.a.Wake("ready")
-				return workqueue.Result{WaitFor: []string{"ready"}}, nil
-			}
-			return workqueue.Result{}, nil
-		})
-		require.Len(t, spans, 2)
-		assert.Equal(t, []trace.SpanContext{added}, linked(spans[0]), "the first reconcile's links")
-		assert.Equal(t, []trace.SpanContext{added}, linked(spans[1]), "the links after the wake")
-	})
+	return l
 }
 
 // TestTraceLinksLeaveNoKeys checks that the links a traced queue stores
@@ -314,9 +192,8 @@ func TestTraceLinksLeaveNoKeys(t *testing.T) {
 			links := p.a.parts[0].keys.prefix + "links"
 			sawLinks := false
 			tt.script(t, p, func(after time.Duration) {
-				ctx, span := p.adder.Start(context.Background(), "add")
+				ctx, _ := p.adder.start(context.Background())
 				require.NoError(t, p.a.AddAfterContext(ctx, "key", after))
-				span.End()
 				n, err := client.Exists(context.Background(), links).Result()
 				require.NoError(t, err)
 				sawLinks = sawLinks || n == 1
@@ -338,9 +215,8 @@ func TestGetWithInfoContext(t *testing.T) {
 	p := newTracedPair(t, client)
 	before := time.Now()
 	added := p.add(t, "key")
-	optsCtx, optsSpan := p.adder.Start(context.Background(), "add high")
+	optsCtx, optsLink := p.adder.start(context.Background())
 	require.NoError(t, p.a.AddWithOptsContext(optsCtx, workqueue.AddOpts{Priority: new(3)}, "high"))
-	optsSpan.End()
 	require.NoError(t, p.a.AddWithOptsContext(context.Background(), workqueue.AddOpts{Priority: new(3)}, "high"))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -350,16 +226,17 @@ func TestGetWithInfoContext(t *testing.T) {
 	assert.Equal(t, "high", item)
 	assert.Equal(t, 3, info.Priority, "the priority")
 	require.Len(t, info.Links, 1, "the links of AddWithOptsContext's adds, one with a span")
-	assert.Equal(t, [8]byte(optsSpan.SpanContext().SpanID()), info.Links[0].SpanID, "the link's span")
+	assert.Equal(t, [8]byte(optsLink.SpanID), info.Links[0].SpanID, "the link's span")
 	p.b.Done(item)
 
 	item, info, err = p.b.GetWithInfoContext(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "key", item)
 	require.Len(t, info.Links, 1)
-	assert.Equal(t, [16]byte(added.TraceID()), info.Links[0].TraceID, "the link's trace")
-	assert.Equal(t, [8]byte(added.SpanID()), info.Links[0].SpanID, "the link's span")
-	assert.Equal(t, byte(added.TraceFlags()), info.Links[0].Flags, "the link's flags")
+	assert.Equal(t, added.TraceID, info.Links[0].TraceID, "the link's trace")
+	assert.Equal(t, added.SpanID, info.Links[0].SpanID, "the link's span")
+	assert.Equal(t, added.Flags, info.Links[0].Flags, "the link's flags")
+	assert.Equal(t, added, info.Links[0], "the link")
 	assert.Zero(t, info.DroppedLinks)
 	assert.False(t, info.Added.Before(before.Add(-time.Second)), "Added %v is before the add (%v)", info.Added, before)
 	assert.False(t, info.Added.After(time.Now()), "Added %v is after the Get", info.Added)
@@ -367,9 +244,8 @@ func TestGetWithInfoContext(t *testing.T) {
 
 	// A handle without a TracingProvider sends no link.
 	plain := newHandle(t, client, queueNameOf(p.a), Options[string]{})
-	ctx2, span := p.adder.Start(context.Background(), "add")
+	ctx2, _ := p.adder.start(context.Background())
 	require.NoError(t, plain.AddContext(ctx2, "key"))
-	span.End()
 	item, info, err = p.b.GetWithInfoContext(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "key", item)
@@ -414,12 +290,11 @@ func TestTracedFIFOCommands(t *testing.T) {
 			const keys = 100
 			require.NoError(t, client.ConfigResetStat(ctx).Err())
 			for i := range keys {
-				addCtx, span := p.adder.Start(ctx, "add")
-				if !tt.spans {
-					addCtx = ctx
+				addCtx := ctx
+				if tt.spans {
+					addCtx, _ = p.adder.start(ctx)
 				}
 				require.NoError(t, q.AddContext(addCtx, fmt.Sprint(i)))
-				span.End()
 			}
 			require.NoError(t, q.AddAfterContext(ctx, "late", time.Hour))
 			adds := scriptCommands(t, client.Info(ctx, "commandstats").Val())
@@ -464,6 +339,6 @@ func TestTraceLinksOfALostGetReply(t *testing.T) {
 	require.True(t, lost.Load(), "no grant's reply was lost")
 	assert.Equal(t, "k", item)
 	require.Len(t, info.Links, 1, "the links of the grant sent again")
-	assert.Equal(t, [8]byte(added.SpanID()), info.Links[0].SpanID, "the link's span")
+	assert.Equal(t, added.SpanID, info.Links[0].SpanID, "the link's span")
 	p.b.Done(item)
 }
