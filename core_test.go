@@ -1323,7 +1323,7 @@ func (s fifoSpec) get() (int8, fifoSpec) {
 		s.hidden &^= 1 << s.fifo[0]
 		s = s.drop(0)
 	}
-	i := slices.IndexFunc(s.fifo[:s.queued], s.eligible) // the first whose group has a free slot
+	i := s.next()
 	if i < 0 {
 		return -1, s
 	}
@@ -1332,6 +1332,11 @@ func (s fifoSpec) get() (int8, fifoSpec) {
 	s.handOut(key)
 	return key, s
 }
+
+// next returns the position in the FIFO of the key Get hands out, the
+// first whose group has a free slot, -1 for none; Get has passed the
+// removed items at the front.
+func (s *fifoSpec) next() int { return slices.IndexFunc(s.fifo[:s.queued], s.eligible) }
 
 // done applies Done(key): for a key processing, its park takes effect, if
 // it has one, and done reports whether one did; a key added again

@@ -92,16 +92,18 @@ func (o groupModelOp) String() string {
 }
 
 // groupModel is the obvious queue with group limits: the sequential
-// priority queue that the priority walks and the linearizability
-// histories check against too (prioSpec, in
-// priority_queue_model_test.go: the queued keys, searched in full for
+// queue that the other walks and the linearizability histories check
+// against too, with the group limits of queueSpec (core_test.go): for
+// the FIFO queues fifoSpec, which hands out the first key whose group
+// has a free slot; for the priority queue prioSpec
+// (priority_queue_model_test.go: the queued keys, searched in full for
 // every Get, the rotations of the fairness keys with something to hand
-// out, per priority and node, and the group limits), with MaxWait on the
-// walks' clock.
+// out, per priority and node), with MaxWait on the walks' clock.
 type groupModel struct {
 	priorities bool
 	maxWait    time.Duration
-	spec       prioSpec
+	fifo       fifoSpec          // without priorities
+	prio       prioSpec          // with priorities
 	readyAt    [specKeys]pqReady // of each queued item; a raise keeps it
 	seq        uint64
 	now        time.Duration
@@ -116,26 +118,31 @@ func groupModelGroupIndex(item int) int {
 }
 
 func newGroupModel(config groupModelConfig) *groupModel {
-	spec := newPrioSpec(config.dims, func(d int, key int8) int8 { return int8(groupModelFairnessKey(d, int(key))) })
-	for d := range config.dims {
-		for k := range prioFanout {
-			if config.weighted {
-				spec.weight[d][k] = int8(groupModelWeight(d, fmt.Sprint(k)))
-			}
-		}
-	}
+	var groups queueSpec
 	for item := range groupModelItems {
 		if g := groupModelGroupIndex(item); g >= 0 {
-			spec.groupKeys[g] |= 1 << item
+			groups.groupKeys[g] |= 1 << item
 		}
 	}
 	for g := range specGroups {
-		spec.limits[g] = int8(groupModelLimits.Default)
+		groups.limits[g] = int8(groupModelLimits.Default)
 		if l, ok := groupModelLimits.Limits[fmt.Sprint("g", g)]; ok {
-			spec.limits[g] = int8(l)
+			groups.limits[g] = int8(l)
 		}
 	}
-	return &groupModel{priorities: config.priorities, maxWait: config.maxWait, spec: spec}
+	m := &groupModel{priorities: config.priorities, maxWait: config.maxWait, fifo: fifoSpec{queueSpec: groups}}
+	if config.priorities {
+		m.prio = newPrioSpec(config.dims, func(d int, key int8) int8 { return int8(groupModelFairnessKey(d, int(key))) })
+		for d := range config.dims {
+			for k := range prioFanout {
+				if config.weighted {
+					m.prio.weight[d][k] = int8(groupModelWeight(d, fmt.Sprint(k)))
+				}
+			}
+		}
+		m.prio.groupKeys, m.prio.limits = groups.groupKeys, groups.limits
+	}
+	return m
 }
 
 // groupModelWeight is the weight of a key of fairness dimension d in the
@@ -147,33 +154,66 @@ func groupModelWeight(d int, key string) int {
 	return 1
 }
 
-func (m *groupModel) add(item, priority int) {
-	if !m.priorities {
-		priority = 0
+// spec returns what the model's queue keeps apart from its order.
+func (m *groupModel) spec() *queueSpec {
+	if m.priorities {
+		return &m.prio.queueSpec
 	}
-	was := m.spec.isQueued(int8(item))
-	m.spec = m.spec.add(int8(item), int8(priority))
-	if !was && m.spec.isQueued(int8(item)) {
+	return &m.fifo.queueSpec
+}
+
+// queued returns the number of queued items.
+func (m *groupModel) queued() int {
+	if m.priorities {
+		return int(m.prio.queued)
+	}
+	return int(m.fifo.queued)
+}
+
+// queuedKeys returns the queued keys.
+func (m *groupModel) queuedKeys() []int8 {
+	if m.priorities {
+		return m.prio.queuedKeys()
+	}
+	return slices.Clone(m.fifo.fifo[:m.fifo.queued])
+}
+
+func (m *groupModel) isQueued(item int) bool { return slices.Contains(m.queuedKeys(), int8(item)) }
+
+func (m *groupModel) add(item, priority int) {
+	was := m.isQueued(item)
+	if m.priorities {
+		m.prio = m.prio.add(int8(item), int8(priority))
+	} else {
+		m.fifo = m.fifo.add(int8(item))
+	}
+	if !was && m.isQueued(item) {
 		m.seq++
 		m.readyAt[item] = pqReady{since: m.now, seq: m.seq}
 	}
 }
 
-// pick returns the key Get hands out, -1 for none, and turns the
-// rotations for it: with MaxWait, the one ready longest of those Get may
-// hand out if it has waited that long, out of turn; otherwise the spec's
-// next.
+// pick returns the key Get hands out, -1 for none: for the FIFO queues,
+// fifoSpec's next; for the priority queue, with MaxWait, the one ready
+// longest of those Get may hand out if it has waited that long, out of
+// turn; otherwise prioSpec's next, which turns the rotations for it.
 func (m *groupModel) pick() int8 {
+	if !m.priorities {
+		if i := m.fifo.next(); i >= 0 {
+			return m.fifo.fifo[i]
+		}
+		return -1
+	}
 	best := int8(-1)
-	for _, k := range m.spec.queuedKeys() {
-		if m.spec.eligible(k) && (best < 0 || m.readyAt[k].seq < m.readyAt[best].seq) {
+	for _, k := range m.prio.queuedKeys() {
+		if m.prio.eligible(k) && (best < 0 || m.readyAt[k].seq < m.readyAt[best].seq) {
 			best = k
 		}
 	}
 	if best < 0 || m.maxWait > 0 && m.now-m.readyAt[best].since >= m.maxWait {
 		return best
 	}
-	best, m.spec = m.spec.next()
+	best, m.prio = m.prio.next()
 	return best
 }
 
@@ -188,32 +228,48 @@ func (m *groupModel) first(n int) []string {
 			break
 		}
 		out = append(out, fmt.Sprint(key))
-		c.spec = c.spec.dequeue(key)
+		if c.priorities {
+			c.prio = c.prio.dequeue(key)
+		} else {
+			c.fifo = c.fifo.drop(slices.Index(c.fifo.fifo[:c.fifo.queued], key))
+		}
 	}
 	return out
 }
 
 // get hands out the next item, -1 for none.
 func (m *groupModel) get() int {
+	if !m.priorities {
+		key, fifo := m.fifo.get()
+		m.fifo = fifo
+		return int(key)
+	}
 	key := m.pick()
 	if key >= 0 {
-		m.spec = m.spec.takeOut(key)
+		m.prio = m.prio.takeOut(key)
 	}
 	return int(key)
 }
 
 func (m *groupModel) done(item int) {
-	was := m.spec.isQueued(int8(item))
-	_, m.spec = m.spec.done(int8(item))
-	if !was && m.spec.isQueued(int8(item)) {
+	was := m.isQueued(item)
+	if m.priorities {
+		_, m.prio = m.prio.done(int8(item))
+	} else {
+		_, m.fifo = m.fifo.done(int8(item))
+	}
+	if !was && m.isQueued(item) {
 		m.seq++
 		m.readyAt[item] = pqReady{since: m.now, seq: m.seq}
 	}
 }
 
-func (m *groupModel) remove(item int) bool {
-	removed, spec := m.spec.remove(int8(item))
-	m.spec = spec
+func (m *groupModel) remove(item int) (removed bool) {
+	if m.priorities {
+		removed, m.prio = m.prio.remove(int8(item))
+	} else {
+		removed, m.fifo = m.fifo.remove(int8(item))
+	}
 	return removed
 }
 
@@ -221,23 +277,25 @@ func (m *groupModel) setLimit(group string, limit int) {
 	if group != "" {
 		var g int
 		fmt.Sscanf(group, "g%d", &g)
-		m.spec.limits[g] = int8(limit)
-		m.spec = m.spec.reconcile()
+		m.spec().limits[g] = int8(limit)
+		if m.priorities {
+			m.prio = m.prio.reconcile()
+		}
 	}
 }
 
 // waiting returns how many queued items wait for a slot.
 func (m *groupModel) waiting() int {
-	n := 0
-	for g, keys := range m.spec.groupKeys {
-		if l := int(m.spec.limits[g]); l > 0 {
+	spec, n := m.spec(), 0
+	for g, keys := range spec.groupKeys {
+		if l := int(spec.limits[g]); l > 0 {
 			queued := 0
-			for _, k := range m.spec.queuedKeys() {
+			for _, k := range m.queuedKeys() {
 				if keys&(1<<k) != 0 {
 					queued++
 				}
 			}
-			n += max(0, queued-max(0, l-m.spec.inFlight(g)))
+			n += max(0, queued-max(0, l-spec.inFlight(g)))
 		}
 	}
 	return n
@@ -360,7 +418,7 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 			}()
 			sleepers = append(sleepers, s)
 		case groupOpDone:
-			processing := m.spec.processingKeys()
+			processing := m.spec().processingKeys()
 			if len(processing) == 0 {
 				continue
 			}
@@ -394,7 +452,7 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 			m.now += time.Second
 		case groupOpShutDown:
 			q.ShutDown()
-			m.spec.shutDown(true)
+			m.spec().shutDown(true)
 		}
 		synctest.Wait()
 		executed++
@@ -414,8 +472,8 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 			select {
 			case r := <-sleepers[i].result:
 				if r.err != nil {
-					if !m.spec.shutdown || m.spec.queued > 0 {
-						return fail("a Get returned %v with %d queued", r.err, m.spec.queued)
+					if !m.spec().shutdown || m.queued() > 0 {
+						return fail("a Get returned %v with %d queued", r.err, m.queued())
 					}
 					shutdowns++
 				} else {
@@ -430,15 +488,15 @@ func runGroupModelWalk(config groupModelConfig, ops []groupModelOp) (executed in
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			return fail("the Gets took %v, the model hands out %v (in flight %v, queued %v)", got, want, m.spec.processingKeys(), m.spec.queuedKeys())
+			return fail("the Gets took %v, the model hands out %v (in flight %v, queued %v)", got, want, m.spec().processingKeys(), m.queuedKeys())
 		}
-		if m.spec.shutdown && m.spec.queued == 0 && len(sleepers) > 0 {
+		if m.spec().shutdown && m.queued() == 0 && len(sleepers) > 0 {
 			return fail("%d Gets asleep after a shutdown with nothing queued", len(sleepers))
 		}
 		if err := q.verify(); err != nil {
 			return fail("invariant: %v", err)
 		}
-		if got, want := q.Len(), int(m.spec.queued); got != want {
+		if got, want := q.Len(), m.queued(); got != want {
 			return fail("Len %d, want %d", got, want)
 		}
 		s := q.Snapshot(5)
