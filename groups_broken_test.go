@@ -17,7 +17,11 @@ import (
 // groupRefQueue is a FIFO queue with group limits written to be obviously
 // right: one mutex, one condition variable, a slice searched in full. With
 // a bug set it is wrong on purpose, to show that the group-limit model
-// walks and the linearizability histories catch each kind of bug.
+// walks and the linearizability histories catch each kind of bug. It keeps
+// its own group rule rather than the spec's (queueSpec.eligible): it is
+// the checkers' control, so a wrong rule in the spec shows as the
+// reference diverging, which a shared rule would hide, and its bugs are
+// changes to that rule.
 type groupRefQueue struct {
 	mu         sync.Mutex
 	changed    *sync.Cond
