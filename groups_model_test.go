@@ -15,7 +15,7 @@ import (
 )
 
 // The group-limit model walks: a queue with group limits and a plain model
-// of it (groupModel, on the sequential priority queue prioSpec) take the
+// of it (groupModel, on the sequential queues fifoSpec and prioSpec) take the
 // same operations, one at a time, in a synctest bubble, so that after
 // each one every goroutine has run as far as it can. Each Get
 // runs in a goroutine of its own: one that cannot take an item stays
