@@ -560,3 +560,28 @@ func TestDepthCountsDueKeysPastABatch(t *testing.T) {
 		})
 	}
 }
+
+// TestDepthCountsLeftDueKeysOnce: while more due keys wait than one call
+// moves, the depth counts each of them once, one whose add will find it
+// being processed too, as Options.MetricsProvider says; Len, which moves
+// them all, counts only those it queues.
+func TestDepthCountsLeftDueKeysOnce(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	gauge := &depthGauge{}
+	q := newTestQueue(t, s.Client(), Options[string]{Clock: clk, LeaseDuration: time.Hour, MetricsProvider: gauge})
+	q.Add("zbusy")
+	require.Equal(t, "zbusy", getNow(t, q))
+	const due = 300
+	q.AddAfter("zbusy", time.Second) // last among ready times alike: left by the batch
+	for i := range due {
+		q.AddAfter(fmt.Sprint("k", i), time.Second)
+	}
+	clk.Step(time.Second)
+	q.extendLeases().Wait()
+	assert.Equal(t, float64(due+1), gauge.get(), "depth gauge with due keys left, the busy key among them")
+	assert.Equal(t, due, q.Len(), "Len")
+	assert.Equal(t, float64(due), gauge.get(), "depth gauge after Len")
+	q.Done("zbusy")
+	assert.Equal(t, due+1, q.Len(), "Len once the busy key is done and queued again")
+}
