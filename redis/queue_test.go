@@ -498,3 +498,90 @@ func TestLenCountsDueKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestDepthCountsDueKeysPastABatch: when more keys fall due at once than
+// one call moves (256), the depth a call reports counts the due keys it
+// left too, so that the gauge reads every due key at the first report
+// after the delay ends, while every worker is busy: from the busy
+// worker's lease extension, and on a queue of one partition from an add
+// and a Get through another handle, each of which leaves due keys too.
+func TestDepthCountsDueKeysPastABatch(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	client := s.Client()
+	tests := []struct {
+		name string
+		due  int
+		opts Options[string]
+	}{
+		{name: "plain", due: 900},
+		{name: "Fairness", due: 900, opts: Options[string]{Fairness: []func(string) string{func(string) string { return "f" }}}},
+		{name: "priority", due: 900},
+		{name: "partitioned", due: 1000, opts: Options[string]{Partitions: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+			gauges := []*depthGauge{{}, {}}
+			opts := tt.opts
+			opts.Clock, opts.LeaseDuration = clk, time.Hour
+			opts.MetricsProvider = gauges[0]
+			q := newTestQueue(t, client, opts)
+			opts.MetricsProvider = gauges[1]
+			other := newHandle(t, client, queueNameOf(q), opts)
+			q.Add("busy")
+			require.Equal(t, "busy", getNow(t, q)) // every worker busy
+			prio := 2
+			for i := range tt.due {
+				if tt.name == "priority" {
+					q.AddWithOpts(workqueue.AddOpts{After: time.Second, Priority: &prio}, fmt.Sprint("k", i))
+				} else {
+					q.AddAfter(fmt.Sprint("k", i), time.Second)
+				}
+			}
+			clk.Step(time.Second)
+			q.extendLeases().Wait()
+			inPartition := 0
+			for i := range tt.due {
+				if q.part(fmt.Sprint("k", i)) == q.part("busy") {
+					inPartition++
+				}
+			}
+			require.Greater(t, inPartition, 256, "due keys in the busy key's partition")
+			assert.Equal(t, float64(inPartition), gauges[0].get(), "depth gauge after a lease extension")
+			if tt.opts.Partitions <= 1 {
+				other.Add("extra")
+				assert.Equal(t, float64(tt.due+1), gauges[1].get(), "depth gauge after an add")
+				item := getNow(t, other)
+				assert.Equal(t, float64(tt.due), gauges[1].get(), "depth gauge after a Get")
+				other.Done(item)
+			}
+			assert.Equal(t, tt.due, other.Len(), "Len")
+			q.Done("busy")
+		})
+	}
+}
+
+// TestDepthCountsLeftDueKeysOnce: while more due keys wait than one call
+// moves, the depth counts each of them once, one whose add will find it
+// being processed too, as Options.MetricsProvider says; Len, which moves
+// them all, counts only those it queues.
+func TestDepthCountsLeftDueKeysOnce(t *testing.T) {
+	s := redistest.Start(t, redistest.Options{})
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	gauge := &depthGauge{}
+	q := newTestQueue(t, s.Client(), Options[string]{Clock: clk, LeaseDuration: time.Hour, MetricsProvider: gauge})
+	q.Add("zbusy")
+	require.Equal(t, "zbusy", getNow(t, q))
+	const due = 300
+	q.AddAfter("zbusy", time.Second) // last among ready times alike: left by the batch
+	for i := range due {
+		q.AddAfter(fmt.Sprint("k", i), time.Second)
+	}
+	clk.Step(time.Second)
+	q.extendLeases().Wait()
+	assert.Equal(t, float64(due+1), gauge.get(), "depth gauge with due keys left, the busy key among them")
+	assert.Equal(t, due, q.Len(), "Len")
+	assert.Equal(t, float64(due), gauge.get(), "depth gauge after Len")
+	q.Done("zbusy")
+	assert.Equal(t, due+1, q.Len(), "Len once the busy key is done and queued again")
+}

@@ -1,4 +1,4 @@
-#!lua name=workqueue_v4
+#!lua name=workqueue_v5
 -- The work queue's Redis Functions library: one function per operation,
 -- registered as the library's name and its own (workqueue_v1_get, ...), each headed by its
 -- arguments and reply, after the helpers they share. A queue's features
@@ -176,12 +176,27 @@ local function seq(front)
   return string.format('%016d', ORIGIN + next_seq - 1)
 end
 
--- depth is the number of keys queued, blocked ones included.
+-- due_at is the time up to which promote_due left due keys in DELAYED
+-- this call (its batch was full), else false.
+local due_at
+
+-- due_waiting is the number of keys in DELAYED that are due but that
+-- promote_due left there this call (0 if it left none): ZCOUNT, which
+-- moves nothing, so that a depth counts every due key however many fell
+-- due at once. It counts each of them, one whose add will find it queued
+-- or processing too.
+local function due_waiting()
+  if not due_at then return 0 end
+  return redis.call('ZCOUNT', DELAYED, '-inf', due_at)
+end
+
+-- depth is the number of keys queued, blocked ones included, and the due
+-- keys promote_due left (see due_waiting).
 local function depth()
   local n = redis.call('LLEN', READY) + redis.call('ZCARD', PRIO)
   if GROUPED then n = n + redis.call('ZCARD', BLOCKED) end
   if NESTED then n = n + redis.call('ZCARD', NEST) end
-  return n
+  return n + due_waiting()
 end
 
 -- leased_to reports whether key's lease is the one granted to nonce: its
@@ -1224,9 +1239,10 @@ end
 -- promote_due adds the delayed keys that are due, so that every depth a
 -- function reports, and Len, counts them as queued. Whichever process
 -- runs it first does it, once, because a function runs alone. A bounded
--- batch keeps one call short; what is left is promoted by the next call.
--- Returns whether it left some (its batch was full). A due key that is
--- parked (its deadline, or an add after a delay) ends its park.
+-- batch keeps one call short; what is left is promoted by the next call,
+-- and counted by the depth of this one (see due_waiting). Returns whether
+-- it left some (its batch was full). A due key that is parked (its
+-- deadline, or an add after a delay) ends its park.
 local BATCH = 256
 local function promote_due(now)
   local due = redis.call('ZRANGE', DELAYED, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
@@ -1244,6 +1260,7 @@ local function promote_due(now)
       queue_at(key, now, tonumber(prios[i] or 0), state)
     end
   end
+  if #due == BATCH then due_at = now end
   return #due == BATCH
 end
 
@@ -1292,7 +1309,7 @@ local function begin(keys, args)
   local features = tonumber(args[1])
   SORTED, GROUPED, NESTED = features % 2 == 1, features % 4 >= 2, features % 8 >= 4
   TRACED = features % 16 >= 8
-  next_seq, last_seq, signalled = 1, 0, false
+  next_seq, last_seq, signalled, due_at = 1, 0, false, false
   -- Only the helpers of a sorted queue read these.
   if SORTED then flow_of, fair_v, fair_e, inner_of, slots = {}, {}, {}, {}, {} end
 end
@@ -1355,7 +1372,7 @@ local function fn_add(keys, args)
     end
   end
   -- A queue that is not sorted has no blocked or nested keys to count.
-  if length then reply[1] = length + redis.call('ZCARD', PRIO) else reply[1] = depth() end
+  if length then reply[1] = length + redis.call('ZCARD', PRIO) + due_waiting() else reply[1] = depth() end
   return reply
 end
 
@@ -1583,7 +1600,7 @@ local function fn_get(keys, args)
   if left > 0 then signal() end
   if GROUPED then left = left + redis.call('ZCARD', BLOCKED) end
   if NESTED then left = left + redis.call('ZCARD', NEST) end
-  reply[1] = left
+  reply[1] = left + due_waiting()
   return reply
 end
 
@@ -1781,6 +1798,8 @@ local function fn_snapshot(keys, args)
   begin(keys, args)
   local now, n, maxwait = clock(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
   promote_due(now)
+  -- The due keys left are in the delayed count: the depth leaves them out.
+  due_at = false
   -- The queued keys in hand-out order: with MaxWait those queued longer
   -- (aged), the longest first; then PRIO above 0, READY, PRIO at 0 (on a
   -- sorted queue) and below.
@@ -2060,22 +2079,22 @@ end
 
 -- Each function is registered under the library's name and its own, so
 -- that two versions of the library can be loaded side by side.
-redis.register_function('workqueue_v4_add', fn_add)
-redis.register_function('workqueue_v4_addopts', fn_addopts)
-redis.register_function('workqueue_v4_get', fn_get)
-redis.register_function('workqueue_v4_done', fn_done)
-redis.register_function('workqueue_v4_extend', fn_extend)
-redis.register_function('workqueue_v4_signal', fn_signal)
-redis.register_function('workqueue_v4_release', fn_release)
-redis.register_function('workqueue_v4_cancel', fn_cancel)
-redis.register_function('workqueue_v4_remove', fn_remove)
-redis.register_function('workqueue_v4_snapshot', fn_snapshot)
-redis.register_function('workqueue_v4_partitions', fn_partitions)
-redis.register_function('workqueue_v4_park', fn_park)
-redis.register_function('workqueue_v4_parkdone', fn_parkdone)
-redis.register_function('workqueue_v4_wake', fn_wake)
-redis.register_function('workqueue_v4_wakelist', fn_wakelist)
-redis.register_function('workqueue_v4_wakekeys', fn_wakekeys)
-redis.register_function('workqueue_v4_wakeitem', fn_wakeitem)
-redis.register_function('workqueue_v4_setlimit', fn_setlimit)
-redis.register_function('workqueue_v4_len', fn_len)
+redis.register_function('workqueue_v5_add', fn_add)
+redis.register_function('workqueue_v5_addopts', fn_addopts)
+redis.register_function('workqueue_v5_get', fn_get)
+redis.register_function('workqueue_v5_done', fn_done)
+redis.register_function('workqueue_v5_extend', fn_extend)
+redis.register_function('workqueue_v5_signal', fn_signal)
+redis.register_function('workqueue_v5_release', fn_release)
+redis.register_function('workqueue_v5_cancel', fn_cancel)
+redis.register_function('workqueue_v5_remove', fn_remove)
+redis.register_function('workqueue_v5_snapshot', fn_snapshot)
+redis.register_function('workqueue_v5_partitions', fn_partitions)
+redis.register_function('workqueue_v5_park', fn_park)
+redis.register_function('workqueue_v5_parkdone', fn_parkdone)
+redis.register_function('workqueue_v5_wake', fn_wake)
+redis.register_function('workqueue_v5_wakelist', fn_wakelist)
+redis.register_function('workqueue_v5_wakekeys', fn_wakekeys)
+redis.register_function('workqueue_v5_wakeitem', fn_wakeitem)
+redis.register_function('workqueue_v5_setlimit', fn_setlimit)
+redis.register_function('workqueue_v5_len', fn_len)
