@@ -42,23 +42,18 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	// MaxWait, if positive, hands out an item ready for that long before
 	// any other, whatever its priority; its keys keep their turns.
 	MaxWait time.Duration
-	// GroupLimits: Get hands out the first item, in the order above, with a
-	// free group slot; a key whose queued items all wait rejoins its rotation
-	// at the back when one frees; MaxWait takes the longest ready with a slot.
+	// GroupLimits: a key whose queued items all wait for a slot rejoins its
+	// rotation at the back when one frees; MaxWait takes the longest ready with one.
 	GroupLimits *GroupLimits[T]
-	// Debounce applies to adds with no delay, neither rate-limited nor a
-	// Reschedule, at the highest priority the burst's adds asked for.
-	Debounce Debounce
+	Debounce    Debounce // at the highest priority the burst's adds asked for
 }
 
-// TypedPriorityQueue is a [TypedRateLimitingInterface] that hands out higher
-// priorities first, within one first in, first out or in turns of Fairness
-// keys. Beside [Base]'s methods it has Reschedule, AddWithOpts and
-// GetWithPriority, as controller-runtime's priority queue does, and
-// AddContext. A re-add keeps
-// the highest priority and earliest ready time asked for, a woken item its
-// priority; an item whose priority rises goes behind those queued at its new
-// one. It is safe for concurrent use; make one with [NewTypedPriorityQueue].
+// TypedPriorityQueue is a [TypedRateLimitingInterface] with [Base]'s methods,
+// AddContext, AddWithOpts, GetWithPriority and Reschedule, safe for concurrent
+// use. It hands out higher priorities first, within one first in, first out or
+// in turns of Fairness keys. A re-add keeps the highest priority and earliest
+// ready time asked for, a woken item its priority; an item whose priority
+// rises goes behind those queued at its new one.
 type TypedPriorityQueue[T comparable] struct {
 	Base[T]
 	core  core[T]
