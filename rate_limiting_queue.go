@@ -24,9 +24,8 @@ type TypedRateLimitingQueueConfig[T comparable] struct {
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// ParkBackoff gives, at each Park that takes effect, how long after it a wake
-	// may queue the item; called with the queue locked, it must not call it.
-	// nil: 5 ms doubling to 10 s.
+	// ParkBackoff gives, at each Park that takes effect, how long after it a wake may
+	// queue the item; called with the queue locked, it must not call it; nil: 5 ms doubling to 10 s.
 	ParkBackoff     TypedRateLimiter[T]
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
