@@ -31,17 +31,13 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	Logger          *slog.Logger
 	MaxParkTime     time.Duration
 	ParkBackoff     TypedRateLimiter[T]
-	// Fairness: the keys these functions give the items take turns within a
-	// priority, the first function's, then within each the second's, and so on.
-	Fairness []func(item T) string
+	Fairness        []func(item T) string // keys that take turns within a priority: the first function's, then within each the second's, ...
 	// FairnessWeights[d](key) is how many items a key of Fairness[d] hands out in
 	// a row (nil, missing or below 1: 1), read when it joins the rotation, after
 	// each of its rounds and by Snapshot: an item whose key has nothing queued
 	// waits for at most the sum of the other keys' weights at each level.
 	FairnessWeights []func(key string) int
-	// MaxWait, if positive, hands out an item ready for that long before
-	// any other, whatever its priority; its keys keep their turns.
-	MaxWait time.Duration
+	MaxWait         time.Duration // if positive, an item ready that long goes before any other, whatever its priority; its keys keep their turns
 	// GroupLimits: a key whose queued items all wait for a slot rejoins its
 	// rotation at the back when one frees; MaxWait takes the longest ready with one.
 	GroupLimits *GroupLimits[T]

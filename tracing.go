@@ -103,8 +103,7 @@ type TracingProvider interface {
 	MetricsProvider
 	// TraceLink returns the link to the span ctx carries; false if none.
 	TraceLink(ctx context.Context) (TraceLink, bool)
-	// StartReconcile starts a reconcile's span, returning ctx with it and
-	// the function the Runner calls with the reconcile's outcome to end it.
+	// StartReconcile starts a reconcile's span, returning ctx with it and the function the Runner calls with the outcome to end it.
 	StartReconcile(ctx context.Context, span ReconcileSpan) (context.Context, func(Result, error))
 }
 
