@@ -415,9 +415,10 @@ func (b *Base[T]) ShuttingDown() bool {
 	return b.c.shuttingDown.Load()
 }
 
-// MetricsConfig returns the provider the queue records its metrics with and
-// its name; see [MetricsSource]. A rate-limiting queue returns those of its
-// DelayingQueue, nil and "" if that is not a MetricsSource.
+// MetricsConfig returns the provider the queue records its metrics with, its
+// config's, else SetProvider's when it was made (nil if neither), and its
+// config's Name. A rate-limiting queue returns those of its DelayingQueue, nil
+// and "" if that is not a [MetricsSource].
 func (b *Base[T]) MetricsConfig() (MetricsProvider, string) {
 	if b.source != nil {
 		return b.source.MetricsConfig()
