@@ -206,15 +206,14 @@ func (b *Base[T]) Remove(item T) bool {
 }
 
 // Park holds item, got from Get and not yet marked done, until one of events:
-// from its Done on, the queue neither hands it out nor counts it in Len until
-// a Wake of one of events, WakeItem, an add of the item or MaxParkTime queues
-// it; if one of events was woken since the Get, the park ends at Done. An add
-// since the Get, or a wake of an earlier Park, wins over the park; otherwise a
-// later Park replaces an earlier one. Park does nothing for an item not being
+// from its Done on, it is neither handed out nor counted in Len until a Wake
+// of one of events, WakeItem, an add of the item or MaxParkTime queues it; if
+// one of events was woken since the Get, the park ends at Done. An add since
+// the Get, or a wake of an earlier Park, wins over the park; otherwise a later
+// Park replaces an earlier one. Park does nothing for an item not being
 // processed or after a shutdown has begun. The queue keeps the last wake of
-// each event: use a small fixed set. On a rate-limiting or priority queue a
-// wake queues the item no sooner than its ParkBackoff after the Park; a park
-// is not a failure.
+// each event: use a small fixed set. A park is not a failure; on a
+// rate-limiting or priority queue, see ParkBackoff.
 func (b *Base[T]) Park(item T, events ...string) {
 	c, l := b.c, b.lim
 	var hash uint32
@@ -416,9 +415,10 @@ func (b *Base[T]) ShuttingDown() bool {
 	return b.c.shuttingDown.Load()
 }
 
-// MetricsConfig returns the provider the queue records its metrics with and
-// its name; see [MetricsSource]. A rate-limiting queue returns those of its
-// DelayingQueue, nil and "" if that is not a MetricsSource.
+// MetricsConfig returns the provider the queue records its metrics with, its
+// config's, else SetProvider's when it was made (nil if neither), and its
+// config's Name. A rate-limiting queue returns those of its DelayingQueue, nil
+// and "" if that is not a [MetricsSource].
 func (b *Base[T]) MetricsConfig() (MetricsProvider, string) {
 	if b.source != nil {
 		return b.source.MetricsConfig()

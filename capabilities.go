@@ -97,7 +97,7 @@ type AddOpts struct {
 }
 
 // Prioritized is a queue with priorities, as [TypedPriorityQueue] and the Redis
-// queue are; a [Runner] over one requeues items at their priority.
+// queue are; a [Runner] over one retries and requeues items at their priority.
 type Prioritized[T comparable] interface {
 	GetWithPriorityContext(ctx context.Context) (item T, priority int, err error)
 	AddWithOpts(opts AddOpts, items ...T)

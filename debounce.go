@@ -11,8 +11,7 @@ import (
 // and ends when it is ready; adding an item already ready (queued, or to be
 // queued at Done) changes nothing, and one being processed is queued at the
 // later of its Done and its burst's end. AddAfter and AddRateLimited end a
-// burst no later than their delay; Reschedule ends it and sets the ready time
-// either way. The zero value debounces nothing.
+// burst no later than their delay. The zero value debounces nothing.
 type Debounce struct {
 	Quiet    time.Duration // positive if MaxDelay is set
 	MaxDelay time.Duration // zero means Quiet; otherwise at least Quiet

@@ -27,13 +27,9 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
 	Queue           TypedInterface[T] // takes the items whose delay ended; nil means a new Typed
-	// AddCancelsDelay: an Add (or AddAfter of no delay) takes item out of the
-	// waiting items, as on TypedPriorityQueue; by default the waiting add stays.
-	AddCancelsDelay bool
+	AddCancelsDelay bool              // see Add; by default an item's waiting add stays
 	GroupLimits     *GroupLimits[T]
-	// Debounce: an Add (or AddAfter of no delay) waits for the end of the
-	// item's burst, merged with its pending delay, also over an outside Queue.
-	Debounce Debounce
+	Debounce        Debounce // see Add; merged with a pending delay, also over an outside Queue
 }
 
 // NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.
@@ -49,8 +45,8 @@ func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 }
 
 // NewTypedDelayingQueueWithConfig returns a new delaying queue. It panics if
-// MaxParkTime is negative, if Debounce is not valid (see [Debounce]), or if
-// GroupLimits is set with Queue or has a nil Group.
+// MaxParkTime is negative, Debounce is not valid, or GroupLimits is set with
+// Queue or has a nil Group.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	config.MetricsProvider = withDefaultProvider(config.MetricsProvider)
 	if config.Clock == nil {
@@ -91,9 +87,8 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] with [Base]'s methods, safe
-// for concurrent use, AddContext and Reschedule; make one with
-// [NewTypedDelayingQueue].
+// TypedDelayingQueue is a [TypedDelayingInterface] with [Base]'s methods,
+// AddContext and Reschedule, safe for concurrent use.
 type TypedDelayingQueue[T comparable] struct {
 	Base[T]
 	queue TypedInterface[T] // the config's

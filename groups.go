@@ -13,9 +13,8 @@ import (
 // GroupLimits limits how many items of a group are processed at once; the rest
 // stay queued, in order and in Len, and Get passes over them.
 type GroupLimits[T comparable] struct {
-	// Group returns item's group, "" for none: called with the queue locked
-	// when item is first queued, its answer kept while the queue holds it,
-	// it must answer the same every time and neither panic nor call the queue.
+	// Group returns item's group, "" for none: called with the queue locked when item is first
+	// queued, its answer kept while the queue holds it, it must answer the same every time and neither panic nor call the queue.
 	Group   func(item T) string
 	Default int            // the limit of a group Limits does not name; 0 or less: none
 	Limits  map[string]int // copied; 0 or less: none; "" cannot be limited

@@ -36,8 +36,7 @@ type HistogramMetric interface {
 }
 
 // MetricsProvider creates a named queue's metrics at construction, once each;
-// a nil metric disables that one. A queue takes it from its config, else
-// [SetProvider]; the prometheus and otelworkqueue packages have one.
+// a nil metric disables it; packages prometheus and otelworkqueue have one.
 type MetricsProvider interface {
 	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
 	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item

@@ -31,34 +31,25 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	Logger          *slog.Logger
 	MaxParkTime     time.Duration
 	ParkBackoff     TypedRateLimiter[T]
-	// Fairness: the keys these functions give the items take turns within a
-	// priority, the first function's, then within each the second's, and so on.
-	Fairness []func(item T) string
+	Fairness        []func(item T) string // keys that take turns within a priority: the first function's, then within each the second's, ...
 	// FairnessWeights[d](key) is how many items a key of Fairness[d] hands out in
 	// a row (nil, missing or below 1: 1), read when it joins the rotation, after
 	// each of its rounds and by Snapshot: an item whose key has nothing queued
 	// waits for at most the sum of the other keys' weights at each level.
 	FairnessWeights []func(key string) int
-	// MaxWait, if positive, hands out an item ready for that long before
-	// any other, whatever its priority; its keys keep their turns.
-	MaxWait time.Duration
-	// GroupLimits: Get hands out the first item, in the order above, with a
-	// free group slot; a key whose queued items all wait rejoins its rotation
-	// at the back when one frees; MaxWait takes the longest ready with a slot.
+	MaxWait         time.Duration // if positive, an item ready that long goes before any other, whatever its priority; its keys keep their turns
+	// GroupLimits: a key whose queued items all wait for a slot rejoins its
+	// rotation at the back when one frees; MaxWait takes the longest ready with one.
 	GroupLimits *GroupLimits[T]
-	// Debounce applies to adds with no delay, neither rate-limited nor a
-	// Reschedule, at the highest priority the burst's adds asked for.
-	Debounce Debounce
+	Debounce    Debounce // at the highest priority the burst's adds asked for
 }
 
-// TypedPriorityQueue is a [TypedRateLimitingInterface] that hands out higher
-// priorities first, within one first in, first out or in turns of Fairness
-// keys. Beside [Base]'s methods it has Reschedule, AddWithOpts and
-// GetWithPriority, as controller-runtime's priority queue does, and
-// AddContext. A re-add keeps
-// the highest priority and earliest ready time asked for, a woken item its
-// priority; an item whose priority rises goes behind those queued at its new
-// one. It is safe for concurrent use; make one with [NewTypedPriorityQueue].
+// TypedPriorityQueue is a [TypedRateLimitingInterface] with [Base]'s methods,
+// AddContext, AddWithOpts, GetWithPriority and Reschedule, safe for concurrent
+// use. It hands out higher priorities first, within one first in, first out or
+// in turns of Fairness keys. A re-add keeps the highest priority and earliest
+// ready time asked for, a woken item its priority; an item whose priority
+// rises goes behind those queued at its new one.
 type TypedPriorityQueue[T comparable] struct {
 	Base[T]
 	core  core[T]

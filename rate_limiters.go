@@ -201,9 +201,8 @@ func (r *TypedBucketRateLimiter[T]) NumRequeues(item T) int {
 // Forget does nothing.
 func (r *TypedBucketRateLimiter[T]) Forget(item T) {}
 
-// TypedMaxOfRateLimiter gives the longest delay and largest count of its
-// limiters and forgets in all; its zero value never delays. It is safe for
-// concurrent use.
+// TypedMaxOfRateLimiter, safe for concurrent use, gives its limiters' longest
+// delay and largest count and forgets in all; its zero value never delays.
 type TypedMaxOfRateLimiter[T comparable] struct {
 	limiters []TypedRateLimiter[T]
 }

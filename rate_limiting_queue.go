@@ -17,17 +17,15 @@ var (
 // TypedRateLimitingQueueConfig configures
 // [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, shared
 // fields are as in [TypedDelayingQueueConfig]. A DelayingQueue keeps its own
-// Name, Logger and MetricsProvider, ignoring these, and forbids
-// AddCancelsDelay, GroupLimits and Debounce.
+// Name, Logger and MetricsProvider.
 type TypedRateLimitingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// ParkBackoff gives, at each Park that takes effect, how long after it a
-	// wake (not WakeItem) may queue the item; Forget and Remove reset it. It is
-	// called with the queue locked, must not call it; nil: 5 ms doubling to 10 s.
+	// ParkBackoff gives, at each Park that takes effect, how long after it a wake may
+	// queue the item; called with the queue locked, it must not call it; nil: 5 ms doubling to 10 s.
 	ParkBackoff     TypedRateLimiter[T]
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
@@ -89,9 +87,8 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 }
 
 // TypedRateLimitingQueue is a [TypedRateLimitingInterface] with [Base]'s
-// methods, safe for concurrent use; it adds AddContext, Reschedule, and
-// config fields ParkBackoff, AddCancelsDelay and Debounce. Make one with
-// [NewTypedRateLimitingQueue].
+// methods, AddContext, Reschedule and config fields ParkBackoff,
+// AddCancelsDelay and Debounce, safe for concurrent use.
 type TypedRateLimitingQueue[T comparable] struct {
 	Base[T]
 	// It starts no goroutine of its own: its shutdowns begin the delaying

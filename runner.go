@@ -36,16 +36,11 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 
 // Runner runs a controller's worker loop: Get an item, reconcile it, Forget,
 // retry or requeue it as asked, and mark it Done; a panic counts as a failure.
-// On a [Prioritized] queue retries and requeues keep the item's priority
-// unless [Result.Priority] says otherwise. Retried failures log as
-// [WithRetryLogLevel] says, those while Run stops or drains at warn, panics
-// and items given up on at error. A Get that fails with the queue's own error
-// (the Redis queue's while Redis is out of reach) is logged, at warn on the
-// 1st, 2nd, 4th, ... in a row, and tried again a second later. A queue's
-// [RunnerMetricsProvider] records the Runner's metrics, and its
-// [TracingProvider] traces each reconcile in a span its context carries,
-// linked to the adds it serves over an [InfoGetter]. A Runner is safe for
-// concurrent use; make one with [NewRunner].
+// Retried failures log as [WithRetryLogLevel] says, those while Run stops or
+// drains at warn, panics and items given up on at error. A Get that fails with
+// the queue's own error (the Redis queue's while Redis is out of reach) is
+// logged, at warn on the 1st, 2nd, 4th, ... in a row, and tried again a second
+// later. A Runner is safe for concurrent use; make one with [NewRunner].
 type Runner[T comparable] struct {
 	queue TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with

@@ -32,9 +32,7 @@ type RunnerMetricsProvider interface {
 }
 
 // MetricsSource is a queue that records its metrics with a provider under a
-// name, which a [Runner] over it uses too. This package's queues return their
-// config's provider, else SetProvider's when they were made (nil if neither),
-// and their config's Name.
+// name, which a [Runner] over it uses too.
 type MetricsSource interface {
 	MetricsConfig() (provider MetricsProvider, name string)
 }

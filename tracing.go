@@ -74,9 +74,8 @@ type ItemInfo struct {
 	// hand-out made the item ready (a delayed add: when its delay ended);
 	// zero if unknown, as on a queue that records no metrics.
 	Added time.Time
-	// Links: those of the adds with a span merged into this hand-out and of a
-	// retry or park carried over (see [TracingProvider]), at most
-	// [MaxTraceLinks], in no promised order, not to be changed by the caller.
+	// Links: those of the adds with a span merged into this hand-out and of a retry or
+	// park carried over, at most [MaxTraceLinks], in no promised order; do not change them.
 	Links        []TraceLink
 	DroppedLinks int // the links left out
 }
@@ -85,7 +84,6 @@ type ItemInfo struct {
 // do; a [Runner] uses it to record waits and link adds, but not a method a
 // queue gets by embedding one, which may bypass its GetContext.
 type InfoGetter[T comparable] interface {
-	// GetWithInfoContext is GetContext that also returns the item's info.
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
 }
 
@@ -105,8 +103,7 @@ type TracingProvider interface {
 	MetricsProvider
 	// TraceLink returns the link to the span ctx carries; false if none.
 	TraceLink(ctx context.Context) (TraceLink, bool)
-	// StartReconcile starts a reconcile's span, returning ctx with it and
-	// the function the Runner calls with the reconcile's outcome to end it.
+	// StartReconcile starts a reconcile's span, returning ctx with it and the function the Runner calls with the outcome to end it.
 	StartReconcile(ctx context.Context, span ReconcileSpan) (context.Context, func(Result, error))
 }
 
