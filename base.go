@@ -44,6 +44,8 @@ type Base[T comparable] struct {
 	// queue that cannot park.
 	clock   clock.PassiveClock
 	maxPark time.Duration
+	// top is the queue that embeds this Base.
+	top contextAdder[T]
 }
 
 // limiter is the state of the rate-limiting layer. mu makes

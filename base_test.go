@@ -21,6 +21,8 @@ func TestBaseMethodsPanicOnAZeroQueue(t *testing.T) {
 		{"Len", func(b *Base[string]) { b.Len() }},
 		{"Get", func(b *Base[string]) { b.Get() }},
 		{"GetContext", func(b *Base[string]) { _, _ = b.GetContext(context.Background()) }},
+		{"GetWithInfoContext", func(b *Base[string]) { _, _, _ = b.GetWithInfoContext(context.Background()) }},
+		{"AddContext", func(b *Base[string]) { b.AddContext(context.Background(), "a") }},
 		{"Done", func(b *Base[string]) { b.Done("a") }},
 		{"Remove", func(b *Base[string]) { b.Remove("a") }},
 		{"Park", func(b *Base[string]) { b.Park("a", "e") }},

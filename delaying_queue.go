@@ -76,19 +76,19 @@ func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConf
 	}
 	if typed, ok := config.Queue.(*Typed[T]); ok {
 		q.typed = typed
-		q.Base = Base[T]{c: &typed.core, delayedAdds: true, provider: config.MetricsProvider, name: config.Name}
+		q.Base = Base[T]{top: q, c: &typed.core, delayedAdds: true, provider: config.MetricsProvider, name: config.Name}
 		typed.core.attachDelays(func(item T) { typed.addLocked(item, typed.core.items.Hash(item)) }, config.MetricsProvider, config.Name)
 		return q
 	}
 	q.own = &ownDelays[T]{queue: config.Queue, logger: config.Logger, maxPark: maxPark}
-	q.Base = Base[T]{below: q.own, provider: config.MetricsProvider, name: config.Name}
+	q.Base = Base[T]{top: q, below: q.own, provider: config.MetricsProvider, name: config.Name}
 	q.own.delays = newDelayer[T](config.Clock, config.MetricsProvider, config.Name)
 	q.own.delays.start(&q.own.mu, q.queue.Add, q.own.finished, q.own.logger)
 	return q
 }
 
-// TypedDelayingQueue is a [TypedDelayingInterface] with [Base]'s methods,
-// AddContext and Reschedule, safe for concurrent use.
+// TypedDelayingQueue is a [TypedDelayingInterface] with [Base]'s methods and
+// Reschedule, safe for concurrent use.
 type TypedDelayingQueue[T comparable] struct {
 	Base[T]
 	queue TypedInterface[T] // the config's

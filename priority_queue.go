@@ -45,8 +45,7 @@ type TypedPriorityQueueConfig[T comparable] struct {
 }
 
 // TypedPriorityQueue is a [TypedRateLimitingInterface] with [Base]'s methods,
-// AddContext, AddWithOpts, GetWithPriority and Reschedule, safe for concurrent
-// use. It hands out higher priorities first, within one first in, first out or
+// AddWithOpts, GetWithPriority and Reschedule, safe for concurrent use. It hands out higher priorities first, within one first in, first out or
 // in turns of Fairness keys. A re-add keeps the highest priority and earliest
 // ready time asked for, a woken item its priority; an item whose priority
 // rises goes behind those queued at its new one.
@@ -109,7 +108,7 @@ func NewTypedPriorityQueue[T comparable](rateLimiter TypedRateLimiter[T], config
 	}
 	q.core.init(q.order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
 	q.core.onReady = func(item T, id int32) { q.countReady(item, q.order.priority(id)) }
-	q.Base = Base[T]{c: &q.core, lim: &q.lim, prio: q.order, depth: q.depthByPriority, provider: config.MetricsProvider, name: config.Name}
+	q.Base = Base[T]{top: q, c: &q.core, lim: &q.lim, prio: q.order, depth: q.depthByPriority, provider: config.MetricsProvider, name: config.Name}
 	q.core.makeDelays(config.MetricsProvider, config.Name)
 	q.order.now = q.core.delays.now
 	q.core.start()

@@ -26,8 +26,8 @@ type TypedQueueConfig[T comparable] struct {
 	GroupLimits     *GroupLimits[T]  // nil means none; not with Queue
 }
 
-// Typed is a [TypedInterface] with the methods of [Base] and AddContext,
-// safe for concurrent use; make one with [NewTyped] or [NewTypedWithConfig].
+// Typed is a [TypedInterface] with the methods of [Base], safe for concurrent
+// use; make one with [NewTyped] or [NewTypedWithConfig].
 type Typed[T comparable] struct {
 	Base[T]
 	core core[T]
@@ -72,7 +72,7 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 		order = q.storage
 	}
 	q.core.init(order, config.MetricsProvider, config.Name, config.Clock, config.Logger, maxPark)
-	q.Base = Base[T]{c: &q.core, provider: config.MetricsProvider, name: config.Name}
+	q.Base = Base[T]{top: q, c: &q.core, provider: config.MetricsProvider, name: config.Name}
 	for _, item := range prefilled {
 		q.Add(item)
 	}

@@ -82,13 +82,13 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 		q.Base = Base[T]{below: config.DelayingQueue}
 		q.Base.source, _ = config.DelayingQueue.(MetricsSource)
 	}
-	q.Base.lim, q.Base.clock, q.Base.maxPark = &q.lim, config.Clock, maxPark
+	q.Base.top, q.Base.lim, q.Base.clock, q.Base.maxPark = q, &q.lim, config.Clock, maxPark
 	return q
 }
 
 // TypedRateLimitingQueue is a [TypedRateLimitingInterface] with [Base]'s
-// methods, AddContext, Reschedule and config fields ParkBackoff,
-// AddCancelsDelay and Debounce, safe for concurrent use.
+// methods, Reschedule and config fields ParkBackoff, AddCancelsDelay and
+// Debounce, safe for concurrent use.
 type TypedRateLimitingQueue[T comparable] struct {
 	Base[T]
 	// It starts no goroutine of its own: its shutdowns begin the delaying

@@ -96,7 +96,7 @@ type ReconcileSpan struct {
 }
 
 // TracingProvider is a [MetricsProvider] that also traces: a queue made with
-// it keeps the links of adds made with a context ([Typed.AddContext], ...)
+// it keeps the links of adds made with a context ([Base.AddContext])
 // until the item's hand-out, and a [Runner] over it traces each reconcile;
 // other queues store no link. Its methods must be safe for concurrent use.
 type TracingProvider interface {
@@ -107,9 +107,23 @@ type TracingProvider interface {
 	StartReconcile(ctx context.Context, span ReconcileSpan) (context.Context, func(Result, error))
 }
 
-// AddContext is Add that links the span ctx carries, if the queue's
-// provider is a [TracingProvider], to the item's next hand-out.
-func (q *Typed[T]) AddContext(ctx context.Context, item T) {
+// AddContext is Add that also links the span ctx carries, if the queue's
+// provider is a [TracingProvider], to the item's next hand-out. Over a queue
+// from outside this package that has no AddContext method, it is Add.
+func (b *Base[T]) AddContext(ctx context.Context, item T) {
+	if b.top == nil {
+		panic("workqueue: AddContext on a zero queue; make one with its constructor")
+	}
+	b.top.addContext(ctx, item)
+}
+
+// contextAdder is the queue a Base serves: AddContext is its add with a
+// link.
+type contextAdder[T comparable] interface {
+	addContext(ctx context.Context, item T)
+}
+
+func (q *Typed[T]) addContext(ctx context.Context, item T) {
 	tr := q.core.trace
 	if tr == nil {
 		q.Add(item)
@@ -124,9 +138,8 @@ func (q *Typed[T]) AddContext(ctx context.Context, item T) {
 	}
 }
 
-// AddContext is Add with a link; see [Typed.AddContext]. Over a config
-// Queue from outside this package it is Add.
-func (q *TypedDelayingQueue[T]) AddContext(ctx context.Context, item T) {
+// addContext is Add over a config Queue from outside this package.
+func (q *TypedDelayingQueue[T]) addContext(ctx context.Context, item T) {
 	t := q.typed
 	if t == nil || t.core.trace == nil {
 		q.Add(item)
@@ -143,13 +156,12 @@ func (q *TypedDelayingQueue[T]) AddContext(ctx context.Context, item T) {
 	case q.addCancelsDelay:
 		q.addCancellingDelayLinked(item, false, &link)
 	default:
-		t.AddContext(ctx, item)
+		t.addContext(ctx, item)
 	}
 }
 
-// AddContext is Add with a link (see [Typed.AddContext]); over a delaying
-// queue without AddContext it is Add.
-func (q *TypedRateLimitingQueue[T]) AddContext(ctx context.Context, item T) {
+// addContext is Add over a delaying queue without AddContext.
+func (q *TypedRateLimitingQueue[T]) addContext(ctx context.Context, item T) {
 	if a, ok := q.delaying.(interface {
 		AddContext(context.Context, T)
 	}); ok {
@@ -159,8 +171,7 @@ func (q *TypedRateLimitingQueue[T]) AddContext(ctx context.Context, item T) {
 	q.delaying.Add(item)
 }
 
-// AddContext is Add with a link; see [Typed.AddContext].
-func (q *TypedPriorityQueue[T]) AddContext(ctx context.Context, item T) {
+func (q *TypedPriorityQueue[T]) addContext(ctx context.Context, item T) {
 	tr := q.core.trace
 	if tr == nil {
 		q.Add(item)

@@ -57,8 +57,8 @@
 // # Traces
 //
 // A queue made with the provider keeps the span context of each add made
-// with AddContext (workqueue.Typed.AddContext and the same method of the
-// other queues) until the item is handed out; Add links nothing. Adds
+// with AddContext ([workqueue.Base.AddContext], a method of every queue)
+// until the item is handed out; Add links nothing. Adds
 // merged into one hand-out keep at most [workqueue.MaxTraceLinks] (8)
 // span contexts, the first ones, and count the others. A
 // [workqueue.Runner] over the queue starts one span per reconcile:
