@@ -56,7 +56,7 @@ type Runner[T comparable] struct {
 	reconcile  ReconcileFunc[T]
 	maxRetries int
 	timeout    time.Duration
-	deadLetter DeadLetterFunc[T]
+	deadLetter func(item T, err error)
 	logger     *slog.Logger
 	retryLevel slog.Level
 	grace      time.Duration
@@ -84,15 +84,11 @@ type Runner[T comparable] struct {
 	pool workerPool
 }
 
-// DeadLetterFunc receives an item a [Runner] gives up on and its last error,
-// on the worker before Done. It must be safe for concurrent use.
-type DeadLetterFunc[T comparable] func(item T, err error)
-
 // RunnerOption configures a [Runner]; NewRunner panics on a nil one.
 type RunnerOption func(*runnerOptions)
 
 type runnerOptions struct {
-	deadLetter any // a DeadLetterFunc of the Runner's item type, or nil
+	deadLetter any // a func(T, error) of the Runner's item type T, or nil
 	maxRetries int
 	timeout    time.Duration
 	logger     *slog.Logger
@@ -109,9 +105,10 @@ const DefaultGracePeriod = 10 * time.Second
 // UnlimitedRetries, the default of [WithMaxRetries], never gives up.
 const UnlimitedRetries = -1
 
-// WithDeadLetter hands the items the Runner gives up on to f; nil means
-// none. NewRunner panics if f's item type is not its queue's.
-func WithDeadLetter[T comparable](f DeadLetterFunc[T]) RunnerOption {
+// WithDeadLetter hands each item the Runner gives up on and its last error
+// to f, on the worker before Done; nil means none. f must be safe for
+// concurrent use. NewRunner panics if f's item type is not its queue's.
+func WithDeadLetter[T comparable](f func(item T, err error)) RunnerOption {
 	return func(o *runnerOptions) {
 		if f == nil {
 			o.deadLetter = nil
@@ -200,9 +197,9 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 	if o.grace < 0 {
 		panic(fmt.Sprintf("workqueue: WithGracePeriod(%v): negative grace period", o.grace))
 	}
-	var deadLetter DeadLetterFunc[T]
+	var deadLetter func(item T, err error)
 	if o.deadLetter != nil {
-		f, ok := o.deadLetter.(DeadLetterFunc[T])
+		f, ok := o.deadLetter.(func(item T, err error))
 		if !ok {
 			panic(fmt.Sprintf("workqueue: WithDeadLetter: a %T for a Runner of %v items", o.deadLetter, reflect.TypeFor[T]()))
 		}

@@ -444,7 +444,7 @@ func TestRunnerMisuse(t *testing.T) {
 		{"negative timeout", func() { NewRunner(q, ok, WithItemTimeout(-time.Second)) }, "workqueue: WithItemTimeout(-1s): negative timeout"},
 		{"negative grace period", func() { NewRunner(q, ok, WithGracePeriod(-time.Second)) }, "workqueue: WithGracePeriod(-1s): negative grace period"},
 		{"dead letter of another item type", func() { NewRunner(q, ok, WithDeadLetter(func(int, error) {})) },
-			"workqueue: WithDeadLetter: a workqueue.DeadLetterFunc[int] for a Runner of string items"},
+			"workqueue: WithDeadLetter: a func(int, error) for a Runner of string items"},
 		{"zero workers", func() { NewRunner(q, ok).Run(context.Background(), 0) }, "workqueue: Run needs at least one worker, got 0"},
 		{"nil option", func() { NewRunner(q, ok, WithMaxRetries(1), nil) }, "workqueue: NewRunner got a nil option at position 1"},
 		{"Run on a zero Runner", func() { new(Runner[string]).Run(context.Background(), 1) },
