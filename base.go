@@ -353,20 +353,7 @@ func (b *Base[T]) Snapshot(n int) Snapshot[T] {
 // returns once the queue's goroutines have exited; a second call does nothing.
 func (b *Base[T]) ShutDown() {
 	c := b.c
-	if l := b.lim; l != nil {
-		// l.mu is not held while the goroutines are joined, so that workers
-		// calling Forget are not held up.
-		l.mu.Lock()
-		l.stopped = true
-		if c != nil {
-			c.mu.Lock()
-			c.releaseDrains()
-			c.mu.Unlock()
-		} else if s, ok := b.outside("ShutDown").(addStopper); ok {
-			s.stopAdds()
-		}
-		l.mu.Unlock()
-	} else if c != nil {
+	if !b.stopLimiter("ShutDown", (*core[T]).releaseDrains) && c != nil {
 		c.mu.Lock()
 		c.releaseDrains()
 		c.mu.Unlock()
@@ -382,21 +369,8 @@ func (b *Base[T]) ShutDown() {
 // ShutDownWithDrain begins a shutdown, then waits until no item is queued or
 // being processed (keep calling Get and Done) or ShutDown is called.
 func (b *Base[T]) ShutDownWithDrain() {
+	b.stopLimiter("ShutDownWithDrain", (*core[T]).stopAddsLocked)
 	c := b.c
-	if l := b.lim; l != nil {
-		// l.mu is not held while the drain waits: workers still call
-		// AddRateLimited (which does nothing) and Forget.
-		l.mu.Lock()
-		l.stopped = true
-		if c != nil {
-			c.mu.Lock()
-			c.stopAddsLocked()
-			c.mu.Unlock()
-		} else if s, ok := b.outside("ShutDownWithDrain").(addStopper); ok {
-			s.stopAdds()
-		}
-		l.mu.Unlock()
-	}
 	if c == nil {
 		b.outside("ShutDownWithDrain").ShutDownWithDrain()
 		return
@@ -407,6 +381,30 @@ func (b *Base[T]) ShutDownWithDrain() {
 	c.mu.Unlock()
 	c.stopDelays()
 	c.stopMetrics()
+}
+
+// stopLimiter begins the shutdown of a rate-limiting layer, if b has one,
+// and reports whether it has: under the layer's lock, so that no failure is
+// recorded for an item the shutdown then drops, it marks the layer stopped
+// and calls begin on the core, or stopAdds on a queue from outside. The
+// lock is not held while the caller joins the goroutines or waits for the
+// drain, so that workers calling Forget or AddRateLimited are not held up.
+func (b *Base[T]) stopLimiter(method string, begin func(*core[T])) bool {
+	l := b.lim
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stopped = true
+	if c := b.c; c != nil {
+		c.mu.Lock()
+		begin(c)
+		c.mu.Unlock()
+	} else if s, ok := b.outside(method).(addStopper); ok {
+		s.stopAdds()
+	}
+	return true
 }
 
 // ShuttingDown reports whether a shutdown has begun, here or in a layer above.
