@@ -280,9 +280,9 @@ func (b *Base[T]) parkBelow(item T, backoff func() time.Duration, events []strin
 	}
 }
 
-// Wake ends the parks waiting for event, queues their items in park order (one
-// being processed at its Done), and returns how many it ended. After a
-// shutdown has begun it does nothing.
+// Wake ends the parks waiting for event and returns how many it ended; it
+// queues their items in park order, each after its Done and ParkBackoff.
+// After a shutdown has begun it does nothing.
 func (b *Base[T]) Wake(event string) int { return b.WakeFunc(event, nil) }
 
 // WakeFunc is Wake for the items accept returns true for; nil accepts all.

@@ -3,6 +3,8 @@ package workqueue
 import (
 	"context"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -64,4 +66,48 @@ func TestRateLimitingQueueBelowALayerIsNotParkedThrough(t *testing.T) {
 	assert.Equal(t, 0, s.Parked, "parked")
 	assert.Equal(t, 1, s.Waiting, "waiting for the MaxParkTime delay")
 	assert.Equal(t, 0, outer.Wake("e"), "Wake")
+}
+
+// TestWakeQueuesAfterParkBackoff pins Wake's doc: a woken item is queued
+// once its ParkBackoff, counted from its Park, has passed; a queue without
+// ParkBackoff queues it at once.
+func TestWakeQueuesAfterParkBackoff(t *testing.T) {
+	backoff := func() TypedRateLimiter[string] {
+		return NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second)
+	}
+	tests := []struct {
+		name    string
+		make    func() parkingUnderTest
+		backoff time.Duration
+	}{
+		{"Typed", func() parkingUnderTest { return NewTyped[string]() }, 0},
+		{"delaying", func() parkingUnderTest { return NewTypedDelayingQueue[string]() }, 0},
+		{"rate-limiting", func() parkingUnderTest {
+			return NewTypedRateLimitingQueueWithConfig(DefaultTypedItemBasedRateLimiter[string](),
+				TypedRateLimitingQueueConfig[string]{ParkBackoff: backoff()})
+		}, time.Second},
+		{"priority", func() parkingUnderTest {
+			return NewTypedPriorityQueue(DefaultTypedItemBasedRateLimiter[string](),
+				TypedPriorityQueueConfig[string]{ParkBackoff: backoff()})
+		}, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := tt.make()
+				defer q.ShutDown()
+				q.Add("a")
+				item, _ := q.Get()
+				q.Park(item, "e")
+				q.Done(item)
+				assert.Equal(t, 1, q.Wake("e"), "Wake")
+				if tt.backoff > 0 {
+					assert.Equal(t, 0, q.Len(), "Len at the Wake, within the backoff")
+					time.Sleep(tt.backoff)
+					synctest.Wait()
+				}
+				assert.Equal(t, 1, q.Len(), "Len once the backoff has passed")
+			})
+		})
+	}
 }
