@@ -239,11 +239,12 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 
 // Run reconciles items on workers goroutines until ctx ends or the queue is
 // shut down and empty, and returns once every worker has exited. When ctx
-// ends, Run stops handing out items, waits for the reconciles in flight to end
+// ends, Run stops handing out items, waits for the reconciles in flight
 // (cancelling their context after the grace period) and their retries and
-// requeues to reach the queue, then shuts the queue down, leaving queued items
-// unreconciled unless [WithDrain]. Give each Runner its own queue. It panics
-// on a zero Runner, if workers is less than 1, or on a second call.
+// requeues, then shuts the queue down, leaving queued items unreconciled
+// unless [WithDrain]; one that cannot get with a context it shuts down at once,
+// dropping those. Give each Runner its own queue. It panics on a zero Runner,
+// if workers < 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
 		panic("workqueue: Run on a zero Runner; make one with NewRunner")

@@ -1116,3 +1116,49 @@ func TestRunnerWaitForOnAQueueThatCannotParkKeepsThePriority(t *testing.T) {
 		assert.Equal(t, []int{7}, rec.priorities, "the requeue's priority")
 	})
 }
+
+// clientGoQueue hides every method of a queue but client-go's: a queue
+// without GetContext.
+type clientGoQueue struct {
+	TypedRateLimitingInterface[string]
+}
+
+// TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce pins Run's doc:
+// when its context ends, a queue with GetContext is shut down after the
+// retries of the reconciles in flight reached it, one without at once, the
+// one way to end a Get, so that those retries are dropped.
+func TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce(t *testing.T) {
+	tests := []struct {
+		name         string
+		wrap         func(q *TypedRateLimitingQueue[string]) TypedRateLimitingInterface[string]
+		wantShutDown bool // seen by the reconcile in flight
+		wantRequeues int
+	}{
+		{"with GetContext", func(q *TypedRateLimitingQueue[string]) TypedRateLimitingInterface[string] { return q }, false, 1},
+		{"without GetContext", func(q *TypedRateLimitingQueue[string]) TypedRateLimitingInterface[string] {
+			return clientGoQueue{q}
+		}, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+				var shutDown atomic.Bool
+				runner := NewRunner(tt.wrap(q), func(context.Context, string) (Result, error) {
+					time.Sleep(time.Second)
+					shutDown.Store(q.ShuttingDown())
+					return Result{}, errors.New("boom")
+				}, WithLogger(slog.New(slog.DiscardHandler)))
+				ctx, cancel := context.WithCancel(t.Context())
+				exited := startRunner(ctx, runner, 1)
+				q.Add("a")
+				synctest.Wait() // "a" is being reconciled
+				cancel()
+				<-exited
+				assert.Equal(t, tt.wantShutDown, shutDown.Load(), "shut down during the reconcile in flight")
+				assert.Equal(t, tt.wantRequeues, q.NumRequeues("a"), "NumRequeues: the retry reached the queue")
+				assert.True(t, q.ShuttingDown(), "shut down once Run returned")
+			})
+		})
+	}
+}
