@@ -13,7 +13,7 @@ import (
 )
 
 // Result tells a [Runner] what to do after a successful reconcile;
-// RequeueAfter wins over Requeue, Requeue over WaitFor, and none counts as a
+// RequeueAfter wins over Requeue, Requeue over WaitFor, and none uses up a
 // retry. The zero value forgets the item's failures and does not requeue it; a
 // nil Priority keeps the item's. WaitFor on a queue that cannot park is
 // Requeue.
