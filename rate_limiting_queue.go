@@ -17,7 +17,7 @@ var (
 // TypedRateLimitingQueueConfig configures
 // [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, shared
 // fields are as in [TypedDelayingQueueConfig]. A DelayingQueue keeps its own
-// Name, Logger and MetricsProvider.
+// settings; Clock and MaxParkTime then serve only one from outside this package.
 type TypedRateLimitingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
@@ -99,7 +99,7 @@ type TypedRateLimitingQueue[T comparable] struct {
 
 func (q *TypedRateLimitingQueue[T]) parksWithOwnBackoff() {}
 
-// Add adds item at once; see [TypedDelayingQueue.Add].
+// Add is its DelayingQueue's Add, [TypedDelayingQueue.Add] by default.
 func (q *TypedRateLimitingQueue[T]) Add(item T) { q.delaying.Add(item) }
 
 // AddAfter is [TypedDelayingQueue.AddAfter].

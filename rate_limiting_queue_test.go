@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/time/rate"
+	clocktesting "k8s.io/utils/clock/testing"
 )
 
 func TestRateLimitingQueue(t *testing.T) {
@@ -342,4 +343,42 @@ func TestRateLimitingQueueRunsOneDelayGoroutine(t *testing.T) {
 
 	q.Wake("event") // the park's backoff waits in the same delays
 	assert.Equal(t, 1, delayGoroutines()-before, "delay goroutines after a Wake")
+}
+
+// TestRateLimitingQueueAddIsItsDelayingQueues pins Add's doc: it is the
+// DelayingQueue's Add, which waits for a Debounce burst's end.
+func TestRateLimitingQueueAddIsItsDelayingQueues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := NewTypedRateLimitingQueueWithConfig(DefaultTypedItemBasedRateLimiter[string](),
+			TypedRateLimitingQueueConfig[string]{Debounce: Debounce{Quiet: time.Second}})
+		defer q.ShutDown()
+		q.Add("a")
+		assert.Equal(t, 0, q.Len(), "Len at the Add")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Equal(t, 1, q.Len(), "Len at the burst's end")
+	})
+}
+
+// TestRateLimitingQueueOverGivenDelayingQueueKeepsItsSettings pins the
+// config's doc: over this package's delaying queue, the config's
+// MaxParkTime and Clock do nothing; the delaying queue's apply.
+func TestRateLimitingQueueOverGivenDelayingQueueKeepsItsSettings(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{MaxParkTime: time.Minute})
+		q := NewTypedRateLimitingQueueWithConfig(DefaultTypedItemBasedRateLimiter[string](), TypedRateLimitingQueueConfig[string]{
+			DelayingQueue: inner,
+			MaxParkTime:   time.Hour,
+			Clock:         clocktesting.NewFakeClock(time.Unix(0, 0)),
+		})
+		defer q.ShutDown()
+		assert.Equal(t, time.Now(), q.Snapshot(0).Taken, "Snapshot's Taken, on the delaying queue's clock")
+		q.Add("a")
+		item, _ := q.Get()
+		q.Park(item, "e")
+		q.Done(item)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 1, q.Len(), "Len after the delaying queue's MaxParkTime")
+	})
 }
