@@ -82,7 +82,8 @@ func newRunnerMetrics(queue any) runnerMetrics {
 
 // SetWorkers sets the workers of a running Run to n, starting the missing ones
 // at once; each one beyond n leaves after its current reconcile, or at once if
-// it waits for an item on a queue with GetContext (else after its next item).
+// it waits for an item on a queue that can get with a context (else after its
+// next item).
 // It reports whether Run was running; before Run, once its context has ended
 // and after it returns, it does nothing. It panics if n < 1.
 func (r *Runner[T]) SetWorkers(n int) bool {

@@ -1162,3 +1162,53 @@ func TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerSetWorkersEndsAWaitingWorker pins SetWorkers' doc: a worker
+// told to leave while it waits for an item leaves at once on a queue that
+// can get with a context, and otherwise takes its next item first.
+func TestRunnerSetWorkersEndsAWaitingWorker(t *testing.T) {
+	tests := []struct {
+		name           string
+		make           func() TypedRateLimitingInterface[string]
+		wantConcurrent int32 // reconciles at once of two items added after SetWorkers(1)
+	}{
+		{"GetContext", func() TypedRateLimitingInterface[string] {
+			return NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		}, 1},
+		{"GetWithPriorityContext alone", func() TypedRateLimitingInterface[string] {
+			pq := NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{})
+			return parklessPriorityQueue{pq, pq}
+		}, 1},
+		{"neither", func() TypedRateLimitingInterface[string] {
+			return clientGoQueue{NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())}
+		}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := tt.make()
+				var running, most atomic.Int32
+				runner := NewRunner(q, func(context.Context, string) (Result, error) {
+					n := running.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					time.Sleep(time.Second)
+					running.Add(-1)
+					return Result{}, nil
+				})
+				ctx, cancel := context.WithCancel(t.Context())
+				exited := startRunner(ctx, runner, 2)
+				synctest.Wait() // both workers wait for an item
+				require.True(t, runner.SetWorkers(1), "SetWorkers while Run runs")
+				synctest.Wait()
+				q.Add("a")
+				q.Add("b")
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				cancel()
+				<-exited
+				assert.Equal(t, tt.wantConcurrent, most.Load(), "reconciles at once")
+			})
+		})
+	}
+}
