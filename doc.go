@@ -3,8 +3,8 @@
 // import path.
 //
 // Guarantees, on every queue:
-//   - Fair: items are handed out in the order they were added (with the
-//     default storage), passing over those of a group at its limit.
+//   - Fair: first in, first out (within a priority and Fairness key; custom
+//     storage sets its own), passing over the groups at their limit.
 //   - Stingy: adds of an item before it is handed out collapse into one.
 //   - One worker at a time: an item added while processed is queued at Done.
 //   - Linearizable: every method is safe for concurrent use and takes
