@@ -29,7 +29,7 @@ type TypedDelayingQueueConfig[T comparable] struct {
 	Queue           TypedInterface[T] // takes the items whose delay ended; nil means a new Typed
 	AddCancelsDelay bool              // see Add; by default an item's waiting add stays
 	GroupLimits     *GroupLimits[T]
-	Debounce        Debounce // see Add; merged with a pending delay, also over an outside Queue
+	Debounce        Debounce // see Add; merged with a pending delay; over an outside Queue, debounces adds of ready items too
 }
 
 // NewTypedDelayingQueue is NewTypedDelayingQueueWithConfig of a zero config.

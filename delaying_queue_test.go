@@ -318,3 +318,36 @@ func TestAddCancelsDelayWithADelayingQueuePanics(t *testing.T) {
 			TypedRateLimitingQueueConfig[string]{AddCancelsDelay: true, DelayingQueue: delaying})
 	})
 }
+
+// TestDebounceOfAReadyItem pins the Debounce field's doc: an add of an
+// item already queued changes nothing over this package's Queue, but over
+// one from outside, which cannot tell that it holds the item, it begins a
+// burst that adds the item again at its end.
+func TestDebounceOfAReadyItem(t *testing.T) {
+	tests := []struct {
+		name    string
+		queue   func() TypedInterface[string]
+		wantLen int // after the burst's end, the item handed out and done
+	}{
+		{"this package's Queue", func() TypedInterface[string] { return nil }, 0},
+		{"an outside Queue", func() TypedInterface[string] { return outsideQueue{NewTyped[string]()} }, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Queue: tt.queue(), Debounce: Debounce{Quiet: time.Second}})
+				defer q.ShutDown()
+				q.Add("a")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				require.Equal(t, 1, q.Len(), "Len at the first burst's end")
+				q.Add("a")
+				item, _ := q.Get()
+				q.Done(item)
+				time.Sleep(time.Second)
+				synctest.Wait()
+				assert.Equal(t, tt.wantLen, q.Len(), "Len a Quiet period after the add of the queued item")
+			})
+		})
+	}
+}
