@@ -207,15 +207,14 @@ func (b *Base[T]) Remove(item T) bool {
 	return true
 }
 
-// Park holds item, got from Get and not yet marked done, until one of events:
-// from its Done on, it is neither handed out nor counted in Len until a Wake
-// of one of events, WakeItem, an add of the item or MaxParkTime queues it; if
-// one of events was woken since the Get, the park ends at Done. An add since
-// the Get, or a wake of an earlier Park, wins over the park; otherwise a later
-// Park replaces an earlier one. Park does nothing for an item not being
-// processed or after a shutdown has begun. The queue keeps the last wake of
-// each event: use a small fixed set. A park is not a failure; on a
-// rate-limiting or priority queue, see ParkBackoff.
+// Park holds item, got from Get and not yet marked done: from its Done on, it
+// is neither handed out nor counted in Len until a Wake of one of events,
+// WakeItem, an add of the item or MaxParkTime queues it; if one of events was
+// woken since the Get, the park ends at Done. An add since the Get, or a wake
+// of an earlier Park, wins over the park; otherwise a later Park replaces an
+// earlier one. Park does nothing for an item not being processed or after a
+// shutdown has begun. The queue keeps the last wake of each event: use a small
+// fixed set. A park is not a failure; see ParkBackoff.
 func (b *Base[T]) Park(item T, events ...string) {
 	c, l := b.c, b.lim
 	var hash uint32

@@ -238,13 +238,12 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 }
 
 // Run reconciles items on workers goroutines until ctx ends or the queue is
-// shut down and empty, and returns once every worker has exited. When ctx
-// ends, Run stops handing out items, waits for the reconciles in flight
-// (cancelling their context after the grace period) and their retries and
-// requeues, then shuts the queue down, leaving queued items unreconciled
-// unless [WithDrain]; one that cannot get with a context it shuts down at once,
-// dropping those. Give each Runner its own queue. It panics on a zero Runner,
-// if workers < 1, or on a second call.
+// shut down and empty, returning once every worker has exited. When ctx ends,
+// it stops handing out items, waits for the reconciles in flight (cancelled
+// after the grace period) and their retries and requeues, then shuts the queue
+// down, leaving queued items unreconciled unless [WithDrain]; one that cannot
+// get with a context, at once, dropping those. Give each Runner its own queue.
+// It panics on a zero Runner, if workers < 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
 		panic("workqueue: Run on a zero Runner; make one with NewRunner")
