@@ -13,7 +13,7 @@ type Snapshot[T comparable] struct {
 	Queued         []T               // the next to be handed out if no slot filled up; none with custom storage
 	Processing     int               // items handed out and not yet done
 	InFlight       []InFlightItem[T] // the longest-running, tracked from the first Snapshot
-	Waiting        int               // items waiting for their delay
+	Waiting        int               // delays pending; an item's delayed add and its park backoff count apart
 	Delayed        []DelayedItem[T]  // those ready first
 	Parked         int               // items parked, from the Done after their Park
 	ParkedItems    []ParkedItem[T]   // those parked longest

@@ -75,6 +75,16 @@ func TestSnapshot(t *testing.T) {
 			q.Done(item)
 			q.Wake("e") // p waits for its 1 ms backoff, in the core's delays
 		}, Snapshot[string]{Taken: t0, Processing: 1, Waiting: 2, Adds: 2}},
+		{"an item waiting for a park's backoff and a delayed add counts twice", 5, func(q rateLimitingQueue[string], _ *clocktesting.FakeClock) {
+			q.Add("p")
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			q.Wake("e") // p waits for its 5 ms park backoff
+			q.AddAfter("p", time.Second)
+		}, Snapshot[string]{Taken: t0, Waiting: 2, Adds: 1, Delayed: []DelayedItem[string]{
+			{Item: "p", ReadyAt: t0.Add(5 * time.Millisecond)}, {Item: "p", ReadyAt: t0.Add(time.Second)},
+		}}},
 		{"parked, longest first; parks are not failures", 1, func(q rateLimitingQueue[string], clock *clocktesting.FakeClock) {
 			for _, item := range []string{"a", "b"} {
 				q.Add(item)
