@@ -586,5 +586,5 @@ type PanicError struct {
 	Stack []byte
 }
 
-// Error returns the panic value as text.
+// Error returns "reconcile panicked: " and the panic value as text.
 func (e *PanicError) Error() string { return fmt.Sprintf("reconcile panicked: %v", e.Value) }
