@@ -301,6 +301,10 @@ func (o *ownDelays[T]) GetContext(ctx context.Context) (T, error) {
 	return getContext(ctx, o.queue)
 }
 
+func (o *ownDelays[T]) GetWithInfoContext(ctx context.Context) (T, ItemInfo, error) {
+	return getWithInfo(ctx, o.queue)
+}
+
 func (o *ownDelays[T]) addCancellingDelay(item T, retry bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -56,6 +56,10 @@ func ParseTraceLink(traceparent, tracestate string) (TraceLink, error) {
 	if len(p) != 4 || p[0] != "00" || len(p[1]) != 32 || len(p[2]) != 16 || len(p[3]) != 2 {
 		return l, errors.New("workqueue: not a version 00 traceparent: " + traceparent)
 	}
+	// The header's hex is lowercase; hex.Decode would take uppercase too.
+	if strings.ContainsFunc(p[1]+p[2]+p[3], func(r rune) bool { return (r < '0' || r > '9') && (r < 'a' || r > 'f') }) {
+		return l, errors.New("workqueue: invalid traceparent: " + traceparent)
+	}
 	var flags [1]byte
 	_, err1 := hex.Decode(l.TraceID[:], []byte(p[1]))
 	_, err2 := hex.Decode(l.SpanID[:], []byte(p[2]))
@@ -109,7 +113,8 @@ type TracingProvider interface {
 
 // AddContext is Add that also links the span ctx carries, if the queue's
 // provider is a [TracingProvider], to the item's next hand-out. Over a queue
-// from outside this package that has no AddContext method, it is Add.
+// from outside this package it is that queue's AddContext, or Add if it has
+// none or a Debounce of the layer over it holds the add back.
 func (b *Base[T]) AddContext(ctx context.Context, item T) {
 	if b.top == nil {
 		panic("workqueue: AddContext on a zero queue; make one with its constructor")
@@ -138,10 +143,13 @@ func (q *Typed[T]) addContext(ctx context.Context, item T) {
 	}
 }
 
-// addContext is Add over a config Queue from outside this package.
 func (q *TypedDelayingQueue[T]) addContext(ctx context.Context, item T) {
 	t := q.typed
-	if t == nil || t.core.trace == nil {
+	if t == nil {
+		q.addContextOutside(ctx, item)
+		return
+	}
+	if t.core.trace == nil {
 		q.Add(item)
 		return
 	}
@@ -160,11 +168,33 @@ func (q *TypedDelayingQueue[T]) addContext(ctx context.Context, item T) {
 	}
 }
 
+// addContextOutside is addContext over a config Queue from outside this
+// package: the link goes with the adds made at once, not with a debounced
+// one, which waits in the layer's own delays.
+func (q *TypedDelayingQueue[T]) addContextOutside(ctx context.Context, item T) {
+	a, ok := q.queue.(contextAdd[T])
+	switch {
+	case !ok || q.debounce.enabled():
+		q.Add(item)
+	case q.addCancelsDelay:
+		q.own.mu.Lock()
+		defer q.own.mu.Unlock()
+		q.own.delays.remove(item)
+		a.AddContext(ctx, item)
+	default:
+		a.AddContext(ctx, item)
+	}
+}
+
+// contextAdd is a queue with AddContext, such as one from outside this
+// package that embeds one of its queues.
+type contextAdd[T comparable] interface {
+	AddContext(ctx context.Context, item T)
+}
+
 // addContext is Add over a delaying queue without AddContext.
 func (q *TypedRateLimitingQueue[T]) addContext(ctx context.Context, item T) {
-	if a, ok := q.delaying.(interface {
-		AddContext(context.Context, T)
-	}); ok {
+	if a, ok := q.delaying.(contextAdd[T]); ok {
 		a.AddContext(ctx, item)
 		return
 	}

@@ -72,9 +72,61 @@ func TestTraceLinkText(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, l, got)
 	for _, bad := range []string{"", "01-4bf92f35000000000000000000000000-00f067aa00000000-01",
-		"00-00000000000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00f067aa0000000x-01"} {
+		"00-00000000000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00f067aa0000000x-01",
+		"00-4BF92F35000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00F067AA00000000-01",
+		"00-4bf92f35000000000000000000000000-00f067aa00000000-0A"} {
 		_, err := ParseTraceLink(bad, "")
 		assert.Error(t, err, "%q", bad)
+	}
+}
+
+// wrappedTyped is a queue from outside this package with AddContext and
+// GetWithInfoContext, promoted from a Typed.
+type wrappedTyped struct{ *Typed[string] }
+
+// A delaying layer over a queue from outside passes the links on both ways:
+// AddContext to the queue's AddContext, unless a Debounce holds the add back,
+// and GetWithInfoContext from the queue's.
+func TestDelayingQueueOverAnOutsideQueuePassesOnLinks(t *testing.T) {
+	getInner := func(_ *TypedDelayingQueue[string], inner *Typed[string]) (ItemInfo, error) {
+		_, info, err := inner.GetWithInfoContext(context.Background())
+		return info, err
+	}
+	getLayer := func(d *TypedDelayingQueue[string], _ *Typed[string]) (ItemInfo, error) {
+		_, info, err := d.GetWithInfoContext(context.Background())
+		return info, err
+	}
+	addLayer := func(d *TypedDelayingQueue[string], _ *Typed[string], ctx context.Context) { d.AddContext(ctx, "a") }
+	tests := []struct {
+		name      string
+		config    TypedDelayingQueueConfig[string]
+		add       func(d *TypedDelayingQueue[string], inner *Typed[string], ctx context.Context)
+		get       func(d *TypedDelayingQueue[string], inner *Typed[string]) (ItemInfo, error)
+		wantLinks []TraceLink
+	}{
+		{"AddContext through the layer", TypedDelayingQueueConfig[string]{}, addLayer, getInner, []TraceLink{testLink(1)}},
+		{"AddContext through the layer, AddCancelsDelay", TypedDelayingQueueConfig[string]{AddCancelsDelay: true}, addLayer, getInner, []TraceLink{testLink(1)}},
+		{"AddContext through the layer, Debounce", TypedDelayingQueueConfig[string]{Debounce: Debounce{Quiet: time.Millisecond}}, addLayer, getInner, nil},
+		{"GetWithInfoContext through the layer", TypedDelayingQueueConfig[string]{},
+			func(_ *TypedDelayingQueue[string], inner *Typed[string], ctx context.Context) {
+				inner.AddContext(ctx, "a")
+			},
+			getLayer, []TraceLink{testLink(1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := tracingProvider{&recordingProvider{}, &linkTracer{}}
+				inner := NewTypedWithConfig(TypedQueueConfig[string]{Name: "q", MetricsProvider: p})
+				tt.config.Queue = wrappedTyped{inner}
+				d := NewTypedDelayingQueueWithConfig(tt.config)
+				defer d.ShutDown()
+				tt.add(d, inner, withLink(context.Background(), 1))
+				info, err := tt.get(d, inner)
+				require.NoError(t, err)
+				assert.Equal(t, tt.wantLinks, info.Links)
+			})
+		})
 	}
 }
 
