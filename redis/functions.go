@@ -47,11 +47,12 @@ const (
 	opWakeItem
 	opSetLimit
 	opLen
+	opStep
 	opCount
 )
 
 // opNames are the ops' names in the library, after its own and "_".
-var opNames = [opCount]string{"add", "addopts", "get", "done", "extend", "signal", "release", "cancel", "remove", "snapshot", "partitions", "park", "parkdone", "wake", "wakelist", "wakekeys", "wakeitem", "setlimit", "len"}
+var opNames = [opCount]string{"add", "addopts", "get", "done", "extend", "signal", "release", "cancel", "remove", "snapshot", "partitions", "park", "parkdone", "wake", "wakelist", "wakekeys", "wakeitem", "setlimit", "len", "step"}
 
 // library is a version of the queue's library: its source and the names
 // of its functions, each led by the library's name. The name carries the

@@ -444,39 +444,54 @@ type grant struct {
 // runTakes runs one get call in partition p for the Gets whose nonces
 // are given, and returns each one's grant.
 func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
+	grants, _, err := q.runGets(p, nil, nonces)
+	return grants, err
+}
+
+// runGets runs dones, then the Gets whose nonces are given, in one call in
+// partition p: the step function, or the get function without dones. It
+// returns each Get's grant and each Done's outcome (as runDones's).
+func (q *Queue[T]) runGets(p *partition, dones []doneCall, nonces []string) ([]grant, []int64, error) {
 	if err := q.checkPartitions(context.Background()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	q.turn(p)
-	args := make([]any, 0, 3+len(nonces))
+	o, args := opGet, make([]any, 0, 4+2*len(dones)+len(nonces))
 	args = append(args, q.now(), q.lease.Milliseconds(), q.maxWait.Milliseconds())
+	if len(dones) > 0 {
+		o = opStep
+		args = append(args, len(dones))
+		for _, d := range dones {
+			args = append(args, d.key, d.token)
+		}
+	}
 	for _, nonce := range nonces {
 		args = append(args, nonce)
 	}
-	res, err := q.call(context.Background(), opGet, p.keys.fcall, args...).Result()
+	res, err := q.call(context.Background(), o, p.keys.fcall, args...).Result()
 	if err != nil {
 		if len(q.parts) > 1 && isOutage(err) {
 			q.partitionFailed(p, err)
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	r := replyReader{script: "get"}
-	reply := r.array(res, 3+len(nonces), "the reply")
+	r := replyReader{script: opNames[o]}
+	reply := r.array(res, 3+len(nonces)+len(dones), "the reply")
 	depth := r.int(reply[0], "depth")
 	reclaimed := r.int(reply[1], "reclaimed")
 	wait := time.Duration(r.int(reply[2], "wait")) * time.Millisecond
 	if wait < 0 {
 		wait = -1
 	}
+	fields := 4
+	if q.tracer != nil {
+		fields = 5
+	}
 	grants := make([]grant, len(nonces))
 	for i, v := range reply[3 : 3+len(nonces)] {
 		if n, ok := v.(int64); ok && n == 0 {
 			grants[i] = grant{wait: wait}
 			continue
-		}
-		fields := 4
-		if q.tracer != nil {
-			fields = 5
 		}
 		g := r.array(v, fields, "a grant")
 		grants[i] = grant{
@@ -490,12 +505,16 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 			grants[i].links = r.str(g[4], "a grant's links")
 		}
 	}
+	outcomes := make([]int64, len(dones))
+	for i, v := range reply[3+len(nonces) : 3+len(nonces)+len(dones)] {
+		outcomes[i] = r.int(v, "a Done's outcome")
+	}
 	if r.err != nil {
-		return nil, r.err
+		return nil, nil, r.err
 	}
 	q.setDepth(p, depth)
 	q.logReclaimed(reclaimed)
-	return grants, nil
+	return grants, outcomes, nil
 }
 
 // take runs the get call of partition p once for this Get, with the
@@ -504,10 +523,14 @@ func (q *Queue[T]) runTakes(p *partition, nonces []string) ([]grant, error) {
 // (-1: none, wait for a signal; 0: look again at once).
 func (q *Queue[T]) take(p *partition, nonce string) (*handout[T], time.Duration, error) {
 	ctx := context.Background()
-	g, err := p.takes.do(nonce)
+	r, err := p.steps.do(stepCall{nonce: nonce})
+	if err == nil {
+		err = r.err
+	}
 	if err != nil {
 		return nil, 0, err
 	}
+	g := r.grant
 	if !g.ok {
 		return nil, g.wait, nil
 	}

@@ -83,7 +83,12 @@ func (q *Queue[T]) done(ctx context.Context, item T, retry bool) error {
 		if parked {
 			outcome, err = q.parkDone(ctx, key, h.token)
 		} else {
-			outcome, err = q.part(key).dones.do(doneCall{key, h.token})
+			var r stepResult
+			r, err = q.part(key).steps.do(stepCall{done: doneCall{key, h.token}, isDone: true})
+			if err == nil {
+				err = r.err
+			}
+			outcome = r.outcome
 		}
 		return err
 	}

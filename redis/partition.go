@@ -32,9 +32,10 @@ type partition struct {
 	// whole, the bucket's rate and burst shared out between partitions.
 	limit []any
 
+	// adds batches the handle's concurrent adds here, steps its
+	// concurrent Gets and Dones together (see runSteps).
 	adds  *coalescer[addCall, int64]
-	takes *coalescer[string, grant]
-	dones *coalescer[doneCall, int64]
+	steps *coalescer[stepCall, stepResult]
 
 	// hasWaiter tells the partition's listener that a Get went to sleep.
 	hasWaiter chan struct{}

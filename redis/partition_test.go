@@ -407,17 +407,17 @@ func TestPartitionFailedOncePerScript(t *testing.T) {
 			errs := make(chan error, 1+tt.behind)
 			go func() { errs <- look() }()
 			require.Eventually(t, func() bool {
-				p.takes.mu.Lock()
-				defer p.takes.mu.Unlock()
-				return p.takes.running
+				p.steps.mu.Lock()
+				defer p.steps.mu.Unlock()
+				return p.steps.running
 			}, 5*time.Second, time.Millisecond, "the first script runs")
 			for range tt.behind {
 				go func() { errs <- look() }()
 			}
 			require.Eventually(t, func() bool {
-				p.takes.mu.Lock()
-				defer p.takes.mu.Unlock()
-				return len(p.takes.waiting) == tt.behind
+				p.steps.mu.Lock()
+				defer p.steps.mu.Unlock()
+				return len(p.steps.waiting) == tt.behind
 			}, 5*time.Second, time.Millisecond, "the Gets behind wait for the next script")
 			close(release)
 			for range 1 + tt.behind {

@@ -301,8 +301,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		p.adds = newCoalescer(maxBatch, func(calls []addCall) ([]int64, error) {
 			return q.runAdds(context.Background(), p, calls)
 		})
-		p.takes = newCoalescer(maxBatch, func(nonces []string) ([]grant, error) { return q.runTakes(p, nonces) })
-		p.dones = newCoalescer(maxBatch, func(calls []doneCall) ([]int64, error) { return q.runDones(p, calls) })
+		p.steps = newCoalescer(maxBatch, func(calls []stepCall) ([]stepResult, error) { return q.runSteps(p, calls) })
 		q.parts = append(q.parts, p)
 	}
 	// One listener per partition waits on Redis for wakeups while a Get

@@ -1,4 +1,4 @@
-#!lua name=workqueue_v5
+#!lua name=workqueue_v6
 -- The work queue's Redis Functions library: one function per operation,
 -- registered as the library's name and its own (workqueue_v1_get, ...), each headed by its
 -- arguments and reply, after the helpers they share. A queue's features
@@ -136,6 +136,9 @@ end
 -- not defined.)
 local QUEUED, PROCESSING, MARKED, WAITING = 113, 112, 100, 119
 
+-- fmt returns the integer n as a string. The functions pass the numbers
+-- of their hot paths to redis.call so: Redis 7.0 turns a Lua number into a
+-- command's argument with snprintf's "%.17g", several times slower.
 local function fmt(n) return string.format('%d', n) end
 
 -- tagged returns a processing or marked state: tag, and prio unless 0.
@@ -1017,6 +1020,7 @@ end
 -- none of PRIO's commands.
 local function add_all(added, states, now)
   local outcomes, pushed, written, left, adds = {}, {}, {}, {}, 0
+  local at = fmt(now)
   for i, key in ipairs(added) do
     local state = left[key]
     if state == nil then state = states[i] end
@@ -1024,8 +1028,8 @@ local function add_all(added, states, now)
     local outcome = 0
     if not state then
       pushed[#pushed + 1] = key
-      written[#written + 1], written[#written + 2] = key, now
-      left[key] = fmt(now)
+      written[#written + 1], written[#written + 2] = key, at
+      left[key] = at
       adds, outcome = adds + 1, 1
     elseif kind == PROCESSING then
       written[#written + 1], written[#written + 2] = key, 'd'
@@ -1053,7 +1057,7 @@ local function add_all(added, states, now)
     signal()
   end
   if #written > 0 then redis.call('HSET', STATE, unpack(written)) end
-  if adds > 0 then redis.call('INCRBY', ADDS, adds) end
+  if adds > 0 then redis.call('INCRBY', ADDS, fmt(adds)) end
   return outcomes, length
 end
 
@@ -1243,9 +1247,9 @@ end
 -- and counted by the depth of this one (see due_waiting). Returns whether
 -- it left some (its batch was full). A due key that is parked (its
 -- deadline, or an add after a delay) ends its park.
-local BATCH = 256
+local BATCH, BATCH_ARG = 256, '256'
 local function promote_due(now)
-  local due = redis.call('ZRANGE', DELAYED, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
+  local due = redis.call('ZRANGE', DELAYED, '-inf', fmt(now), 'BYSCORE', 'LIMIT', '0', BATCH_ARG)
   if #due > 0 then
     local states = redis.call('HMGET', STATE, unpack(due))
     local prios = redis.call('HMGET', DPRIO, unpack(due))
@@ -1270,7 +1274,7 @@ end
 -- many leases were reclaimed.
 local function promote(now)
   promote_due(now)
-  local expired = redis.call('ZRANGE', LEASES, '-inf', now, 'BYSCORE', 'LIMIT', 0, BATCH)
+  local expired = redis.call('ZRANGE', LEASES, '-inf', fmt(now), 'BYSCORE', 'LIMIT', '0', BATCH_ARG)
   for i = #expired, 1, -1 do
     local key = expired[i]
     local state = redis.call('HGET', STATE, key)
@@ -1495,7 +1499,7 @@ local function fn_get(keys, args)
       end
       ranked = ranked - (#popped - taken)
       if #popped < round then
-        for _, key in ipairs(redis.call('LPOP', READY, round - #popped) or {}) do
+        for _, key in ipairs(redis.call('LPOP', READY, fmt(round - #popped)) or {}) do
           popped[#popped + 1], prios[#prios + 1] = key, 0
         end
       end
@@ -1528,11 +1532,11 @@ local function fn_get(keys, args)
   local since, fence = {}, 0
   if #popped > 0 then
     since = redis.call('HMGET', STATE, unpack(popped))
-    fence = redis.call('INCRBY', FENCE, #popped) - #popped
+    fence = redis.call('INCRBY', FENCE, fmt(#popped)) - #popped
   end
   local reply = {0, reclaimed, 0}
   local states, tokens, grants, leases, starts, handed = {}, {}, {}, {}, {}, {}
-  local j = 0
+  local j, at, expiry = 0, fmt(now), fmt(now + lease)
   for i, nonce in ipairs(nonces) do
     if granted[i] then
       -- Its grant stands if the key's lease is still the nonce's (see
@@ -1551,12 +1555,12 @@ local function fn_get(keys, args)
       j = j + 1
       local key, prio = popped[j], prios[j]
       local _, _, queued = queued_state(since[j])
-      local token = (fence + j) .. ':' .. nonce
+      local token = fmt(fence + j) .. ':' .. nonce
       states[#states + 1], states[#states + 2] = key, tagged('p', prio)
       tokens[#tokens + 1], tokens[#tokens + 2] = key, token
       grants[#grants + 1], grants[#grants + 2] = nonce, key
-      leases[#leases + 1], leases[#leases + 2] = now + lease, key
-      starts[#starts + 1], starts[#starts + 2] = now, key
+      leases[#leases + 1], leases[#leases + 2] = expiry, key
+      starts[#starts + 1], starts[#starts + 2] = at, key
       reply[#reply + 1] = {key, token, now - queued, prio}
       if TRACED then handed[j] = reply[#reply] end
     else
@@ -1592,7 +1596,7 @@ local function fn_get(keys, args)
   end
   if j < need then
     local wait = -1
-    local delayed = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
+    local delayed = redis.call('ZRANGE', DELAYED, '0', '0', 'WITHSCORES')
     if delayed[2] then wait = math.max(math.ceil(tonumber(delayed[2]) - now), 1) end
     reply[3] = wait
   end
@@ -1678,6 +1682,26 @@ local function fn_done(keys, args)
     if SORTED then forget_flows(idle) end
   end
   reply[1] = -1
+  return reply
+end
+
+-- step: ARGV[2] now, ARGV[3] lease (ms), ARGV[4] MaxWait (ms, 0 for
+-- none), ARGV[5] the number n of Dones, then n key, token pairs, as
+-- done's, then one nonce per waiting Get (at least one), as get's. Runs
+-- the Dones as done does, then the Gets as get does, at one now: a
+-- handle's concurrent Dones and Gets share one call, and a Get may be
+-- handed a key that a Done of the call queued again.
+-- Reply: get's reply, then one outcome per Done, as done's.
+local function fn_step(keys, args)
+  local now = clock(args[2])
+  local n = tonumber(args[5])
+  local dones = {args[1], now}
+  for i = 6, 5 + 2 * n do dones[#dones + 1] = args[i] end
+  local outcomes = fn_done(keys, dones)
+  local gets = {args[1], now, args[3], args[4]}
+  for i = 6 + 2 * n, #args do gets[#gets + 1] = args[i] end
+  local reply = fn_get(keys, gets)
+  for i = 2, #outcomes do reply[#reply + 1] = outcomes[i] end
   return reply
 end
 
@@ -2079,22 +2103,23 @@ end
 
 -- Each function is registered under the library's name and its own, so
 -- that two versions of the library can be loaded side by side.
-redis.register_function('workqueue_v5_add', fn_add)
-redis.register_function('workqueue_v5_addopts', fn_addopts)
-redis.register_function('workqueue_v5_get', fn_get)
-redis.register_function('workqueue_v5_done', fn_done)
-redis.register_function('workqueue_v5_extend', fn_extend)
-redis.register_function('workqueue_v5_signal', fn_signal)
-redis.register_function('workqueue_v5_release', fn_release)
-redis.register_function('workqueue_v5_cancel', fn_cancel)
-redis.register_function('workqueue_v5_remove', fn_remove)
-redis.register_function('workqueue_v5_snapshot', fn_snapshot)
-redis.register_function('workqueue_v5_partitions', fn_partitions)
-redis.register_function('workqueue_v5_park', fn_park)
-redis.register_function('workqueue_v5_parkdone', fn_parkdone)
-redis.register_function('workqueue_v5_wake', fn_wake)
-redis.register_function('workqueue_v5_wakelist', fn_wakelist)
-redis.register_function('workqueue_v5_wakekeys', fn_wakekeys)
-redis.register_function('workqueue_v5_wakeitem', fn_wakeitem)
-redis.register_function('workqueue_v5_setlimit', fn_setlimit)
-redis.register_function('workqueue_v5_len', fn_len)
+redis.register_function('workqueue_v6_add', fn_add)
+redis.register_function('workqueue_v6_addopts', fn_addopts)
+redis.register_function('workqueue_v6_get', fn_get)
+redis.register_function('workqueue_v6_done', fn_done)
+redis.register_function('workqueue_v6_extend', fn_extend)
+redis.register_function('workqueue_v6_signal', fn_signal)
+redis.register_function('workqueue_v6_release', fn_release)
+redis.register_function('workqueue_v6_cancel', fn_cancel)
+redis.register_function('workqueue_v6_remove', fn_remove)
+redis.register_function('workqueue_v6_snapshot', fn_snapshot)
+redis.register_function('workqueue_v6_partitions', fn_partitions)
+redis.register_function('workqueue_v6_park', fn_park)
+redis.register_function('workqueue_v6_parkdone', fn_parkdone)
+redis.register_function('workqueue_v6_wake', fn_wake)
+redis.register_function('workqueue_v6_wakelist', fn_wakelist)
+redis.register_function('workqueue_v6_wakekeys', fn_wakekeys)
+redis.register_function('workqueue_v6_wakeitem', fn_wakeitem)
+redis.register_function('workqueue_v6_setlimit', fn_setlimit)
+redis.register_function('workqueue_v6_len', fn_len)
+redis.register_function('workqueue_v6_step', fn_step)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -36,7 +37,10 @@ type report struct {
 	Phase     string   `json:"phase"` // ready, added, stopped
 	Counts    snapshot `json:"counts"`
 	Processed int64    `json:"processed"`
-	Err       string   `json:"err,omitempty"`
+	// CPU is the CPU time (user and system) the process used in the
+	// phase, in ns.
+	CPU int64  `json:"cpu"`
+	Err string `json:"err,omitempty"`
 }
 
 func key(i int) string { return fmt.Sprintf("key-%08d", i) }
@@ -69,24 +73,25 @@ func childMain(config string) int {
 
 	var processed atomic.Int64
 	var drainStart snapshot
+	var drainCPU int64
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
 		case "add":
-			before := count.snapshot()
+			before, cpu := count.snapshot(), processCPU()
 			err := addKeys(q, cfg)
-			r := report{Phase: "added", Counts: count.snapshot().sub(before)}
+			r := report{Phase: "added", Counts: count.snapshot().sub(before), CPU: processCPU() - cpu}
 			if err != nil {
 				r.Err = err.Error()
 			}
 			send(r)
 		case "drain":
-			drainStart = count.snapshot()
+			drainStart, drainCPU = count.snapshot(), processCPU()
 			q.start(cfg.Workers, func(string) { processed.Add(1) })
 		case "stop":
-			counts := count.snapshot().sub(drainStart)
+			counts, cpu := count.snapshot().sub(drainStart), processCPU()-drainCPU
 			q.stop()
-			send(report{Phase: "stopped", Counts: counts, Processed: processed.Load()})
+			send(report{Phase: "stopped", Counts: counts, Processed: processed.Load(), CPU: cpu})
 			return 0
 		}
 	}
@@ -118,4 +123,14 @@ func addKeys(q queue, cfg childConfig) error {
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// processCPU returns the CPU time, user and system, this process has used
+// so far, in ns; 0 where getrusage fails.
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

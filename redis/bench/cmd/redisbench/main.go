@@ -139,7 +139,11 @@ type throughput struct {
 	// the scripts' commands included, and the watcher's few LLEN and HLEN
 	// (about one each per ms).
 	serverCommands int64
-	processed      int64
+	// clientCPU is the CPU time the worker processes used for the adds
+	// and the drain, summed, and serverCPU the server's over the same
+	// span (the watcher's polls included), in ns.
+	clientCPU, serverCPU int64
+	processed            int64
 	// load is the 1-minute load average at the end of the run.
 	load float64
 }
@@ -181,8 +185,8 @@ func run(cfg config) error {
 					return fmt.Errorf("%s, %d×%d: %w", impl, sh.procs, sh.workers, err)
 				}
 				res.runs[sh][impl] = append(res.runs[sh][impl], t)
-				fmt.Fprintf(cfg.progress, "rep %d: %-23s %d×%-2d  %8.0f keys/s  add %.2f rt/key  get+done %.2f rt/key  load %.2f\n",
-					rep+1, impl, sh.procs, sh.workers, float64(cfg.keys)/(t.add+t.drain).Seconds(),
+				fmt.Fprintf(cfg.progress, "rep %d: %-23s %d×%-2d  %8.0f keys/s  cpu µs/key client %.1f server %.1f  add %.2f rt/key  get+done %.2f rt/key  load %.2f\n",
+					rep+1, impl, sh.procs, sh.workers, float64(cfg.keys)/(t.add+t.drain).Seconds(), float64(t.clientCPU)/1e3/float64(cfg.keys), float64(t.serverCPU)/1e3/float64(cfg.keys),
 					perKey(t.addCounts.RoundTrips, cfg.keys), perKey(t.getCounts.RoundTrips, cfg.keys), t.load)
 			}
 		}
@@ -337,6 +341,10 @@ func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys 
 	if err != nil {
 		return t, err
 	}
+	cpuBefore, err := serverCPU(ctx, watch)
+	if err != nil {
+		return t, err
+	}
 	start := time.Now()
 	added, err := tell("add", "added")
 	if err != nil {
@@ -345,6 +353,7 @@ func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys 
 	t.add = time.Since(start)
 	for _, r := range added {
 		t.addCounts = t.addCounts.plus(r.Counts)
+		t.clientCPU += r.CPU
 	}
 
 	start = time.Now()
@@ -371,6 +380,11 @@ func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys 
 		return t, err
 	}
 	t.serverCommands = commandsAfter - commandsBefore
+	cpuAfter, err := serverCPU(ctx, watch)
+	if err != nil {
+		return t, err
+	}
+	t.serverCPU = cpuAfter - cpuBefore
 	stopped, err := tell("stop", "stopped")
 	if err != nil {
 		return t, err
@@ -378,6 +392,7 @@ func runThroughput(watch *redis.Client, addr, impl, name string, sh shape, keys 
 	for _, r := range stopped {
 		t.getCounts = t.getCounts.plus(r.Counts)
 		t.processed += r.Processed
+		t.clientCPU += r.CPU
 	}
 	if t.processed != int64(keys) {
 		return t, fmt.Errorf("%d keys processed, want %d", t.processed, keys)
@@ -535,6 +550,18 @@ func printTables(cfg config, redisVersion string, shapes []shape, res results) {
 		rate := func(t throughput) float64 { return float64(t.serverCommands) / (t.add + t.drain).Seconds() }
 		fmt.Fprintf(w, "| %d × %d | %.1f / %.1f | %.3f | %.2f |\n", sh.procs, sh.workers,
 			medianOf(o, perKeyServer), medianOf(a, perKeyServer), medianOf(o, total)/(pipelined/3), medianOf(o, rate)/pipelined)
+	}
+
+	fmt.Fprintln(w, "\nCPU time per key (µs), user and system: of the worker processes (getrusage, summed over them) and of the redis-server (INFO cpu, the watcher's polls included), over the adds and the drain:")
+	fmt.Fprintln(w, "\n| processes × workers | worker processes: ours / asynq | redis-server: ours / asynq | both: ours / asynq |")
+	fmt.Fprintln(w, "|---|--:|--:|--:|")
+	for _, sh := range shapes {
+		o, a := res.runs[sh][implOurs], res.runs[sh][implAsynq]
+		client := func(t throughput) float64 { return float64(t.clientCPU) / 1e3 / k }
+		server := func(t throughput) float64 { return float64(t.serverCPU) / 1e3 / k }
+		both := func(t throughput) float64 { return float64(t.clientCPU+t.serverCPU) / 1e3 / k }
+		fmt.Fprintf(w, "| %d × %d | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n", sh.procs, sh.workers,
+			medianOf(o, client), medianOf(a, client), medianOf(o, server), medianOf(a, server), medianOf(o, both), medianOf(a, both))
 	}
 
 	fmt.Fprintln(w, "\nCommands per key of the last repetition, by name:")

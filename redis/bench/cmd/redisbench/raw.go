@@ -76,3 +76,25 @@ func serverCommands(ctx context.Context, client *redis.Client) (int64, error) {
 	}
 	return total, nil
 }
+
+// serverCPU returns the CPU time, user and system, the server has used
+// since it started, in ns, from INFO cpu.
+func serverCPU(ctx context.Context, client *redis.Client) (int64, error) {
+	info, err := client.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for line := range strings.SplitSeq(info, "\n") {
+		name, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_sys" && name != "used_cpu_user") {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %q: %w", line, err)
+		}
+		total += f
+	}
+	return int64(total * 1e9), nil
+}
