@@ -44,13 +44,13 @@ type MetricsProvider interface {
 	NewWorkDurationMetric(name string) HistogramMetric                       // seconds from Get to Done
 	NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric          // summed age of the items being processed
 	NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric // age of the oldest item being processed
-	NewRetriesMetric(name string) CounterMetric                              // AddAfter calls accepted, AddRateLimited's too
+	NewRetriesMetric(name string) CounterMetric                              // AddAfter, AddRateLimited, Reschedule calls accepted; a priority queue's with a positive delay
 }
 
 // DelayedItemsMetricsProvider is a [MetricsProvider] that also reports delays.
 type DelayedItemsMetricsProvider interface {
 	MetricsProvider
-	NewDelayedItemsMetric(name string) SettableGaugeMetric // items waiting for their delay
+	NewDelayedItemsMetric(name string) SettableGaugeMetric // delays pending, as Snapshot.Waiting counts them
 }
 
 // ParkingMetricsProvider is a [MetricsProvider] that also reports parks; the
@@ -177,8 +177,9 @@ type providerBox struct{ provider MetricsProvider }
 
 // SetProvider sets the MetricsProvider of queues made after it whose config
 // has none; nil removes it. It is safe for concurrent use. With this module's
-// prometheus.NewProvider(legacyregistry.Registerer()) or controller-runtime's
-// metrics.Registry, client-go's series keep their names.
+// prometheus.NewProvider(legacyregistry.Registerer()), or in a program with
+// controller-runtime its controllerruntime.NewMetricsProvider(nil), the
+// queues' series keep the names and the registry they had with client-go.
 func SetProvider(provider MetricsProvider) {
 	if provider == nil {
 		defaultProvider.Store(nil)
