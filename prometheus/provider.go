@@ -16,8 +16,8 @@
 //	workqueue_work_duration_seconds              histogram  Get to Done
 //	workqueue_unfinished_work_seconds            gauge      summed age of the items being processed
 //	workqueue_longest_running_processor_seconds  gauge      age of the oldest item being processed
-//	workqueue_retries_total                      counter    AddAfter and AddRateLimited calls
-//	workqueue_delayed_items                      gauge      items waiting for their delay
+//	workqueue_retries_total                      counter    AddAfter, AddRateLimited and Reschedule calls
+//	workqueue_delayed_items                      gauge      delays pending: delayed adds and park backoffs
 //	workqueue_depth_by_priority                  gauge      depth of a priority queue by priority
 //	workqueue_parked_items                       gauge      items parked until an event
 //	workqueue_wakes_total                        counter    parks ended by an event, by event
@@ -31,7 +31,8 @@
 //	workqueue_active_workers                     gauge      workers reconciling an item
 //	workqueue_workers                            gauge      workers a Runner runs
 //
-// The last thirteen are not in Kubernetes; the last six are a
+// workqueue_retries_total leaves out calls after the shutdown and a
+// debounced AddAfter of zero or less. The last thirteen are not in Kubernetes; the last six are a
 // [workqueue.Runner]'s, over a queue that has the provider. Five are
 // controller-runtime's controller_runtime_reconcile_total,
 // controller_runtime_reconcile_errors_total,
@@ -112,13 +113,13 @@ type options struct {
 	updatePeriod time.Duration
 }
 
-// WithBuckets sets the buckets of the two duration histograms. The default,
-// as in Kubernetes, is ten exponential buckets from 10 ns by a factor of 10.
+// WithBuckets sets the buckets of the four duration histograms; the
+// default is [DefaultBuckets].
 func WithBuckets(buckets []float64) Option {
 	return func(o *options) { o.buckets = append([]float64(nil), buckets...) }
 }
 
-// WithNativeHistograms makes the two duration histograms native histograms
+// WithNativeHistograms makes the four duration histograms native histograms
 // as well, with the given bucket growth factor (for example 1.1); the
 // classic buckets stay for scrapers that do not ask for native ones.
 func WithNativeHistograms(bucketFactor float64) Option {

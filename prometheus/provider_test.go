@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -247,4 +248,67 @@ func TestBadConfigurationPanics(t *testing.T) {
 		}()
 		NewProvider(conflicting)
 	})
+}
+
+// TestRetriesAndDelayedItems pins what workqueue_retries_total and
+// workqueue_delayed_items count, as the package doc's table states it.
+func TestRetriesAndDelayedItems(t *testing.T) {
+	tests := []struct {
+		name                 string
+		debounce             workqueue.Debounce
+		do                   func(q *workqueue.TypedRateLimitingQueue[string])
+		wantRetries, wantDly float64
+	}{
+		{"AddAfter with a delay", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", time.Hour) }, 1, 1},
+		{"AddAfter of zero", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", 0) }, 1, 0},
+		{"AddAfter of zero, debounced", workqueue.Debounce{Quiet: time.Second}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", 0) }, 0, 1},
+		{"AddAfter twice, one item", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) {
+			q.AddAfter("a", time.Hour)
+			q.AddAfter("a", time.Minute)
+		}, 2, 1},
+		{"AddRateLimited", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddRateLimited("a") }, 1, 1},
+		{"Reschedule", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.Reschedule("a", time.Hour) }, 1, 1},
+		{"AddAfter after ShutDown", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) {
+			q.ShutDown()
+			q.AddAfter("a", time.Hour)
+		}, 0, 0},
+		{"a park's backoff and a delayed add of one item count apart", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) {
+			q.Add("p")
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			q.Wake("e") // p waits for its park backoff
+			q.AddAfter("p", time.Hour)
+		}, 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				provider := NewProvider(prometheus.NewRegistry())
+				q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+					workqueue.TypedRateLimitingQueueConfig[string]{Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
+				defer q.ShutDown()
+				tt.do(q)
+				assert.Equal(t, tt.wantRetries, testutil.ToFloat64(provider.retries.WithLabelValues("q")), "retries")
+				if !q.ShuttingDown() {
+					assert.Equal(t, tt.wantDly, testutil.ToFloat64(provider.delayed.WithLabelValues("q")), "delayed_items")
+				}
+			})
+		})
+	}
+}
+
+// TestBucketsApplyToEveryHistogram checks that WithBuckets sets the
+// buckets of all four duration histograms, the Runner's included.
+func TestBucketsApplyToEveryHistogram(t *testing.T) {
+	provider := NewProvider(prometheus.NewRegistry(), WithBuckets([]float64{1, 2, 3}))
+	for name, vec := range map[string]*prometheus.HistogramVec{
+		"queue_duration": provider.latency, "work_duration": provider.workDuration,
+		"reconcile_duration": provider.reconcileTime, "reconcile_wait": provider.reconcileWait,
+	} {
+		vec.WithLabelValues("q").Observe(0.5)
+		m := &dto.Metric{}
+		require.NoError(t, vec.WithLabelValues("q").(prometheus.Metric).Write(m))
+		assert.Lenf(t, m.GetHistogram().GetBucket(), 3, "%s: buckets", name)
+	}
 }
