@@ -27,8 +27,8 @@
 //	workqueue.work_duration              histogram, s     Get to Done
 //	workqueue.unfinished_work            gauge, s         summed age of the items being processed
 //	workqueue.longest_running_processor  gauge, s         age of the oldest item being processed
-//	workqueue.retries                    counter          AddAfter and AddRateLimited calls
-//	workqueue.delayed_items              gauge            items waiting for their delay
+//	workqueue.retries                    counter          AddAfter, AddRateLimited and Reschedule calls
+//	workqueue.delayed_items              gauge            delays pending: delayed adds and park backoffs
 //	workqueue.depth_by_priority          up-down counter  depth of a priority queue by priority
 //	workqueue.parked_items               gauge            items parked until an event
 //	workqueue.wakes                      counter          parks ended by an event, by event
@@ -42,7 +42,8 @@
 //	workqueue.active_workers             up-down counter  workers reconciling an item
 //	workqueue.workers                    gauge            workers a Runner runs
 //
-// The last six are a [workqueue.Runner]'s, over a queue that has the
+// workqueue.retries leaves out calls after the shutdown and a debounced
+// AddAfter of zero or less. The last six are a [workqueue.Runner]'s, over a queue that has the
 // provider; workqueue.reconciles has a second attribute, result, one of
 // [workqueue.ResultSuccess] and the constants after it.
 // workqueue.reconcile_wait runs from the add that made the item ready
@@ -63,11 +64,12 @@
 // span contexts, the first ones, and count the others. A
 // [workqueue.Runner] over the queue starts one span per reconcile:
 //
-//   - named "reconcile NAME", of kind consumer, the root of a new trace;
+//   - named "reconcile NAME" ("reconcile" on an unnamed queue), of kind
+//     consumer, the root of a new trace;
 //   - with a link to the span of each add it serves;
 //   - with the attributes [AttrQueue], [AttrAttempt] (the item's
 //     NumRequeues at the hand-out, plus 1), [AttrPriority], [AttrQueued] (seconds, as
-//     workqueue.reconcile_wait) and, if links were dropped, [AttrDroppedLinks];
+//     workqueue.reconcile_wait; none on an unnamed queue) and, if links were dropped, [AttrDroppedLinks];
 //   - with an error status and the error recorded if the reconcile fails
 //     or panics.
 //

@@ -85,7 +85,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.tracerProvider = tp }
 }
 
-// WithBuckets sets the explicit bucket boundaries of the two duration
+// WithBuckets sets the explicit bucket boundaries of the four duration
 // histograms; the default is [DefaultBuckets].
 func WithBuckets(buckets []float64) Option {
 	return func(o *options) { o.buckets = append([]float64(nil), buckets...) }

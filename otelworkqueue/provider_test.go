@@ -353,3 +353,60 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, []float64{1, 2}, h.DataPoints[0].Bounds)
 	assert.Equal(t, []uint64{0, 1, 0}, h.DataPoints[0].BucketCounts)
 }
+
+// TestBucketsApplyToEveryHistogram checks that WithBuckets sets the
+// boundaries of all four duration histograms, the Runner's included.
+func TestBucketsApplyToEveryHistogram(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := NewProvider(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		WithBuckets([]float64{1, 2}))
+	provider.NewLatencyMetric("q").Observe(1)
+	provider.NewWorkDurationMetric("q").Observe(1)
+	provider.NewReconcileDurationMetric("q").Observe(1)
+	provider.NewReconcileWaitMetric("q").Observe(1)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	require.Len(t, rm.ScopeMetrics[0].Metrics, 4)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		h := m.Data.(metricdata.Histogram[float64])
+		assert.Equalf(t, []float64{1, 2}, h.DataPoints[0].Bounds, "%s: bounds", m.Name)
+	}
+}
+
+// TestRetriesAndDelayedItems pins what workqueue.retries and
+// workqueue.delayed_items count, as the package doc's table states it.
+func TestRetriesAndDelayedItems(t *testing.T) {
+	tests := []struct {
+		name        string
+		do          func(q *workqueue.TypedRateLimitingQueue[string])
+		wantRetries int64
+		wantDelayed float64
+	}{
+		{"AddAfter", func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", time.Hour) }, 1, 1},
+		{"AddRateLimited", func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddRateLimited("a") }, 1, 1},
+		{"Reschedule", func(q *workqueue.TypedRateLimitingQueue[string]) { q.Reschedule("a", time.Hour) }, 1, 1},
+		{"a park's backoff and a delayed add of one item count apart", func(q *workqueue.TypedRateLimitingQueue[string]) {
+			q.Add("p")
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			q.Wake("e") // p waits for its park backoff
+			q.AddAfter("p", time.Hour)
+		}, 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reader := sdkmetric.NewManualReader()
+				q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+					workqueue.TypedRateLimitingQueueConfig[string]{Name: "q",
+						MetricsProvider: NewProvider(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))})
+				defer q.ShutDown()
+				tt.do(q)
+				got := collect(t, reader)
+				assert.Equal(t, tt.wantRetries, got["workqueue.retries"]["name=q"], "retries")
+				assert.Equal(t, tt.wantDelayed, got["workqueue.delayed_items"]["name=q"], "delayed_items")
+			})
+		})
+	}
+}
