@@ -13,10 +13,11 @@
 //
 // For each queue the page shows:
 //   - the counts of a [workqueue.Snapshot]: queued (depth), processing,
-//     waiting for a delay, parked, adds since the queue was made, and adds
-//     per second;
+//     delays pending, parked, adds since the queue was made, and adds per
+//     second;
 //   - the keys in flight, longest first, with how long they have been;
-//   - the keys waiting for a delay, soonest first, with the time left;
+//   - the delays pending, soonest first, with their key and the time left
+//     (a key's delayed add and its park backoff show apart);
 //   - the keys parked until an event, longest first, with their events;
 //   - on a queue with group limits ([workqueue.GroupLimits]), the groups
 //     that have keys in flight or queued, those with keys waiting for a
