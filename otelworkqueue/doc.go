@@ -28,7 +28,7 @@
 //	workqueue.unfinished_work            gauge, s         summed age of the items being processed
 //	workqueue.longest_running_processor  gauge, s         age of the oldest item being processed
 //	workqueue.retries                    counter          AddAfter, AddRateLimited and Reschedule calls
-//	workqueue.delayed_items              gauge            delays pending: delayed adds and park backoffs
+//	workqueue.delayed_items              gauge            delayed adds and park backoffs pending
 //	workqueue.depth_by_priority          up-down counter  depth of a priority queue by priority
 //	workqueue.parked_items               gauge            items parked until an event
 //	workqueue.wakes                      counter          parks ended by an event, by event
@@ -42,8 +42,12 @@
 //	workqueue.active_workers             up-down counter  workers reconciling an item
 //	workqueue.workers                    gauge            workers a Runner runs
 //
-// workqueue.retries leaves out calls after the shutdown and a debounced
-// AddAfter of zero or less. The last six are a [workqueue.Runner]'s, over a queue that has the
+// workqueue.retries leaves out calls after the shutdown, debounced
+// AddAfter calls of zero or less, and a priority queue's calls with no
+// delay. On a queue without priorities, an item waiting for both a delayed
+// add and its park backoff counts twice in workqueue.delayed_items.
+//
+// The last six are a [workqueue.Runner]'s, over a queue that has the
 // provider; workqueue.reconciles has a second attribute, result, one of
 // [workqueue.ResultSuccess] and the constants after it.
 // workqueue.reconcile_wait runs from the add that made the item ready

@@ -17,7 +17,7 @@
 //	workqueue_unfinished_work_seconds            gauge      summed age of the items being processed
 //	workqueue_longest_running_processor_seconds  gauge      age of the oldest item being processed
 //	workqueue_retries_total                      counter    AddAfter, AddRateLimited and Reschedule calls
-//	workqueue_delayed_items                      gauge      delays pending: delayed adds and park backoffs
+//	workqueue_delayed_items                      gauge      delayed adds and park backoffs pending
 //	workqueue_depth_by_priority                  gauge      depth of a priority queue by priority
 //	workqueue_parked_items                       gauge      items parked until an event
 //	workqueue_wakes_total                        counter    parks ended by an event, by event
@@ -31,8 +31,12 @@
 //	workqueue_active_workers                     gauge      workers reconciling an item
 //	workqueue_workers                            gauge      workers a Runner runs
 //
-// workqueue_retries_total leaves out calls after the shutdown and a
-// debounced AddAfter of zero or less. The last thirteen are not in Kubernetes; the last six are a
+// workqueue_retries_total leaves out calls after the shutdown, debounced
+// AddAfter calls of zero or less, and a priority queue's calls with no
+// delay. On a queue without priorities, an item waiting for both a delayed
+// add and its park backoff counts twice in workqueue_delayed_items.
+//
+// The last thirteen are not in Kubernetes; the last six are a
 // [workqueue.Runner]'s, over a queue that has the provider. Five are
 // controller-runtime's controller_runtime_reconcile_total,
 // controller_runtime_reconcile_errors_total,

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -250,51 +251,72 @@ func TestBadConfigurationPanics(t *testing.T) {
 	})
 }
 
+// delayingQueue is what TestRetriesAndDelayedItems uses of a queue.
+type delayingQueue interface {
+	workqueue.TypedRateLimitingInterface[string]
+	Reschedule(item string, d time.Duration)
+	Park(item string, events ...string)
+	Wake(event string) int
+}
+
 // TestRetriesAndDelayedItems pins what workqueue_retries_total and
-// workqueue_delayed_items count, as the package doc's table states it.
+// workqueue_delayed_items count, as the package doc's table states it, on
+// a rate-limiting and a priority queue.
 func TestRetriesAndDelayedItems(t *testing.T) {
 	tests := []struct {
-		name                 string
-		debounce             workqueue.Debounce
-		do                   func(q *workqueue.TypedRateLimitingQueue[string])
-		wantRetries, wantDly float64
+		name     string
+		debounce workqueue.Debounce
+		do       func(q delayingQueue)
+		// wantRetries and wantDelayed are by queue kind: rate-limiting,
+		// priority.
+		wantRetries, wantDelayed [2]float64
 	}{
-		{"AddAfter with a delay", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", time.Hour) }, 1, 1},
-		{"AddAfter of zero", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", 0) }, 1, 0},
-		{"AddAfter of zero, debounced", workqueue.Debounce{Quiet: time.Second}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", 0) }, 0, 1},
-		{"AddAfter twice, one item", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) {
+		{"AddAfter with a delay", workqueue.Debounce{}, func(q delayingQueue) { q.AddAfter("a", time.Hour) }, [2]float64{1, 1}, [2]float64{1, 1}},
+		{"AddAfter of zero", workqueue.Debounce{}, func(q delayingQueue) { q.AddAfter("a", 0) }, [2]float64{1, 0}, [2]float64{0, 0}},
+		{"AddAfter of zero, debounced", workqueue.Debounce{Quiet: time.Second}, func(q delayingQueue) { q.AddAfter("a", 0) }, [2]float64{0, 0}, [2]float64{1, 1}},
+		{"AddAfter twice, one item", workqueue.Debounce{}, func(q delayingQueue) {
 			q.AddAfter("a", time.Hour)
 			q.AddAfter("a", time.Minute)
-		}, 2, 1},
-		{"AddRateLimited", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddRateLimited("a") }, 1, 1},
-		{"Reschedule", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.Reschedule("a", time.Hour) }, 1, 1},
-		{"AddAfter after ShutDown", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) {
+		}, [2]float64{2, 2}, [2]float64{1, 1}},
+		{"AddRateLimited", workqueue.Debounce{}, func(q delayingQueue) { q.AddRateLimited("a") }, [2]float64{1, 1}, [2]float64{1, 1}},
+		{"Reschedule", workqueue.Debounce{}, func(q delayingQueue) { q.Reschedule("a", time.Hour) }, [2]float64{1, 1}, [2]float64{1, 1}},
+		{"Reschedule of zero", workqueue.Debounce{}, func(q delayingQueue) { q.Reschedule("a", 0) }, [2]float64{1, 0}, [2]float64{0, 0}},
+		{"AddAfter after ShutDown", workqueue.Debounce{}, func(q delayingQueue) {
 			q.ShutDown()
 			q.AddAfter("a", time.Hour)
-		}, 0, 0},
-		{"a park's backoff and a delayed add of one item count apart", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) {
+		}, [2]float64{0, 0}, [2]float64{0, 0}},
+		{"a park's backoff and a delayed add of one item count apart, but on a priority queue", workqueue.Debounce{}, func(q delayingQueue) {
 			q.Add("p")
 			item, _ := q.Get()
 			q.Park(item, "e")
 			q.Done(item)
 			q.Wake("e") // p waits for its park backoff
 			q.AddAfter("p", time.Hour)
-		}, 1, 2},
+		}, [2]float64{1, 1}, [2]float64{2, 1}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				provider := NewProvider(prometheus.NewRegistry())
-				q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
-					workqueue.TypedRateLimitingQueueConfig[string]{Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
-				defer q.ShutDown()
-				tt.do(q)
-				assert.Equal(t, tt.wantRetries, testutil.ToFloat64(provider.retries.WithLabelValues("q")), "retries")
-				if !q.ShuttingDown() {
-					assert.Equal(t, tt.wantDly, testutil.ToFloat64(provider.delayed.WithLabelValues("q")), "delayed_items")
-				}
+		for kind, priority := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/priority=%v", tt.name, priority), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					provider := NewProvider(prometheus.NewRegistry())
+					limiter := workqueue.DefaultTypedItemBasedRateLimiter[string]()
+					var q delayingQueue
+					if priority {
+						q = workqueue.NewTypedPriorityQueue(limiter, workqueue.TypedPriorityQueueConfig[string]{
+							Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
+					} else {
+						q = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{
+							Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
+					}
+					defer q.ShutDown()
+					tt.do(q)
+					assert.Equal(t, tt.wantRetries[kind], testutil.ToFloat64(provider.retries.WithLabelValues("q")), "retries")
+					if !q.ShuttingDown() {
+						assert.Equal(t, tt.wantDelayed[kind], testutil.ToFloat64(provider.delayed.WithLabelValues("q")), "delayed_items")
+					}
+				})
 			})
-		})
+		}
 	}
 }
 
