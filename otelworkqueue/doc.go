@@ -11,7 +11,8 @@
 //		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods", MetricsProvider: provider})
 //
 // Without those options the provider uses the global meter and tracer
-// providers as they are when NewProvider is called.
+// providers, which forward to the first ones otel.SetMeterProvider and
+// otel.SetTracerProvider set, even after NewProvider.
 //
 // # Metrics
 //

@@ -72,15 +72,13 @@ type options struct {
 }
 
 // WithMeterProvider sets the meter provider the instruments come from. The
-// default is the global one, otel.GetMeterProvider(), as it is when
-// [NewProvider] is called.
+// default is the global one, otel.GetMeterProvider().
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) { o.meterProvider = mp }
 }
 
 // WithTracerProvider sets the tracer provider the reconciles' spans come
-// from. The default is the global one, otel.GetTracerProvider(), as it is
-// when [NewProvider] is called.
+// from. The default is the global one, otel.GetTracerProvider().
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.tracerProvider = tp }
 }

@@ -20,10 +20,13 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
 	"github.com/go-workqueue/workqueue"
@@ -409,4 +412,23 @@ func TestRetriesAndDelayedItems(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestGlobalProvidersSetLater pins what the package doc says of a provider
+// made without WithMeterProvider and WithTracerProvider: it uses the global
+// providers, including those otel.SetMeterProvider and
+// otel.SetTracerProvider set after NewProvider. It is the one test that
+// sets the globals.
+func TestGlobalProvidersSetLater(t *testing.T) {
+	p := NewProvider()
+	reader := sdkmetric.NewManualReader()
+	otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
+	rec := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	p.NewAddsMetric("q").Inc()
+	_, end := p.StartReconcile(context.Background(), workqueue.ReconcileSpan{Queue: "q", Attempt: 1})
+	end(workqueue.Result{}, nil)
+	assert.Equal(t, map[string]map[string]any{"workqueue.adds": {"name=q": int64(1)}}, collect(t, reader))
+	require.Len(t, rec.Ended(), 1)
+	assert.Equal(t, "reconcile q", rec.Ended()[0].Name())
 }
