@@ -334,3 +334,44 @@ func TestBucketsApplyToEveryHistogram(t *testing.T) {
 		assert.Lenf(t, m.GetHistogram().GetBucket(), 3, "%s: buckets", name)
 	}
 }
+
+// TestDeleteQueueRemovesEverySeries checks DeleteQueue against every
+// metric of the package doc's table, those with a second label included.
+func TestDeleteQueueRemovesEverySeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p := NewProvider(reg)
+	for _, name := range []string{"keep", "drop"} {
+		p.NewDepthMetric(name).Inc()
+		p.NewAddsMetric(name).Inc()
+		p.NewLatencyMetric(name).Observe(1)
+		p.NewWorkDurationMetric(name).Observe(1)
+		p.NewUnfinishedWorkSecondsMetric(name).Set(1)
+		p.NewLongestRunningProcessorSecondsMetric(name).Set(1)
+		p.NewRetriesMetric(name).Inc()
+		p.NewDelayedItemsMetric(name).Set(1)
+		p.NewDepthWithPriorityMetric(name).Inc(1)
+		p.NewParkedItemsMetric(name).Set(1)
+		p.NewWakesMetric(name).Inc("e")
+		p.NewParkTimeoutsMetric(name).Inc()
+		p.NewWaitingForSlotMetric(name).Set(1)
+		p.NewGroupsAtLimitMetric(name).Set(1)
+		p.NewReconcilesMetric(name).Inc(workqueue.ResultSuccess)
+		p.NewReconcileErrorsMetric(name).Inc()
+		p.NewReconcileDurationMetric(name).Observe(1)
+		p.NewReconcileWaitMetric(name).Observe(1)
+		p.NewActiveWorkersMetric(name).Inc()
+		p.NewWorkersMetric(name).Set(1)
+	}
+	p.DeleteQueue("drop")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, families, 20)
+	for _, family := range families {
+		require.Lenf(t, family.GetMetric(), 1, "%s: series", family.GetName())
+		for _, l := range family.GetMetric()[0].GetLabel() {
+			if l.GetName() == "name" {
+				assert.Equalf(t, "keep", l.GetValue(), "%s: label name", family.GetName())
+			}
+		}
+	}
+}
