@@ -51,9 +51,9 @@
 // The last six are a [workqueue.Runner]'s, over a queue that has the
 // provider; workqueue.reconciles has a second attribute, result, one of
 // [workqueue.ResultSuccess] and the constants after it.
-// workqueue.reconcile_wait runs from the add that made the item ready
-// since its previous hand-out (for a delayed add or a retry, the end of
-// its delay) to the start of its reconcile.
+// workqueue.queue_duration and workqueue.reconcile_wait run from the add
+// that made the item ready since its previous hand-out (for a delayed or
+// debounced add, the end of its delay) to Get and to the reconcile's start.
 //
 // workqueue.depth_by_priority has a second attribute, priority, with at
 // most [MaxPriorityValues] values per queue and "other" for the rest;

@@ -34,7 +34,9 @@
 // workqueue_retries_total leaves out calls after the shutdown, debounced
 // AddAfter calls of zero or less, and a priority queue's calls with no
 // delay. On a queue without priorities, an item waiting for both a delayed
-// add and its park backoff counts twice in workqueue_delayed_items.
+// add and its park backoff counts twice in workqueue_delayed_items. The
+// "first add" is the first since the item's previous hand-out, and for a
+// delayed or debounced add, the end of its delay.
 //
 // The last thirteen are not in Kubernetes; the last six are a
 // [workqueue.Runner]'s, over a queue that has the provider. Five are

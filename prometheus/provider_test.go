@@ -375,3 +375,34 @@ func TestDeleteQueueRemovesEverySeries(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueDurationStartsWhenReady pins what the package doc says of
+// workqueue_queue_duration_seconds: for a delayed or debounced add, the
+// first add counts from the end of its delay.
+func TestQueueDurationStartsWhenReady(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		debounce workqueue.Debounce
+		add      func(q *workqueue.TypedRateLimitingQueue[string])
+	}{
+		{"AddAfter", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", time.Second) }},
+		{"debounced Add", workqueue.Debounce{Quiet: time.Second}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.Add("a") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				provider := NewProvider(prometheus.NewRegistry())
+				q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+					workqueue.TypedRateLimitingQueueConfig[string]{Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
+				defer q.ShutDown()
+				tt.add(q)
+				time.Sleep(3 * time.Second) // ready after 1 s, then waits 2 s
+				synctest.Wait()
+				item, _ := q.Get()
+				q.Done(item)
+				m := &dto.Metric{}
+				require.NoError(t, provider.latency.WithLabelValues("q").(prometheus.Metric).Write(m))
+				assert.Equal(t, 2.0, m.GetHistogram().GetSampleSum())
+			})
+		})
+	}
+}
