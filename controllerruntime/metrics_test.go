@@ -160,11 +160,16 @@ func TestNewMetricsProvider(t *testing.T) {
 	}
 }
 
+// rootQueueRuns counts the runs of TestRootQueueBesideControllerRuntime.
+var rootQueueRuns int
+
 // TestRootQueueBesideControllerRuntime pins the README's advice for a
 // program that imports controller-runtime: the prometheus package's
 // provider cannot register in metrics.Registry, whose workqueue collectors
 // differ, while NewMetricsProvider records a root queue's series there.
 func TestRootQueueBesideControllerRuntime(t *testing.T) {
+	rootQueueRuns++
+	name := fmt.Sprint("crq-root-", rootQueueRuns) // the registry outlives a run
 	func() {
 		defer func() {
 			r := recover()
@@ -172,9 +177,9 @@ func TestRootQueueBesideControllerRuntime(t *testing.T) {
 		}()
 		wqprometheus.NewProvider(crmetrics.Registry)
 	}()
-	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "crq-root", MetricsProvider: crqueue.NewMetricsProvider(nil)})
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, MetricsProvider: crqueue.NewMetricsProvider(nil)})
 	defer q.ShutDown()
 	q.Add("a")
-	assert.Equal(t, map[string]float64{"": 1}, series(t, crmetrics.Registry, "workqueue_adds_total", "crq-root"))
-	assert.Equal(t, map[string]float64{"": 1}, series(t, crmetrics.Registry, "workqueue_depth", "crq-root"))
+	assert.Equal(t, map[string]float64{"": 1}, series(t, crmetrics.Registry, "workqueue_adds_total", name))
+	assert.Equal(t, map[string]float64{"": 1}, series(t, crmetrics.Registry, "workqueue_depth", name))
 }
