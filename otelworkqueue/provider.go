@@ -19,11 +19,12 @@ import (
 const ScopeName = "github.com/go-workqueue/workqueue/otelworkqueue"
 
 // Provider creates the metrics of named work queues as OpenTelemetry
-// instruments of one meter. It implements [workqueue.MetricsProvider],
-// [workqueue.DelayedItemsMetricsProvider],
+// instruments of one meter, and traces reconciles. It implements
+// [workqueue.MetricsProvider], [workqueue.DelayedItemsMetricsProvider],
 // [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider] and
-// [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
+// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider],
+// [workqueue.UnfinishedWorkUpdatePeriodProvider] and
+// [workqueue.TracingProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
 	depth          metric.Int64UpDownCounter
