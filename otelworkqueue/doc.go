@@ -10,17 +10,14 @@
 //	queue := workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 //		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods", MetricsProvider: provider})
 //
-// Without those options the provider uses the global meter and tracer
-// providers, which forward to the first ones otel.SetMeterProvider and
-// otel.SetTracerProvider set, even after NewProvider.
+// Without those options it uses the global providers, which forward to the
+// first ones otel.SetMeterProvider and otel.SetTracerProvider set, even later.
 //
 // # Metrics
 //
-// Every measurement has the attribute name, the queue's name. The
-// instruments are those of the prometheus package under OpenTelemetry's
-// names; OpenTelemetry's Prometheus exporter, with its default
-// translation, exports them under the prometheus package's names, so
-// dashboards built for Kubernetes controllers work unchanged:
+// Every measurement has the attribute name, the queue's name.
+// OpenTelemetry's Prometheus exporter, with its default translation,
+// exports these instruments under the prometheus package's names:
 //
 //	workqueue.depth                      up-down counter  items waiting to be handed out
 //	workqueue.adds                       counter          items that entered the queue
@@ -43,18 +40,15 @@
 //	workqueue.active_workers             up-down counter  workers reconciling an item
 //	workqueue.workers                    gauge            workers a Runner runs
 //
-// workqueue.retries leaves out calls after the shutdown, debounced
-// AddAfter calls of zero or less, and a priority queue's calls with no
-// delay. On a queue without priorities, an item waiting for both a delayed
-// add and its park backoff counts twice in workqueue.delayed_items.
-//
+// workqueue.retries leaves out calls after the shutdown, debounced AddAfter
+// calls of zero or less and a priority queue's zero delays; without
+// priorities, an item's delayed add and park backoff count apart in
+// workqueue.delayed_items. workqueue.queue_duration and
+// workqueue.reconcile_wait run from the add that made the item ready since
+// its last hand-out (for a delayed or debounced add, the end of its delay).
 // The last six are a [workqueue.Runner]'s, over a queue that has the
 // provider; workqueue.reconciles has a second attribute, result, one of
 // [workqueue.ResultSuccess] and the constants after it.
-// workqueue.queue_duration and workqueue.reconcile_wait run from the add
-// that made the item ready since its previous hand-out (for a delayed or
-// debounced add, the end of its delay) to Get and to the reconcile's start.
-//
 // workqueue.depth_by_priority has a second attribute, priority, with at
 // most [MaxPriorityValues] values per queue and "other" for the rest;
 // workqueue.wakes has a second attribute, event, bounded the same way by
@@ -72,9 +66,10 @@
 //   - named "reconcile NAME" ("reconcile" on an unnamed queue), of kind
 //     consumer, the root of a new trace;
 //   - with a link to the span of each add it serves;
-//   - with the attributes [AttrQueue], [AttrAttempt] (the item's
-//     NumRequeues at the hand-out, plus 1), [AttrPriority], [AttrQueued] (seconds, as
-//     workqueue.reconcile_wait; none on an unnamed queue) and, if links were dropped, [AttrDroppedLinks];
+//   - with the attributes [AttrQueue], [AttrAttempt] (NumRequeues at the
+//     hand-out, plus 1), [AttrPriority], [AttrQueued] (as
+//     workqueue.reconcile_wait; none on an unnamed queue) and, if links
+//     were dropped, [AttrDroppedLinks];
 //   - with an error status and the error recorded if the reconcile fails
 //     or panics.
 //
@@ -85,7 +80,6 @@
 // reconcile to the next one, whose span thus links
 // the same adds with the next attempt; an add made while the item is
 // processed links only the next reconcile. A queue made with a provider
-// that does not trace, or with none, keeps no span context and costs
-// nothing more. examples/traces prints a controller's spans with the
+// that does not trace, or with none, keeps no span context. examples/traces prints a controller's spans with the
 // stdout exporter.
 package otelworkqueue

@@ -98,15 +98,15 @@ func WithUnfinishedWorkUpdatePeriod(period time.Duration) Option {
 }
 
 // DefaultBuckets are the bucket boundaries of the duration histograms
-// unless [WithBuckets] says otherwise: 10 ns to 10 s by factors of 10, the
-// same as the prometheus package's and Kubernetes'.
+// unless [WithBuckets] says otherwise: 10 ns to 10 s by factors of 10, as
+// in Kubernetes.
 var DefaultBuckets = []float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10}
 
 // NewProvider returns a provider whose instruments come from the meter
-// [ScopeName] of the meter provider ([WithMeterProvider], or the global
-// one). An error the meter reports for an instrument goes to otel.Handle,
-// and that instrument is then whatever the meter returned with it. It
-// panics, with a message starting "workqueue:", if an option is invalid.
+// [ScopeName] of the meter provider. An error the meter reports for an
+// instrument goes to otel.Handle, and that instrument is then whatever the
+// meter returned with it. It panics, with a message starting "workqueue:",
+// if an option is invalid.
 func NewProvider(opts ...Option) *Provider {
 	o := options{buckets: DefaultBuckets}
 	for _, opt := range opts {
