@@ -28,8 +28,7 @@
 //   - the keys that failed most recently, latest first, even those that
 //     have succeeded since, so that failures retried between two loads of
 //     the page still show;
-//   - the delays pending, soonest first, with their key and the time left
-//     (a key's delayed add and its park backoff show apart);
+//   - the delays pending, soonest first, with their key and the time left;
 //   - the keys parked until an event, longest first, with their events;
 //   - the next keys to be handed out, leaving out those of groups at their
 //     limit.

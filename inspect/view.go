@@ -56,8 +56,7 @@ type QueueView struct {
 	// InFlight holds the keys being processed, longest first; only keys
 	// handed out since the queue was registered are listed.
 	InFlight []InFlightKey `json:"inFlight"`
-	// Delayed holds the delays pending, soonest first, so a key may
-	// show twice.
+	// Delayed holds the delays pending, soonest first; a key may show twice.
 	Delayed []DelayedKey `json:"delayed"`
 	// ParkedKeys holds the keys parked until an event, longest first.
 	ParkedKeys []ParkedKey `json:"parkedKeys"`
