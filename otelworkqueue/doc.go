@@ -25,7 +25,7 @@
 //	workqueue.work_duration              histogram, s     Get to Done
 //	workqueue.unfinished_work            gauge, s         summed age of the items being processed
 //	workqueue.longest_running_processor  gauge, s         age of the oldest item being processed
-//	workqueue.retries                    counter          AddAfter, AddRateLimited and Reschedule calls
+//	workqueue.retries                    counter          AddAfter, AddRateLimited, Reschedule, AddWithOpts calls
 //	workqueue.delayed_items              gauge            delayed adds and park backoffs pending
 //	workqueue.depth_by_priority          up-down counter  depth of a priority queue by priority
 //	workqueue.parked_items               gauge            items parked until an event

@@ -16,7 +16,7 @@
 //	workqueue_work_duration_seconds              histogram  Get to Done
 //	workqueue_unfinished_work_seconds            gauge      summed age of the items being processed
 //	workqueue_longest_running_processor_seconds  gauge      age of the oldest item being processed
-//	workqueue_retries_total                      counter    AddAfter, AddRateLimited and Reschedule calls
+//	workqueue_retries_total                      counter    AddAfter, AddRateLimited, Reschedule, AddWithOpts calls
 //	workqueue_delayed_items                      gauge      delayed adds and park backoffs pending
 //	workqueue_depth_by_priority                  gauge      depth of a priority queue by priority
 //	workqueue_parked_items                       gauge      items parked until an event
