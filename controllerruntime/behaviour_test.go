@@ -10,6 +10,7 @@ import (
 	ctrlworkqueue "k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 
+	"github.com/go-workqueue/workqueue"
 	crqueue "github.com/go-workqueue/workqueue/controllerruntime"
 )
 
@@ -192,4 +193,72 @@ func TestShutDownTwice(t *testing.T) {
 	theirs := priorityqueue.New[string]("")
 	theirs.ShutDown()
 	assert.Panics(t, theirs.ShutDown)
+}
+
+// TestQueueDocClaims checks what the docs of Queue's methods promise beyond
+// controller-runtime's behaviour table.
+func TestQueueDocClaims(t *testing.T) {
+	byFirstRune := func(s string) string { return s[:1] }
+	tests := []struct {
+		name  string
+		opts  []crqueue.Option[string]
+		check func(t *testing.T, q *crqueue.Queue[string])
+	}{
+		{"Remove forgets the rate limiter's failures", nil, func(t *testing.T, q *crqueue.Queue[string]) {
+			q.AddRateLimited("a")
+			q.AddRateLimited("a")
+			require.Equal(t, 2, q.NumRequeues("a"))
+			assert.True(t, q.Remove("a"), "Remove of a delayed item")
+			assert.Zero(t, q.NumRequeues("a"))
+			assert.False(t, q.Remove("a"), "Remove of an item no longer held")
+		}},
+		{"Len counts items waiting for a slot of their group", []crqueue.Option[string]{
+			crqueue.WithGroupLimits(workqueue.GroupLimits[string]{Group: byFirstRune, Default: 1}),
+		}, func(t *testing.T, q *crqueue.Queue[string]) {
+			q.Add("a1")
+			q.Add("a2")
+			item, _ := q.Get()
+			require.Equal(t, "a1", item)
+			assert.Equal(t, 1, q.Len(), "a2 waits for a's slot")
+			q.Done(item)
+		}},
+		{"SetGroupLimit does nothing without WithGroupLimits", nil, func(t *testing.T, q *crqueue.Queue[string]) {
+			q.SetGroupLimit("a", 1)
+			q.Add("a1")
+			q.Add("a2")
+			first, _ := q.Get()
+			second, _ := q.Get()
+			assert.ElementsMatch(t, []string{"a1", "a2"}, []string{first, second})
+		}},
+		{"ShuttingDown after ShutDownWithDrain", nil, func(t *testing.T, q *crqueue.Queue[string]) {
+			q.ShutDownWithDrain()
+			assert.True(t, q.ShuttingDown())
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := crqueue.New[string]("", ctrlworkqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Hour, time.Hour), tt.opts...)
+			defer q.ShutDown()
+			tt.check(t, q)
+		})
+	}
+}
+
+// TestConstructorPanicsOnBadOptions checks the panics NewQueue's doc
+// names: its constructor, not NewQueue, panics on each bad option.
+func TestConstructorPanicsOnBadOptions(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opt  crqueue.Option[string]
+	}{
+		{"nil fairness function", crqueue.WithFairness[string](nil)},
+		{"negative MaxWait", crqueue.WithMaxWait[string](-time.Second)},
+		{"nil Group", crqueue.WithGroupLimits(workqueue.GroupLimits[string]{Default: 1})},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var constructor func(string, ctrlworkqueue.TypedRateLimiter[string]) ctrlworkqueue.TypedRateLimitingInterface[string]
+			require.NotPanics(t, func() { constructor = crqueue.NewQueue(tt.opt) })
+			assert.Panics(t, func() { constructor("crq-bad", nil) })
+		})
+	}
 }

@@ -13,7 +13,9 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/go-workqueue/workqueue"
 	crqueue "github.com/go-workqueue/workqueue/controllerruntime"
+	wqprometheus "github.com/go-workqueue/workqueue/prometheus"
 )
 
 // series returns the value of every series of family name in g whose
@@ -156,4 +158,28 @@ func TestNewMetricsProvider(t *testing.T) {
 			assert.Equal(t, map[string]float64{"": 1}, series(t, tc.g, "workqueue_adds_total", queue))
 		})
 	}
+}
+
+// rootQueueRuns counts the runs of TestRootQueueBesideControllerRuntime.
+var rootQueueRuns int
+
+// TestRootQueueBesideControllerRuntime pins the README's advice for a
+// program that imports controller-runtime: the prometheus package's
+// provider cannot register in metrics.Registry, whose workqueue collectors
+// differ, while NewMetricsProvider records a root queue's series there.
+func TestRootQueueBesideControllerRuntime(t *testing.T) {
+	rootQueueRuns++
+	name := fmt.Sprint("crq-root-", rootQueueRuns) // the registry outlives a run
+	func() {
+		defer func() {
+			r := recover()
+			assert.Contains(t, fmt.Sprint(r), "workqueue: registering a workqueue metric: ", "NewProvider(metrics.Registry) panics")
+		}()
+		wqprometheus.NewProvider(crmetrics.Registry)
+	}()
+	q := workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: name, MetricsProvider: crqueue.NewMetricsProvider(nil)})
+	defer q.ShutDown()
+	q.Add("a")
+	assert.Equal(t, map[string]float64{"": 1}, series(t, crmetrics.Registry, "workqueue_adds_total", name))
+	assert.Equal(t, map[string]float64{"": 1}, series(t, crmetrics.Registry, "workqueue_depth", name))
 }

@@ -3,6 +3,7 @@ package crqueue_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -89,4 +90,38 @@ func handOutAll(q *crqueue.Queue[string]) (got []string) {
 		got = append(got, item)
 		q.Done(item)
 	}
+}
+
+// TestShutDownWithAllQueuedWaitingForASlot checks WithGroupLimits' doc: a
+// Get asleep when ShutDown comes, while every queued item waits for a slot,
+// returns shutdown at the Done that frees a slot, not at once.
+func TestShutDownWithAllQueuedWaitingForASlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := crqueue.New("", nil, crqueue.WithGroupLimits(workqueue.GroupLimits[string]{
+			Group: func(s string) string { return s[:1] }, Default: 1}))
+		q.Add("a1")
+		q.Add("a2")
+		first, _ := q.Get()
+		type got struct {
+			item     string
+			shutdown bool
+		}
+		asleep := make(chan got, 1)
+		go func() {
+			item, shutdown := q.Get()
+			asleep <- got{item, shutdown}
+		}()
+		synctest.Wait()
+		q.ShutDown()
+		synctest.Wait()
+		select {
+		case g := <-asleep:
+			t.Fatalf("Get returned %+v at ShutDown, before the Done that frees a slot", g)
+		default:
+		}
+		q.Done(first)
+		synctest.Wait()
+		assert.Equal(t, got{"", true}, <-asleep)
+		assert.Zero(t, q.Len()+q.Unwrap().Snapshot(0).Processing, "a2, handed back, is not held")
+	})
 }

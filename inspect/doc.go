@@ -11,28 +11,27 @@
 //	runner := workqueue.NewRunner(queue, reconcile, workqueue.WithErrorObserver(failures))
 //	mux.Handle("/debug/queues", h)
 //
-// For each queue the page shows:
+// For each queue the page shows, in this order:
 //   - the counts of a [workqueue.Snapshot]: queued (depth), processing,
-//     waiting for a delay, parked, adds since the queue was made, and adds
-//     per second;
-//   - the keys in flight, longest first, with how long they have been;
-//   - the keys waiting for a delay, soonest first, with the time left;
-//   - the keys parked until an event, longest first, with their events;
+//     delays pending, parked, adds since the queue was made, and adds per
+//     second; then the failed reconciles of the last minute, and the
+//     failures and give-ups since registration;
 //   - on a queue with group limits ([workqueue.GroupLimits]), the groups
 //     that have keys in flight or queued, those with keys waiting for a
 //     free slot first, each with its limit, keys in flight, keys queued
 //     and keys waiting for a slot, and how many queued keys wait for a
 //     slot in all; the section is left out while no group has keys;
-//   - the next keys to be handed out, leaving out those of groups at their
-//     limit;
+//   - the keys in flight, longest first, with how long they have been;
 //   - the keys failing now, most failures in a row first, with the last
 //     error, when it happened and whether the Runner retries them, gave up
 //     on them or dropped their retry at shutdown;
 //   - the keys that failed most recently, latest first, even those that
 //     have succeeded since, so that failures retried between two loads of
 //     the page still show;
-//   - the failed reconciles of the last minute, and the failures and
-//     give-ups since registration.
+//   - the delays pending, soonest first, with their key and the time left;
+//   - the keys parked until an event, longest first, with their events;
+//   - the next keys to be handed out, leaving out those of groups at their
+//     limit.
 //
 // Limits, stated up front:
 //   - Each list shows at most a fixed number of keys (see [WithLimit]), and

@@ -120,6 +120,20 @@ func TestView(t *testing.T) {
 				{Key: "later", ReadyAt: t0.Add(time.Minute), ReadyInSeconds: 60},
 			}
 		}},
+		{"a key waiting for its park backoff and a delayed add is counted and listed twice", func(q *workqueue.TypedRateLimitingQueue[string], _ *Failures, _ *clocktesting.FakeClock) {
+			q.Add("p")
+			got, _ := q.Get()
+			q.Park(got, "e")
+			q.Done(got)
+			q.Wake("e") // p waits for its park backoff
+			q.AddAfter("p", time.Minute)
+		}, func(v *QueueView) {
+			v.Adds, v.Waiting = 1, 2
+			v.Delayed = []DelayedKey{
+				{Key: "p", ReadyAt: t0.Add(5 * time.Millisecond), ReadyInSeconds: 0.005},
+				{Key: "p", ReadyAt: t0.Add(time.Minute), ReadyInSeconds: 60},
+			}
+		}},
 		{"parked, longest first, with their events", func(q *workqueue.TypedRateLimitingQueue[string], _ *Failures, clock *clocktesting.FakeClock) {
 			for _, item := range []string{"first", "second", "third"} {
 				q.Add(item)

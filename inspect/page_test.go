@@ -168,3 +168,24 @@ func sectionOf(t *testing.T, page, name string) string {
 	section, _, _ = strings.Cut(section, "</section>")
 	return section
 }
+
+// TestPageSectionOrder checks that a queue's sections come in the order
+// the package doc lists them.
+func TestPageSectionOrder(t *testing.T) {
+	clock := clocktesting.NewFakeClock(t0)
+	h := NewHandler(WithClock(clock))
+	grouped := newGroupedQueue(t, clock)
+	Register(h, "grouped", grouped)
+	fillGroups(t, grouped)
+	section := sectionOf(t, serve(h, "GET", "/").Body.String(), "grouped")
+	last := -1
+	for _, marker := range []string{
+		`<table class="counts">`, "<h3>Groups", "<h3>In flight", "<h3>Failing now",
+		"<h3>Failed recently", "<h3>Waiting for a delay", "<h3>Parked until an event", "<h3>Queued",
+	} {
+		i := strings.Index(section, marker)
+		require.NotEqualf(t, -1, i, "no %q", marker)
+		assert.Greaterf(t, i, last, "%q out of order", marker)
+		last = i
+	}
+}

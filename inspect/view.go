@@ -32,9 +32,9 @@ type QueueView struct {
 	Taken time.Time `json:"taken"`
 	// ShuttingDown reports whether the queue's shutdown has begun.
 	ShuttingDown bool `json:"shuttingDown"`
-	// Depth, Processing, Waiting and Parked count the keys queued, handed
-	// out and not yet done, waiting for a delay, and parked until an
-	// event.
+	// Depth, Processing and Parked count the keys queued, handed out and
+	// not yet done, and parked until an event; Waiting counts the delays
+	// pending, where a key's delayed add and its park backoff count apart.
 	Depth      int `json:"depth"`
 	Processing int `json:"processing"`
 	Waiting    int `json:"waiting"`
@@ -56,7 +56,7 @@ type QueueView struct {
 	// InFlight holds the keys being processed, longest first; only keys
 	// handed out since the queue was registered are listed.
 	InFlight []InFlightKey `json:"inFlight"`
-	// Delayed holds the keys waiting for a delay, soonest first.
+	// Delayed holds the delays pending, soonest first; a key may show twice.
 	Delayed []DelayedKey `json:"delayed"`
 	// ParkedKeys holds the keys parked until an event, longest first.
 	ParkedKeys []ParkedKey `json:"parkedKeys"`

@@ -10,16 +10,14 @@
 //	queue := workqueue.NewTypedRateLimitingQueueWithConfig(limiter,
 //		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pods", MetricsProvider: provider})
 //
-// Without those options the provider uses the global meter and tracer
-// providers as they are when NewProvider is called.
+// Without those options it uses the global providers, which forward to the
+// first ones otel.SetMeterProvider and otel.SetTracerProvider set, even later.
 //
 // # Metrics
 //
-// Every measurement has the attribute name, the queue's name. The
-// instruments are those of the prometheus package under OpenTelemetry's
-// names; OpenTelemetry's Prometheus exporter, with its default
-// translation, exports them under the prometheus package's names, so
-// dashboards built for Kubernetes controllers work unchanged:
+// Every measurement has the attribute name, the queue's name.
+// OpenTelemetry's Prometheus exporter, with its default translation,
+// exports these instruments under the prometheus package's names:
 //
 //	workqueue.depth                      up-down counter  items waiting to be handed out
 //	workqueue.adds                       counter          items that entered the queue
@@ -27,8 +25,8 @@
 //	workqueue.work_duration              histogram, s     Get to Done
 //	workqueue.unfinished_work            gauge, s         summed age of the items being processed
 //	workqueue.longest_running_processor  gauge, s         age of the oldest item being processed
-//	workqueue.retries                    counter          AddAfter and AddRateLimited calls
-//	workqueue.delayed_items              gauge            items waiting for their delay
+//	workqueue.retries                    counter          AddAfter, AddRateLimited, Reschedule, AddWithOpts calls
+//	workqueue.delayed_items              gauge            delayed adds and park backoffs pending
 //	workqueue.depth_by_priority          up-down counter  depth of a priority queue by priority
 //	workqueue.parked_items               gauge            items parked until an event
 //	workqueue.wakes                      counter          parks ended by an event, by event
@@ -42,13 +40,15 @@
 //	workqueue.active_workers             up-down counter  workers reconciling an item
 //	workqueue.workers                    gauge            workers a Runner runs
 //
+// workqueue.retries leaves out calls after the shutdown, debounced AddAfter
+// calls of zero or less and a priority queue's zero delays; without
+// priorities, an item's delayed add and park backoff count apart in
+// workqueue.delayed_items. workqueue.queue_duration and
+// workqueue.reconcile_wait run from the add that made the item ready since
+// its last hand-out (for a delayed or debounced add, the end of its delay).
 // The last six are a [workqueue.Runner]'s, over a queue that has the
 // provider; workqueue.reconciles has a second attribute, result, one of
 // [workqueue.ResultSuccess] and the constants after it.
-// workqueue.reconcile_wait runs from the add that made the item ready
-// since its previous hand-out (for a delayed add or a retry, the end of
-// its delay) to the start of its reconcile.
-//
 // workqueue.depth_by_priority has a second attribute, priority, with at
 // most [MaxPriorityValues] values per queue and "other" for the rest;
 // workqueue.wakes has a second attribute, event, bounded the same way by
@@ -63,11 +63,13 @@
 // span contexts, the first ones, and count the others. A
 // [workqueue.Runner] over the queue starts one span per reconcile:
 //
-//   - named "reconcile NAME", of kind consumer, the root of a new trace;
+//   - named "reconcile NAME" ("reconcile" on an unnamed queue), of kind
+//     consumer, the root of a new trace;
 //   - with a link to the span of each add it serves;
-//   - with the attributes [AttrQueue], [AttrAttempt] (the item's
-//     NumRequeues at the hand-out, plus 1), [AttrPriority], [AttrQueued] (seconds, as
-//     workqueue.reconcile_wait) and, if links were dropped, [AttrDroppedLinks];
+//   - with the attributes [AttrQueue], [AttrAttempt] (NumRequeues at the
+//     hand-out, plus 1), [AttrPriority], [AttrQueued] (as
+//     workqueue.reconcile_wait; none on an unnamed queue) and, if links
+//     were dropped, [AttrDroppedLinks];
 //   - with an error status and the error recorded if the reconcile fails
 //     or panics.
 //
@@ -78,7 +80,6 @@
 // reconcile to the next one, whose span thus links
 // the same adds with the next attempt; an add made while the item is
 // processed links only the next reconcile. A queue made with a provider
-// that does not trace, or with none, keeps no span context and costs
-// nothing more. examples/traces prints a controller's spans with the
+// that does not trace, or with none, keeps no span context. examples/traces prints a controller's spans with the
 // stdout exporter.
 package otelworkqueue

@@ -19,11 +19,12 @@ import (
 const ScopeName = "github.com/go-workqueue/workqueue/otelworkqueue"
 
 // Provider creates the metrics of named work queues as OpenTelemetry
-// instruments of one meter. It implements [workqueue.MetricsProvider],
-// [workqueue.DelayedItemsMetricsProvider],
+// instruments of one meter, and traces reconciles. It implements
+// [workqueue.MetricsProvider], [workqueue.DelayedItemsMetricsProvider],
 // [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider] and
-// [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
+// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider],
+// [workqueue.UnfinishedWorkUpdatePeriodProvider] and
+// [workqueue.TracingProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
 	depth          metric.Int64UpDownCounter
@@ -72,20 +73,18 @@ type options struct {
 }
 
 // WithMeterProvider sets the meter provider the instruments come from. The
-// default is the global one, otel.GetMeterProvider(), as it is when
-// [NewProvider] is called.
+// default is the global one, otel.GetMeterProvider().
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) { o.meterProvider = mp }
 }
 
 // WithTracerProvider sets the tracer provider the reconciles' spans come
-// from. The default is the global one, otel.GetTracerProvider(), as it is
-// when [NewProvider] is called.
+// from. The default is the global one, otel.GetTracerProvider().
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) { o.tracerProvider = tp }
 }
 
-// WithBuckets sets the explicit bucket boundaries of the two duration
+// WithBuckets sets the explicit bucket boundaries of the four duration
 // histograms; the default is [DefaultBuckets].
 func WithBuckets(buckets []float64) Option {
 	return func(o *options) { o.buckets = append([]float64(nil), buckets...) }
@@ -99,15 +98,15 @@ func WithUnfinishedWorkUpdatePeriod(period time.Duration) Option {
 }
 
 // DefaultBuckets are the bucket boundaries of the duration histograms
-// unless [WithBuckets] says otherwise: 10 ns to 10 s by factors of 10, the
-// same as the prometheus package's and Kubernetes'.
+// unless [WithBuckets] says otherwise: 10 ns to 10 s by factors of 10, as
+// in Kubernetes.
 var DefaultBuckets = []float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10}
 
 // NewProvider returns a provider whose instruments come from the meter
-// [ScopeName] of the meter provider ([WithMeterProvider], or the global
-// one). An error the meter reports for an instrument goes to otel.Handle,
-// and that instrument is then whatever the meter returned with it. It
-// panics, with a message starting "workqueue:", if an option is invalid.
+// [ScopeName] of the meter provider. An error the meter reports for an
+// instrument goes to otel.Handle, and that instrument is then whatever the
+// meter returned with it. It panics, with a message starting "workqueue:",
+// if an option is invalid.
 func NewProvider(opts ...Option) *Provider {
 	o := options{buckets: DefaultBuckets}
 	for _, opt := range opts {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -20,10 +21,13 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
 	"github.com/go-workqueue/workqueue"
@@ -352,4 +356,97 @@ func TestOptions(t *testing.T) {
 	h := rm.ScopeMetrics[0].Metrics[0].Data.(metricdata.Histogram[float64])
 	assert.Equal(t, []float64{1, 2}, h.DataPoints[0].Bounds)
 	assert.Equal(t, []uint64{0, 1, 0}, h.DataPoints[0].BucketCounts)
+}
+
+// TestBucketsApplyToEveryHistogram checks that WithBuckets sets the
+// boundaries of all four duration histograms, the Runner's included.
+func TestBucketsApplyToEveryHistogram(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := NewProvider(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		WithBuckets([]float64{1, 2}))
+	provider.NewLatencyMetric("q").Observe(1)
+	provider.NewWorkDurationMetric("q").Observe(1)
+	provider.NewReconcileDurationMetric("q").Observe(1)
+	provider.NewReconcileWaitMetric("q").Observe(1)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	require.Len(t, rm.ScopeMetrics[0].Metrics, 4)
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		h := m.Data.(metricdata.Histogram[float64])
+		assert.Equalf(t, []float64{1, 2}, h.DataPoints[0].Bounds, "%s: bounds", m.Name)
+	}
+}
+
+// TestRetriesAndDelayedItems pins what workqueue.retries and
+// workqueue.delayed_items count, as the package doc's table states it.
+func TestRetriesAndDelayedItems(t *testing.T) {
+	tests := []struct {
+		name        string
+		do          func(q *workqueue.TypedRateLimitingQueue[string])
+		wantRetries int64
+		wantDelayed float64
+	}{
+		{"AddAfter", func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", time.Hour) }, 1, 1},
+		{"AddRateLimited", func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddRateLimited("a") }, 1, 1},
+		{"Reschedule", func(q *workqueue.TypedRateLimitingQueue[string]) { q.Reschedule("a", time.Hour) }, 1, 1},
+		{"a park's backoff and a delayed add of one item count apart", func(q *workqueue.TypedRateLimitingQueue[string]) {
+			q.Add("p")
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			q.Wake("e") // p waits for its park backoff
+			q.AddAfter("p", time.Hour)
+		}, 1, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				reader := sdkmetric.NewManualReader()
+				q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+					workqueue.TypedRateLimitingQueueConfig[string]{Name: "q",
+						MetricsProvider: NewProvider(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))})
+				defer q.ShutDown()
+				tt.do(q)
+				got := collect(t, reader)
+				assert.Equal(t, tt.wantRetries, got["workqueue.retries"]["name=q"], "retries")
+				assert.Equal(t, tt.wantDelayed, got["workqueue.delayed_items"]["name=q"], "delayed_items")
+			})
+		})
+	}
+}
+
+// globals are the meter reader and span recorder of the global providers,
+// which only the first otel.SetMeterProvider and otel.SetTracerProvider of
+// the process reach; runs is how many times TestGlobalProvidersSetLater ran.
+var globals struct {
+	once   sync.Once
+	reader *sdkmetric.ManualReader
+	spans  *tracetest.SpanRecorder
+	runs   int
+}
+
+// TestGlobalProvidersSetLater pins what the package doc says of a provider
+// made without WithMeterProvider and WithTracerProvider: it uses the global
+// providers, including those otel.SetMeterProvider and
+// otel.SetTracerProvider set after NewProvider. It is the one test that
+// sets the globals.
+func TestGlobalProvidersSetLater(t *testing.T) {
+	globals.runs++
+	name := fmt.Sprint("q", globals.runs)
+	p := NewProvider()
+	globals.once.Do(func() {
+		globals.reader = sdkmetric.NewManualReader()
+		otel.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(globals.reader)))
+		globals.spans = tracetest.NewSpanRecorder()
+		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(globals.spans)))
+	})
+	p.NewAddsMetric(name).Inc()
+	_, end := p.StartReconcile(context.Background(), workqueue.ReconcileSpan{Queue: name, Attempt: 1})
+	end(workqueue.Result{}, nil)
+	assert.Equal(t, int64(1), collect(t, globals.reader)["workqueue.adds"]["name="+name])
+	var ended []string
+	for _, s := range globals.spans.Ended() {
+		ended = append(ended, s.Name())
+	}
+	assert.Contains(t, ended, "reconcile "+name)
 }

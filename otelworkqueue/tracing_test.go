@@ -245,3 +245,29 @@ func TestNoTracingProviderNoLinks(t *testing.T) {
 	assert.Equal(t, workqueue.ItemInfo{}, info)
 	q.Done(item)
 }
+
+// TestUnnamedQueueSpan pins the span of a reconcile over a queue without a
+// name, which records no metrics: it is named "reconcile" and has no
+// AttrQueued, as its queue does not know when the item was added.
+func TestUnnamedQueueSpan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := tracetest.NewSpanRecorder()
+		p := NewProvider(WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))),
+			WithMeterProvider(sdkmetric.NewMeterProvider()))
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{MetricsProvider: p})
+		q.Add("a")
+		ctx, cancel := context.WithCancel(t.Context())
+		runner := workqueue.NewRunner[string](q, func(context.Context, string) (workqueue.Result, error) {
+			cancel()
+			return workqueue.Result{}, nil
+		}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		runner.Run(ctx, 1)
+		spans := rec.Ended()
+		require.Len(t, spans, 1)
+		assert.Equal(t, "reconcile", spans[0].Name())
+		got := attrs(spans[0])
+		assert.NotContains(t, got, attribute.Key(AttrQueued))
+		assert.Equal(t, "", got[AttrQueue].AsString())
+	})
+}

@@ -42,3 +42,27 @@ func TestDepthByPriority(t *testing.T) {
 	provider.DeleteQueue("pq")
 	require.Zero(t, testutil.CollectAndCount(provider.byPriority, "workqueue_depth_by_priority"))
 }
+
+// TestAddWithOptsRetries checks that a priority queue's AddWithOpts counts
+// a retry per item it delays, and none for an add with no delay.
+func TestAddWithOptsRetries(t *testing.T) {
+	tests := []struct {
+		name string
+		opts workqueue.AddOpts
+		want float64
+	}{
+		{"no delay", workqueue.AddOpts{}, 0},
+		{"After", workqueue.AddOpts{After: time.Hour}, 2},
+		{"RateLimited", workqueue.AddOpts{RateLimited: true}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			provider := NewProvider(prometheus.NewRegistry())
+			q := workqueue.NewTypedPriorityQueue(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+				workqueue.TypedPriorityQueueConfig[string]{Name: "pq", MetricsProvider: provider})
+			defer q.ShutDown()
+			q.AddWithOpts(tt.opts, "a", "b")
+			assert.Equal(t, tt.want, testutil.ToFloat64(provider.retries.WithLabelValues("pq")))
+		})
+	}
+}

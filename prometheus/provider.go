@@ -16,8 +16,8 @@
 //	workqueue_work_duration_seconds              histogram  Get to Done
 //	workqueue_unfinished_work_seconds            gauge      summed age of the items being processed
 //	workqueue_longest_running_processor_seconds  gauge      age of the oldest item being processed
-//	workqueue_retries_total                      counter    AddAfter and AddRateLimited calls
-//	workqueue_delayed_items                      gauge      items waiting for their delay
+//	workqueue_retries_total                      counter    AddAfter, AddRateLimited, Reschedule, AddWithOpts calls
+//	workqueue_delayed_items                      gauge      delayed adds and park backoffs pending
 //	workqueue_depth_by_priority                  gauge      depth of a priority queue by priority
 //	workqueue_parked_items                       gauge      items parked until an event
 //	workqueue_wakes_total                        counter    parks ended by an event, by event
@@ -31,20 +31,21 @@
 //	workqueue_active_workers                     gauge      workers reconciling an item
 //	workqueue_workers                            gauge      workers a Runner runs
 //
-// The last thirteen are not in Kubernetes; the last six are a
-// [workqueue.Runner]'s, over a queue that has the provider. Five are
-// controller-runtime's controller_runtime_reconcile_total,
-// controller_runtime_reconcile_errors_total,
-// controller_runtime_reconcile_time_seconds,
-// controller_runtime_active_workers and
-// controller_runtime_max_concurrent_reconciles under the queue's name
-// label, with the results of [workqueue.ResultSuccess] and the constants
-// after it as workqueue_reconciles_total's label result. workqueue_depth_by_priority has a
-// second label, priority; it shows at most [MaxPriorityLabels] priorities
-// per queue, and counts the depth at further priorities under the
-// priority "other", so that callers choosing priorities cannot grow the
-// number of series without bound. workqueue_wakes_total has a second
-// label, event, bounded the same way by [MaxEventLabels].
+// workqueue_retries_total leaves out calls after the shutdown, debounced
+// AddAfter calls of zero or less and a priority queue's zero delays; without
+// priorities, an item's delayed add and park backoff count apart in
+// workqueue_delayed_items. A "first add" is the first since the item's last
+// hand-out; for a delayed or debounced add, the end of its delay. The last
+// thirteen are not in Kubernetes; the last six are a [workqueue.Runner]'s,
+// over a queue that has the provider. Five stand for controller-runtime's
+// controller_runtime_reconcile_total, reconcile_errors_total,
+// reconcile_time_seconds, active_workers and max_concurrent_reconciles;
+// workqueue_reconciles_total's label result is one of
+// [workqueue.ResultSuccess] and the constants after it.
+// workqueue_depth_by_priority has a second label, priority; it shows at most
+// [MaxPriorityLabels] priorities per queue, and counts the depth at further
+// priorities under the priority "other". workqueue_wakes_total has a
+// second label, event, bounded the same way by [MaxEventLabels].
 package prometheus
 
 import (
@@ -112,13 +113,13 @@ type options struct {
 	updatePeriod time.Duration
 }
 
-// WithBuckets sets the buckets of the two duration histograms. The default,
-// as in Kubernetes, is ten exponential buckets from 10 ns by a factor of 10.
+// WithBuckets sets the buckets of the four duration histograms; the
+// default is [DefaultBuckets].
 func WithBuckets(buckets []float64) Option {
 	return func(o *options) { o.buckets = append([]float64(nil), buckets...) }
 }
 
-// WithNativeHistograms makes the two duration histograms native histograms
+// WithNativeHistograms makes the four duration histograms native histograms
 // as well, with the given bucket growth factor (for example 1.1); the
 // classic buckets stay for scrapers that do not ask for native ones.
 func WithNativeHistograms(bucketFactor float64) Option {
@@ -136,8 +137,7 @@ func WithSubsystem(subsystem string) Option {
 	return func(o *options) { o.subsystem = subsystem }
 }
 
-// WithConstLabels adds labels with fixed values to every metric, for
-// example to tell apart two components that export to one registry.
+// WithConstLabels adds labels with fixed values to every metric.
 func WithConstLabels(labels prometheus.Labels) Option {
 	return func(o *options) {
 		o.constLabels = make(prometheus.Labels, len(labels))
@@ -159,8 +159,7 @@ func WithUnfinishedWorkUpdatePeriod(period time.Duration) Option {
 // Kubernetes.
 var DefaultBuckets = prometheus.ExponentialBuckets(10e-9, 10, 10)
 
-// NewProvider returns a provider that registers its metrics with reg, for
-// example prometheus.NewRegistry() or prometheus.DefaultRegisterer. If reg
+// NewProvider returns a provider that registers its metrics with reg. If reg
 // already holds this package's metrics under the same names, as it does
 // after an earlier NewProvider with the same options, the provider reuses
 // them. It panics, with a message starting "workqueue:", if reg is nil, if

@@ -3,6 +3,7 @@ package prometheus
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -247,4 +249,160 @@ func TestBadConfigurationPanics(t *testing.T) {
 		}()
 		NewProvider(conflicting)
 	})
+}
+
+// delayingQueue is what TestRetriesAndDelayedItems uses of a queue.
+type delayingQueue interface {
+	workqueue.TypedRateLimitingInterface[string]
+	Reschedule(item string, d time.Duration)
+	Park(item string, events ...string)
+	Wake(event string) int
+}
+
+// TestRetriesAndDelayedItems pins what workqueue_retries_total and
+// workqueue_delayed_items count, as the package doc's table states it, on
+// a rate-limiting and a priority queue.
+func TestRetriesAndDelayedItems(t *testing.T) {
+	tests := []struct {
+		name     string
+		debounce workqueue.Debounce
+		do       func(q delayingQueue)
+		// wantRetries and wantDelayed are by queue kind: rate-limiting,
+		// priority.
+		wantRetries, wantDelayed [2]float64
+	}{
+		{"AddAfter with a delay", workqueue.Debounce{}, func(q delayingQueue) { q.AddAfter("a", time.Hour) }, [2]float64{1, 1}, [2]float64{1, 1}},
+		{"AddAfter of zero", workqueue.Debounce{}, func(q delayingQueue) { q.AddAfter("a", 0) }, [2]float64{1, 0}, [2]float64{0, 0}},
+		{"AddAfter of zero, debounced", workqueue.Debounce{Quiet: time.Second}, func(q delayingQueue) { q.AddAfter("a", 0) }, [2]float64{0, 0}, [2]float64{1, 1}},
+		{"AddAfter twice, one item", workqueue.Debounce{}, func(q delayingQueue) {
+			q.AddAfter("a", time.Hour)
+			q.AddAfter("a", time.Minute)
+		}, [2]float64{2, 2}, [2]float64{1, 1}},
+		{"AddRateLimited", workqueue.Debounce{}, func(q delayingQueue) { q.AddRateLimited("a") }, [2]float64{1, 1}, [2]float64{1, 1}},
+		{"Reschedule", workqueue.Debounce{}, func(q delayingQueue) { q.Reschedule("a", time.Hour) }, [2]float64{1, 1}, [2]float64{1, 1}},
+		{"Reschedule of zero", workqueue.Debounce{}, func(q delayingQueue) { q.Reschedule("a", 0) }, [2]float64{1, 0}, [2]float64{0, 0}},
+		{"AddAfter after ShutDown", workqueue.Debounce{}, func(q delayingQueue) {
+			q.ShutDown()
+			q.AddAfter("a", time.Hour)
+		}, [2]float64{0, 0}, [2]float64{0, 0}},
+		{"a park's backoff and a delayed add of one item count apart, but on a priority queue", workqueue.Debounce{}, func(q delayingQueue) {
+			q.Add("p")
+			item, _ := q.Get()
+			q.Park(item, "e")
+			q.Done(item)
+			q.Wake("e") // p waits for its park backoff
+			q.AddAfter("p", time.Hour)
+		}, [2]float64{1, 1}, [2]float64{2, 1}},
+	}
+	for _, tt := range tests {
+		for kind, priority := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/priority=%v", tt.name, priority), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					provider := NewProvider(prometheus.NewRegistry())
+					limiter := workqueue.DefaultTypedItemBasedRateLimiter[string]()
+					var q delayingQueue
+					if priority {
+						q = workqueue.NewTypedPriorityQueue(limiter, workqueue.TypedPriorityQueueConfig[string]{
+							Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
+					} else {
+						q = workqueue.NewTypedRateLimitingQueueWithConfig(limiter, workqueue.TypedRateLimitingQueueConfig[string]{
+							Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
+					}
+					defer q.ShutDown()
+					tt.do(q)
+					assert.Equal(t, tt.wantRetries[kind], testutil.ToFloat64(provider.retries.WithLabelValues("q")), "retries")
+					if !q.ShuttingDown() {
+						assert.Equal(t, tt.wantDelayed[kind], testutil.ToFloat64(provider.delayed.WithLabelValues("q")), "delayed_items")
+					}
+				})
+			})
+		}
+	}
+}
+
+// TestBucketsApplyToEveryHistogram checks that WithBuckets sets the
+// buckets of all four duration histograms, the Runner's included.
+func TestBucketsApplyToEveryHistogram(t *testing.T) {
+	provider := NewProvider(prometheus.NewRegistry(), WithBuckets([]float64{1, 2, 3}))
+	for name, vec := range map[string]*prometheus.HistogramVec{
+		"queue_duration": provider.latency, "work_duration": provider.workDuration,
+		"reconcile_duration": provider.reconcileTime, "reconcile_wait": provider.reconcileWait,
+	} {
+		vec.WithLabelValues("q").Observe(0.5)
+		m := &dto.Metric{}
+		require.NoError(t, vec.WithLabelValues("q").(prometheus.Metric).Write(m))
+		assert.Lenf(t, m.GetHistogram().GetBucket(), 3, "%s: buckets", name)
+	}
+}
+
+// TestDeleteQueueRemovesEverySeries checks DeleteQueue against every
+// metric of the package doc's table, those with a second label included.
+func TestDeleteQueueRemovesEverySeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p := NewProvider(reg)
+	for _, name := range []string{"keep", "drop"} {
+		p.NewDepthMetric(name).Inc()
+		p.NewAddsMetric(name).Inc()
+		p.NewLatencyMetric(name).Observe(1)
+		p.NewWorkDurationMetric(name).Observe(1)
+		p.NewUnfinishedWorkSecondsMetric(name).Set(1)
+		p.NewLongestRunningProcessorSecondsMetric(name).Set(1)
+		p.NewRetriesMetric(name).Inc()
+		p.NewDelayedItemsMetric(name).Set(1)
+		p.NewDepthWithPriorityMetric(name).Inc(1)
+		p.NewParkedItemsMetric(name).Set(1)
+		p.NewWakesMetric(name).Inc("e")
+		p.NewParkTimeoutsMetric(name).Inc()
+		p.NewWaitingForSlotMetric(name).Set(1)
+		p.NewGroupsAtLimitMetric(name).Set(1)
+		p.NewReconcilesMetric(name).Inc(workqueue.ResultSuccess)
+		p.NewReconcileErrorsMetric(name).Inc()
+		p.NewReconcileDurationMetric(name).Observe(1)
+		p.NewReconcileWaitMetric(name).Observe(1)
+		p.NewActiveWorkersMetric(name).Inc()
+		p.NewWorkersMetric(name).Set(1)
+	}
+	p.DeleteQueue("drop")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, families, 20)
+	for _, family := range families {
+		require.Lenf(t, family.GetMetric(), 1, "%s: series", family.GetName())
+		for _, l := range family.GetMetric()[0].GetLabel() {
+			if l.GetName() == "name" {
+				assert.Equalf(t, "keep", l.GetValue(), "%s: label name", family.GetName())
+			}
+		}
+	}
+}
+
+// TestQueueDurationStartsWhenReady pins what the package doc says of
+// workqueue_queue_duration_seconds: for a delayed or debounced add, the
+// first add counts from the end of its delay.
+func TestQueueDurationStartsWhenReady(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		debounce workqueue.Debounce
+		add      func(q *workqueue.TypedRateLimitingQueue[string])
+	}{
+		{"AddAfter", workqueue.Debounce{}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.AddAfter("a", time.Second) }},
+		{"debounced Add", workqueue.Debounce{Quiet: time.Second}, func(q *workqueue.TypedRateLimitingQueue[string]) { q.Add("a") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				provider := NewProvider(prometheus.NewRegistry())
+				q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedItemBasedRateLimiter[string](),
+					workqueue.TypedRateLimitingQueueConfig[string]{Name: "q", MetricsProvider: provider, Debounce: tt.debounce})
+				defer q.ShutDown()
+				tt.add(q)
+				time.Sleep(3 * time.Second) // ready after 1 s, then waits 2 s
+				synctest.Wait()
+				item, _ := q.Get()
+				q.Done(item)
+				m := &dto.Metric{}
+				require.NoError(t, provider.latency.WithLabelValues("q").(prometheus.Metric).Write(m))
+				assert.Equal(t, 2.0, m.GetHistogram().GetSampleSum())
+			})
+		})
+	}
 }
