@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -143,7 +144,7 @@ func Register[T comparable](h *Handler, name string, queue Snapshotter[T], opts 
 	if name == "" {
 		panic("inspect: Register needs a queue name, got an empty one")
 	}
-	if queue == nil {
+	if v := reflect.ValueOf(queue); queue == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		panic(fmt.Sprintf("inspect: Register(%q) needs a queue, got nil", name))
 	}
 	o := keyOptions[T]{format: func(item T) string { return fmt.Sprint(item) }}

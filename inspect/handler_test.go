@@ -521,6 +521,7 @@ func TestPanics(t *testing.T) {
 		{"empty name", func() { Register(h, "", q) }, "inspect: Register needs a queue name, got an empty one"},
 		{"duplicate name", func() { Register(h, "taken", q) }, `inspect: Register("taken"): a queue of that name is registered already`},
 		{"nil queue", func() { Register[string](h, "q", nil) }, `inspect: Register("q") needs a queue, got nil`},
+		{"typed nil queue", func() { Register[string](h, "q", (*workqueue.Typed[string])(nil)) }, `inspect: Register("q") needs a queue, got nil`},
 		{"nil key option", func() { Register(h, "q", q, nil) }, `inspect: Register("q") got a nil option at position 0`},
 		{"nil format", func() { FormatKeys[string](nil) }, "inspect: FormatKeys needs a function, got nil"},
 		{"zero Failures", func() { new(Failures).ObserveError("a", nil, 1, true) }, "inspect: a Failures not made by Register"},

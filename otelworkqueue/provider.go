@@ -85,7 +85,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithBuckets sets the explicit bucket boundaries of the four duration
-// histograms; the default is [DefaultBuckets].
+// histograms, which must increase; nil or none means [DefaultBuckets], the
+// default.
 func WithBuckets(buckets []float64) Option {
 	return func(o *options) { o.buckets = append([]float64(nil), buckets...) }
 }
@@ -114,6 +115,14 @@ func NewProvider(opts ...Option) *Provider {
 	}
 	if o.updatePeriod < 0 {
 		panic(fmt.Sprintf("workqueue: otelworkqueue.NewProvider needs a non-negative update period, got %v", o.updatePeriod))
+	}
+	if len(o.buckets) == 0 {
+		o.buckets = DefaultBuckets
+	}
+	for i := 1; i < len(o.buckets); i++ {
+		if !(o.buckets[i] > o.buckets[i-1]) {
+			panic(fmt.Sprintf("workqueue: otelworkqueue.NewProvider needs increasing buckets, got %v", o.buckets))
+		}
 	}
 	if o.meterProvider == nil {
 		o.meterProvider = otel.GetMeterProvider()
@@ -156,7 +165,7 @@ func NewProvider(opts ...Option) *Provider {
 		unfinished:     gauge("workqueue.unfinished_work", "Summed seconds that the items now being processed have been in progress; steady growth means stuck workers.", "s"),
 		longestRunning: gauge("workqueue.longest_running_processor", "Seconds that the oldest item now being processed has been in progress.", "s"),
 		retries:        counter("workqueue.retries", "Delayed adds to the work queue, including rate-limited retries."),
-		delayed:        gauge("workqueue.delayed_items", "Items waiting in the work queue for their delay to end.", "{item}"),
+		delayed:        gauge("workqueue.delayed_items", "Delayed adds and park backoffs pending in the work queue.", "{delay}"),
 		byPriority:     upDown("workqueue.depth_by_priority", "Items waiting in a priority work queue to be handed to a worker, by priority."),
 		parked:         gauge("workqueue.parked_items", "Items parked in the work queue until an event.", "{item}"),
 		wakes:          counter("workqueue.wakes", "Parks in the work queue ended by an event, by event."),

@@ -341,8 +341,23 @@ func TestRunnerMetrics(t *testing.T) {
 }
 
 func TestBadConfigurationPanics(t *testing.T) {
-	assert.PanicsWithValue(t, "workqueue: otelworkqueue.NewProvider needs a non-negative update period, got -1s",
-		func() { NewProvider(WithUnfinishedWorkUpdatePeriod(-time.Second)) })
+	tests := []struct {
+		name string
+		opt  Option
+		want string
+	}{
+		{"negative update period", WithUnfinishedWorkUpdatePeriod(-time.Second),
+			"workqueue: otelworkqueue.NewProvider needs a non-negative update period, got -1s"},
+		{"buckets that do not increase", WithBuckets([]float64{2, 1}),
+			"workqueue: otelworkqueue.NewProvider needs increasing buckets, got [2 1]"},
+		{"repeated bucket", WithBuckets([]float64{1, 1}),
+			"workqueue: otelworkqueue.NewProvider needs increasing buckets, got [1 1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.PanicsWithValue(t, tt.want, func() { NewProvider(tt.opt) })
+		})
+	}
 }
 
 func TestOptions(t *testing.T) {

@@ -87,8 +87,6 @@ func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 	return got
 }
 
-func succeed(context.Context, string) (workqueue.Result, error) { return workqueue.Result{}, nil }
-
 // busy reconciles in 1 s, so that two workers busy with two items leave
 // the next ones queued while the script adds them.
 func busy(context.Context, string) (workqueue.Result, error) {

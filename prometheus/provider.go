@@ -51,6 +51,7 @@ package prometheus
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -113,8 +114,8 @@ type options struct {
 	updatePeriod time.Duration
 }
 
-// WithBuckets sets the buckets of the four duration histograms; the
-// default is [DefaultBuckets].
+// WithBuckets sets the buckets of the four duration histograms, which must
+// increase; nil or none means [DefaultBuckets], the default.
 func WithBuckets(buckets []float64) Option {
 	return func(o *options) { o.buckets = append([]float64(nil), buckets...) }
 }
@@ -166,12 +167,20 @@ var DefaultBuckets = prometheus.ExponentialBuckets(10e-9, 10, 10)
 // an option is invalid, or if reg holds a different metric under one of the
 // names.
 func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
-	if reg == nil {
+	if reg == nil || isNilPointer(reg) {
 		panic("workqueue: prometheus.NewProvider needs a registerer, got nil")
 	}
 	o := options{subsystem: "workqueue", buckets: DefaultBuckets}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if len(o.buckets) == 0 {
+		o.buckets = DefaultBuckets
+	}
+	for i := 1; i < len(o.buckets); i++ {
+		if !(o.buckets[i] > o.buckets[i-1]) {
+			panic(fmt.Sprintf("workqueue: prometheus.NewProvider needs increasing buckets, got %v", o.buckets))
+		}
 	}
 	if o.updatePeriod < 0 {
 		panic(fmt.Sprintf("workqueue: prometheus.NewProvider needs a non-negative update period, got %v", o.updatePeriod))
@@ -206,7 +215,7 @@ func NewProvider(reg prometheus.Registerer, opts ...Option) *Provider {
 		unfinished:     gauge("unfinished_work_seconds", "Summed seconds that the items now being processed have been in progress; steady growth means stuck workers."),
 		longestRunning: gauge("longest_running_processor_seconds", "Seconds that the oldest item now being processed has been in progress."),
 		retries:        counter("retries_total", "Delayed adds to the work queue, including rate-limited retries."),
-		delayed:        gauge("delayed_items", "Items waiting in the work queue for their delay to end."),
+		delayed:        gauge("delayed_items", "Delayed adds and park backoffs pending in the work queue."),
 		byPriority: register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: o.namespace, Subsystem: o.subsystem, Name: "depth_by_priority", ConstLabels: o.constLabels,
 			Help: "Items waiting in a priority work queue to be handed to a worker, by priority.",
@@ -466,4 +475,11 @@ func (p *Provider) NewActiveWorkersMetric(name string) workqueue.GaugeMetric {
 // NewWorkersMetric returns the workqueue_workers gauge of the queue name.
 func (p *Provider) NewWorkersMetric(name string) workqueue.SettableGaugeMetric {
 	return p.workers.WithLabelValues(name)
+}
+
+// isNilPointer reports whether v holds a nil pointer, which a nil check of
+// the interface does not catch.
+func isNilPointer(v any) bool {
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }

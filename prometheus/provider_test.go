@@ -94,7 +94,7 @@ func TestMetricsAfterScriptedOperations(t *testing.T) {
 # HELP workqueue_depth Items waiting in the work queue to be handed to a worker.
 # TYPE workqueue_depth gauge
 workqueue_depth{name="controller"} 1
-# HELP workqueue_delayed_items Items waiting in the work queue for their delay to end.
+# HELP workqueue_delayed_items Delayed adds and park backoffs pending in the work queue.
 # TYPE workqueue_delayed_items gauge
 workqueue_delayed_items{name="controller"} 2
 # HELP workqueue_unfinished_work_seconds Summed seconds that the items now being processed have been in progress; steady growth means stuck workers.
@@ -235,6 +235,12 @@ func TestBadConfigurationPanics(t *testing.T) {
 			"workqueue: prometheus.NewProvider needs a non-negative update period, got -1s"},
 		{"native bucket factor not above 1", func() { NewProvider(prometheus.NewRegistry(), WithNativeHistograms(1)) },
 			"workqueue: prometheus.NewProvider needs a native histogram bucket factor above 1, got 1"},
+		{"typed nil registry", func() { NewProvider((*prometheus.Registry)(nil)) },
+			"workqueue: prometheus.NewProvider needs a registerer, got nil"},
+		{"buckets that do not increase", func() { NewProvider(prometheus.NewRegistry(), WithBuckets([]float64{2, 1})) },
+			"workqueue: prometheus.NewProvider needs increasing buckets, got [2 1]"},
+		{"repeated bucket", func() { NewProvider(prometheus.NewRegistry(), WithBuckets([]float64{1, 1})) },
+			"workqueue: prometheus.NewProvider needs increasing buckets, got [1 1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,15 +329,28 @@ func TestRetriesAndDelayedItems(t *testing.T) {
 // TestBucketsApplyToEveryHistogram checks that WithBuckets sets the
 // buckets of all four duration histograms, the Runner's included.
 func TestBucketsApplyToEveryHistogram(t *testing.T) {
-	provider := NewProvider(prometheus.NewRegistry(), WithBuckets([]float64{1, 2, 3}))
-	for name, vec := range map[string]*prometheus.HistogramVec{
-		"queue_duration": provider.latency, "work_duration": provider.workDuration,
-		"reconcile_duration": provider.reconcileTime, "reconcile_wait": provider.reconcileWait,
-	} {
-		vec.WithLabelValues("q").Observe(0.5)
-		m := &dto.Metric{}
-		require.NoError(t, vec.WithLabelValues("q").(prometheus.Metric).Write(m))
-		assert.Lenf(t, m.GetHistogram().GetBucket(), 3, "%s: buckets", name)
+	tests := []struct {
+		name    string
+		buckets []float64
+		want    int
+	}{
+		{"three", []float64{1, 2, 3}, 3},
+		{"nil means the default", nil, len(DefaultBuckets)},
+		{"none means the default", []float64{}, len(DefaultBuckets)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			provider := NewProvider(prometheus.NewRegistry(), WithBuckets(tt.buckets))
+			for name, vec := range map[string]*prometheus.HistogramVec{
+				"queue_duration": provider.latency, "work_duration": provider.workDuration,
+				"reconcile_duration": provider.reconcileTime, "reconcile_wait": provider.reconcileWait,
+			} {
+				vec.WithLabelValues("q").Observe(0.5)
+				m := &dto.Metric{}
+				require.NoError(t, vec.WithLabelValues("q").(prometheus.Metric).Write(m))
+				assert.Lenf(t, m.GetHistogram().GetBucket(), tt.want, "%s: buckets", name)
+			}
+		})
 	}
 }
 
