@@ -209,7 +209,9 @@ func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 	// the call would not be inlined.
 	c.order.queue(id)
 	c.queued++
-	c.wakeOne()
+	if c.sleepers.Len() > 0 { // wakeOne's first test, which saves its call when no Get sleeps
+		c.wakeOne()
+	}
 	return id
 }
 
@@ -471,7 +473,9 @@ func (c *core[T]) stopAddsLocked() {
 // doneItem is Done, which the queues share.
 func (c *core[T]) doneItem(item T) {
 	hash := c.items.Hash(item)
-	c.mu.Lock()
+	if !c.mu.TryLock() { // Lock written out: the call would not be inlined
+		c.mu.LockSlow()
+	}
 	defer c.mu.Unlock()
 	c.done(item, hash)
 }
