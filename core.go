@@ -109,6 +109,9 @@ type core[T comparable] struct {
 	// processed, waiting for a delay in the core's delays, or parked.
 	items table.Table[T, record]
 	order handOutOrder
+	// fifo is order when that is the plain FIFO, which Add and Get then
+	// call directly: an interface call is not inlined.
+	fifo *fifoOrder
 	// groups and grouped are nil unless the queue has group limits, and
 	// groupMetrics unless it also records their metrics.
 	groups       *groupSet[T]
@@ -168,6 +171,7 @@ type core[T comparable] struct {
 func (c *core[T]) init(order handOutOrder, provider MetricsProvider, name string, clk clock.WithTicker, logger *slog.Logger, maxPark time.Duration) {
 	c.items = table.New[T, record]()
 	c.order = order
+	c.fifo, _ = order.(*fifoOrder)
 	c.clock = clk
 	c.logger = logger
 	c.maxPark = maxPark
@@ -207,7 +211,11 @@ func (c *core[T]) insertQueued(item T, hash uint32) int32 {
 	}
 	// queueHeld written out: the add of a new item is the hot path, and
 	// the call would not be inlined.
-	c.order.queue(id)
+	if c.fifo != nil {
+		c.fifo.queue(id)
+	} else {
+		c.order.queue(id)
+	}
 	c.queued++
 	if c.sleepers.Len() > 0 { // wakeOne's first test, which saves its call when no Get sleeps
 		c.wakeOne()
@@ -358,7 +366,11 @@ func (c *core[T]) get(ctx context.Context) (item T, id int32, err error) {
 			return item, -1, err
 		}
 	}
-	id = c.order.next()
+	if c.fifo != nil {
+		id = c.fifo.next()
+	} else {
+		id = c.order.next()
+	}
 	c.queued--
 	c.processing++
 	if c.groups != nil {
