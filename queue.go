@@ -86,6 +86,11 @@ func (q *Typed[T]) Add(item T) {
 	if !q.core.mu.TryLock() { // Lock written out: the call would not be inlined
 		q.core.mu.LockSlow()
 	}
+	if q.core.unguarded {
+		q.addLocked(item, hash)
+		q.core.mu.Unlock()
+		return
+	}
 	defer q.core.mu.Unlock()
 	q.addLocked(item, hash)
 }
