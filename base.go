@@ -129,6 +129,11 @@ func (b *Base[T]) get(ctx context.Context, info *ItemInfo) (item T, priority int
 	if !c.mu.TryLock() { // Lock written out: the call would not be inlined
 		c.mu.LockSlow()
 	}
+	if c.unguarded && info == nil { // a FIFO, so no priority
+		item, _, err = c.get(ctx)
+		c.mu.Unlock()
+		return item, 0, err
+	}
 	defer c.mu.Unlock()
 	item, id, err := c.get(ctx)
 	if err != nil {

@@ -112,10 +112,11 @@ type core[T comparable] struct {
 	// fifo is order when that is the plain FIFO, which Add and Get then
 	// call directly: an interface call is not inlined.
 	fifo *fifoOrder
-	// unguarded is set when Add and Done call no user code with mu held:
-	// the order is the plain FIFO (no custom storage, no group limits),
-	// there is no metrics provider (so no metrics and no tracing) and the
-	// clock is the real one. They then unlock mu themselves instead of
+	// unguarded is set when Add, Get and Done call no user code with mu
+	// held: the order is the plain FIFO (no custom storage, no group
+	// limits), there is no metrics provider (so no metrics and no
+	// tracing) and the clock is the real one; Get calls its context only
+	// with mu released. They then unlock mu themselves instead of
 	// deferring it, since only user code could panic with mu held, and a
 	// deferred unlock is a call, about a fiftieth of the cycle's
 	// instructions. Otherwise they defer it, so that a panic in the user's

@@ -1162,7 +1162,7 @@ func TestRemoveLayers(t *testing.T) {
 	}
 }
 
-// Add and Done unlock without a deferred call only on a queue that calls no
+// Add, Get and Done unlock without a deferred call only on a queue that calls no
 // user code with its lock held: a panic there would leave the queue locked.
 func TestUnguardedOnlyWithoutUserCodeUnderTheLock(t *testing.T) {
 	for _, tc := range []struct {
