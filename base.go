@@ -128,7 +128,14 @@ func (b *Base[T]) GetContext(ctx context.Context) (item T, err error) {
 // fills info, if not nil.
 func (b *Base[T]) get(ctx context.Context, info *ItemInfo) (item T, priority int, err error) {
 	c := b.c
-	c.mu.Lock()
+	if !c.mu.TryLock() { // Lock written out: the call would not be inlined
+		c.mu.LockSlow()
+	}
+	if c.unguarded && info == nil { // a FIFO, so no priority
+		item, _, err = c.get(ctx)
+		c.mu.Unlock()
+		return item, 0, err
+	}
 	defer c.mu.Unlock()
 	item, id, err := c.get(ctx)
 	if err != nil {

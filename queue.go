@@ -83,7 +83,14 @@ func NewTypedWithConfig[T comparable](config TypedQueueConfig[T]) *Typed[T] {
 // Add marks item as needing processing, unless a shutdown has begun.
 func (q *Typed[T]) Add(item T) {
 	hash := q.core.items.Hash(item)
-	q.core.mu.Lock()
+	if !q.core.mu.TryLock() { // Lock written out: the call would not be inlined
+		q.core.mu.LockSlow()
+	}
+	if q.core.unguarded {
+		q.addLocked(item, hash)
+		q.core.mu.Unlock()
+		return
+	}
 	defer q.core.mu.Unlock()
 	q.addLocked(item, hash)
 }

@@ -1161,3 +1161,26 @@ func TestRemoveLayers(t *testing.T) {
 		})
 	}
 }
+
+// Add, Get and Done unlock without a deferred call only on a queue that calls no
+// user code with its lock held: a panic there would leave the queue locked.
+func TestUnguardedOnlyWithoutUserCodeUnderTheLock(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config TypedQueueConfig[string]
+		want   bool
+	}{
+		{"defaults", TypedQueueConfig[string]{}, true},
+		{"named, no provider", TypedQueueConfig[string]{Name: "q"}, true},
+		{"custom storage", TypedQueueConfig[string]{Queue: DefaultQueue[string]()}, false},
+		{"group limits", TypedQueueConfig[string]{GroupLimits: &GroupLimits[string]{Group: func(string) string { return "g" }, Default: 1}}, false},
+		{"metrics provider", TypedQueueConfig[string]{Name: "q", MetricsProvider: nilProvider{}}, false},
+		{"fake clock", TypedQueueConfig[string]{Clock: clocktesting.NewFakeClock(time.Unix(0, 0))}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			q := NewTypedWithConfig(tc.config)
+			defer q.ShutDown()
+			assert.Equal(t, tc.want, q.core.unguarded, "got unguarded %v, want %v", q.core.unguarded, tc.want)
+		})
+	}
+}

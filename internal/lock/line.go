@@ -73,11 +73,14 @@ func Sleep(ctx context.Context, mu *Mutex, line *Line, pending *int, wakeOne fun
 		mu.Lock()
 		*pending--
 	case <-ctx.Done(): // nil, never ready, for context.Background()
+		// ctx's error, fixed once Done is closed, is read before mu is
+		// taken again, so that no method of ctx runs with mu held.
+		err := ctx.Err()
 		mu.Lock()
 		if !w.woken {
 			line.asleep.Remove(w)
 			line.recycle(w)
-			return ctx.Err()
+			return err
 		}
 		// Woken as the context ended: the wakeup is passed on to a
 		// waiter that still wants an item.
@@ -85,7 +88,7 @@ func Sleep(ctx context.Context, mu *Mutex, line *Line, pending *int, wakeOne fun
 		*pending--
 		wakeOne()
 		line.recycle(w)
-		return ctx.Err()
+		return err
 	}
 	line.recycle(w)
 	return nil

@@ -29,15 +29,19 @@ const (
 	maxYielding = time.Millisecond
 )
 
-// Lock locks m, waiting until it is free.
+// Lock locks m, waiting until it is free. With its slow path's call it is
+// too large for the compiler to inline, so the queues' hottest paths write
+// it out: TryLock, and LockSlow if that fails.
 func (m *Mutex) Lock() {
-	if m.mu.TryLock() {
-		return
+	if !m.mu.TryLock() {
+		m.LockSlow()
 	}
-	m.lockSlow()
 }
 
-// lockSlow is Lock on a held mutex. The queues hold their lock for tens
+// TryLock locks m if it is free and reports whether it did.
+func (m *Mutex) TryLock() bool { return m.mu.TryLock() }
+
+// LockSlow is Lock after a TryLock that failed: on a held mutex. The queues hold their lock for tens
 // of nanoseconds. sync.Mutex spins only while its processor has nothing
 // else to run, so on a machine with more runnable goroutines than cores,
 // the shape of a controller manager, a contended Lock parks at once, and
@@ -56,7 +60,7 @@ func (m *Mutex) Lock() {
 // starvation mode TryLock fails even on a free lock, so a newcomer takes
 // the same bounded path to the mutex's queue. docs/bench.md has the
 // measurements behind the constants.
-func (m *Mutex) lockSlow() {
+func (m *Mutex) LockSlow() {
 	for range lockRetries {
 		if m.mu.TryLock() {
 			return

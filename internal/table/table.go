@@ -76,18 +76,20 @@ func (t *Table[T, V]) At(id int32) *Entry[T, V] { return t.entries.At(int(id)) }
 // Insert files item, which the table must not hold, under hash with val and
 // returns its entry and id.
 func (t *Table[T, V]) Insert(item T, hash uint32, val V) (*Entry[T, V], int32) {
-	entry := Entry[T, V]{Item: item, Hash: hash, Val: val}
 	var id int32
+	var entry *Entry[T, V]
 	if t.freePlus1 > 0 {
 		id = int32(t.freePlus1 - 1)
-		t.freePlus1 = t.entries.At(int(id)).Hash
-		*t.entries.At(int(id)) = entry
+		entry = t.entries.At(int(id))
+		t.freePlus1 = entry.Hash
 	} else {
 		id = int32(t.entries.Len())
-		t.entries.Push(entry)
+		t.entries.Push(Entry[T, V]{})
+		entry = t.entries.At(int(id))
 	}
+	*entry = Entry[T, V]{Item: item, Hash: hash, Val: val}
 	t.index.Insert(hash, id)
-	return t.entries.At(int(id)), id
+	return entry, id
 }
 
 // Remove forgets the item with id. It reports whether the table emptied
@@ -95,19 +97,16 @@ func (t *Table[T, V]) Insert(item T, hash uint32, val V) (*Entry[T, V], int32) {
 // by id, which is never longer than the table once was, have grown beyond
 // a chunk, so only then need its owner shrink it.
 func (t *Table[T, V]) Remove(id int32) (shrunk bool) {
-	t.index.Remove(t.entries.At(int(id)).Hash, id)
-	return t.free(id)
-}
-
-// free clears the entry with id, which is in no index, and puts it on the
-// free list. Once the table is empty it lets go of its memory if it held
-// more than a chunk, so that a burst does not pin its memory, and reports
-// that it did. A table that holds a few items at a time allocates nothing,
-// and keeps its entries on the free list when it empties rather than
-// truncating them: an Add/Get/Done cycle, which empties the table every
-// time, then refiles its item from the free list instead of appending it.
-func (t *Table[T, V]) free(id int32) (shrunk bool) {
-	*t.entries.At(int(id)) = Entry[T, V]{Hash: t.freePlus1} // cleared for the garbage collector
+	entry := t.entries.At(int(id))
+	t.index.Remove(entry.Hash, id)
+	// The entry is cleared for the garbage collector and put on the free
+	// list. Once the table is empty it lets go of its memory if it held
+	// more than a chunk, so that a burst does not pin its memory. A table
+	// that holds a few items at a time allocates nothing, and keeps its
+	// entries on the free list when it empties rather than truncating
+	// them: an Add/Get/Done cycle, which empties the table every time,
+	// then refiles its item from the free list instead of appending it.
+	*entry = Entry[T, V]{Hash: t.freePlus1}
 	t.freePlus1 = uint32(id) + 1
 	if t.index.count == 0 && t.entries.Len() > chunked.Size {
 		t.Clear()
