@@ -302,6 +302,7 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 			return q.runAdds(context.Background(), p, calls)
 		})
 		p.steps = newCoalescer(maxBatch, func(calls []stepCall) ([]stepResult, error) { return q.runSteps(p, calls) })
+		p.steps.returns = func(c stepCall) bool { return c.isDone }
 		q.parts = append(q.parts, p)
 	}
 	// One listener per partition waits on Redis for wakeups while a Get
