@@ -1,6 +1,9 @@
 package redisqueue
 
-import "sync"
+import (
+	"runtime"
+	"sync"
+)
 
 // maxBatch bounds the calls one call serves, so that one call stays
 // short (Redis runs nothing else meanwhile) and its reply small.
@@ -15,6 +18,11 @@ const maxBatch = 256
 // when its own batch has run, with that batch's result: a caller is never
 // acknowledged before Redis has its call.
 //
+// With returns set, a batch that ends with calls that come back at once
+// waits for them a little before the next batch starts (see
+// awaitReturns), so that they join it rather than run in a batch of
+// their own.
+//
 // A batch runs on the goroutine of one of its calls: no goroutine waits
 // for work, and a call runs at most one batch, its own.
 type coalescer[In, Out any] struct {
@@ -22,6 +30,12 @@ type coalescer[In, Out any] struct {
 	// run runs one batch; on success it returns one Out for each In, in
 	// order. Its error is every call's.
 	run func(ins []In) ([]Out, error)
+
+	// returns, if set, tells the calls that come back at once when they
+	// return (a worker's Done, followed by its next Get); yield lets
+	// other goroutines run (runtime.Gosched). See awaitReturns.
+	returns func(In) bool
+	yield   func()
 
 	mu      sync.Mutex
 	running bool                      // a batch runs; its calls are out of waiting
@@ -38,7 +52,41 @@ type coalescedCall[In, Out any] struct {
 }
 
 func newCoalescer[In, Out any](max int, run func([]In) ([]Out, error)) *coalescer[In, Out] {
-	return &coalescer[In, Out]{max: max, run: run}
+	return &coalescer[In, Out]{max: max, run: run, yield: runtime.Gosched}
+}
+
+// returnYields bounds how many times the call that ran a batch yields
+// for the batch's returning calls to come back (see awaitReturns).
+const returnYields = 20
+
+// awaitReturns is called by call, which ran batch, with c.mu held, before
+// the next batch starts. Without it, the first of the batch's returning
+// calls to come back finds no batch running and runs one alone, while
+// the others come back behind it. So while fewer calls wait than those
+// waiting before plus the batch's returning calls other than call
+// (which cannot be back before this returns), up to max, it yields, at
+// most returnYields times: a returning call is usually runnable already
+// and joins the waiting calls within a yield or two. A returning call
+// that does not come back delays the next batch by the yields only.
+func (c *coalescer[In, Out]) awaitReturns(batch []*coalescedCall[In, Out], call *coalescedCall[In, Out]) {
+	if c.returns == nil {
+		return
+	}
+	want := len(c.waiting)
+	for _, b := range batch {
+		if b != call && c.returns(b.in) {
+			want++
+		}
+	}
+	want = min(want, c.max)
+	for range returnYields {
+		if len(c.waiting) >= want {
+			return
+		}
+		c.mu.Unlock()
+		c.yield()
+		c.mu.Lock()
+	}
 }
 
 // do runs in with the next batch and returns its result.
@@ -77,6 +125,7 @@ func (c *coalescer[In, Out]) do(in In) (Out, error) {
 	}
 
 	c.mu.Lock()
+	c.awaitReturns(batch, call)
 	if len(c.waiting) > 0 {
 		c.waiting[0].turn <- true
 	} else {

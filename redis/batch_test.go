@@ -3,6 +3,7 @@ package redisqueue
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -118,4 +119,79 @@ func TestCoalescerConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestCoalescerAwaitsReturns checks that the calls of a batch that come
+// back at once (Dones, whose workers call Get next) run together in the
+// next batch instead of the first of them alone, that a returning call
+// that does not come back delays the next batch by returnYields yields
+// only, and that without returning calls no batch yields.
+func TestCoalescerAwaitsReturns(t *testing.T) {
+	tests := []struct {
+		name string
+		// Call 0 runs the first batch alone; waiting come meanwhile.
+		waiting []int
+		// returning are the calls the coalescer expects back; back those
+		// that come back, as call id+10 (not returning), at once.
+		returning, back []int
+		batches         [][]int // each sorted
+		yields          int
+	}{
+		{name: "returning calls come back to one batch", waiting: []int{1, 2, 3}, returning: []int{2, 3}, back: []int{2, 3},
+			batches: [][]int{{0}, {1, 2, 3}, {12, 13}}, yields: 1},
+		{name: "a returning call that does not come back", waiting: []int{1, 2}, returning: []int{2},
+			batches: [][]int{{0}, {1, 2}}, yields: returnYields},
+		{name: "no returning calls", waiting: []int{1, 2}, back: []int{2},
+			batches: [][]int{{0}, {1, 2}, {12}}, yields: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var mu sync.Mutex
+				var batches [][]int
+				release := make(chan struct{})
+				c := newCoalescer(maxBatch, func(ins []int) ([]int, error) {
+					mu.Lock()
+					first := len(batches) == 0
+					batches = append(batches, slices.Sorted(slices.Values(ins)))
+					mu.Unlock()
+					if first {
+						<-release
+					}
+					return ins, nil
+				})
+				c.returns = func(in int) bool { return slices.Contains(tt.returning, in) }
+				yields := 0
+				c.yield = func() {
+					yields++
+					synctest.Wait() // every other call has come back, or never will
+				}
+				var wg sync.WaitGroup
+				call := func(in int) {
+					wg.Go(func() {
+						out, err := c.do(in)
+						require.NoError(t, err)
+						require.Equal(t, in, out)
+						if slices.Contains(tt.back, in) {
+							out, err = c.do(in + 10)
+							require.NoError(t, err)
+							require.Equal(t, in+10, out)
+						}
+					})
+				}
+				call(0)
+				synctest.Wait()
+				for _, in := range tt.waiting {
+					call(in)
+					synctest.Wait()
+				}
+				close(release)
+				wg.Wait()
+				assert.Equal(t, tt.batches, batches)
+				assert.Equal(t, tt.yields, yields, "yields")
+				assert.False(t, c.running, "a batch still marked running")
+				assert.Empty(t, c.waiting)
+			})
+		})
+	}
 }

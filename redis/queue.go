@@ -301,7 +301,11 @@ func New[T comparable](client redis.UniversalClient, name string, opts Options[T
 		p.adds = newCoalescer(maxBatch, func(calls []addCall) ([]int64, error) {
 			return q.runAdds(context.Background(), p, calls)
 		})
+		// An adder usually adds again at once (a handler's events, a
+		// list's keys); a worker whose Done returned calls Get.
+		p.adds.returns = func(addCall) bool { return true }
 		p.steps = newCoalescer(maxBatch, func(calls []stepCall) ([]stepResult, error) { return q.runSteps(p, calls) })
+		p.steps.returns = func(c stepCall) bool { return c.isDone }
 		q.parts = append(q.parts, p)
 	}
 	// One listener per partition waits on Redis for wakeups while a Get
