@@ -944,27 +944,6 @@ func TestRunnerLogLevels(t *testing.T) {
 	}
 }
 
-// TestRunnerHandsRetriesToTheQueueAtStop checks that the retry of a
-// reconcile in flight when Run's context ends reaches the queue before Run
-// shuts it down, so that a queue shared with other processes keeps it.
-func TestRunnerHandsRetriesToTheQueueAtStop(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
-		runner := NewRunner(q, func(context.Context, string) (Result, error) {
-			time.Sleep(time.Second)
-			return Result{}, errors.New("boom")
-		}, WithLogger(slog.New(slog.DiscardHandler)))
-		ctx, cancel := context.WithCancel(t.Context())
-		exited := startRunner(ctx, runner, 1)
-		q.Add("a")
-		synctest.Wait() // "a" is being reconciled
-		cancel()
-		<-exited
-		assert.Equal(t, 1, q.NumRequeues("a"), "the retry was added before the shutdown")
-		assert.True(t, q.ShuttingDown())
-	})
-}
-
 // TestRunnerWarnsOfAFailureAsItStops checks that a reconcile that fails
 // while Run stops is logged at warn level, whatever the retry level, as its
 // retry goes to a queue that is about to shut down.
@@ -1125,8 +1104,9 @@ type clientGoQueue struct {
 
 // TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce pins Run's doc:
 // when its context ends, a queue with GetContext is shut down after the
-// retries of the reconciles in flight reached it, one without at once, the
-// one way to end a Get, so that those retries are dropped.
+// retries of the reconciles in flight reached it (so that a queue shared
+// with other processes keeps them), one without at once, the one way to
+// end a Get, so that those retries are dropped.
 func TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce(t *testing.T) {
 	tests := []struct {
 		name         string
