@@ -147,7 +147,11 @@ func (q *TypedDelayingQueue[T]) addCancellingDelay(item T, retry bool) {
 func (q *TypedDelayingQueue[T]) addCancellingDelayLinked(item T, retry bool, link *TraceLink) {
 	t := q.typed
 	if t == nil {
-		q.own.addCancellingDelay(item, retry)
+		add := q.own.queue.Add
+		if retry {
+			add = q.own.addNow
+		}
+		q.own.addCancellingDelay(item, add)
 		return
 	}
 	hash := t.core.items.Hash(item)
@@ -305,15 +309,13 @@ func (o *ownDelays[T]) GetWithInfoContext(ctx context.Context) (T, ItemInfo, err
 	return getWithInfo(ctx, o.queue)
 }
 
-func (o *ownDelays[T]) addCancellingDelay(item T, retry bool) {
+// addCancellingDelay takes item out of the waiting items and adds it with
+// add as one step, under mu: the delay goroutine cannot add it in between.
+func (o *ownDelays[T]) addCancellingDelay(item T, add func(T)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.delays.remove(item)
-	if retry {
-		o.addNow(item)
-		return
-	}
-	o.queue.Add(item)
+	add(item)
 }
 
 // addNow adds item at once and counts the retry if the add will be

@@ -177,10 +177,7 @@ func (q *TypedDelayingQueue[T]) addContextOutside(ctx context.Context, item T) {
 	case !ok || q.debounce.enabled():
 		q.Add(item)
 	case q.addCancelsDelay:
-		q.own.mu.Lock()
-		defer q.own.mu.Unlock()
-		q.own.delays.remove(item)
-		a.AddContext(ctx, item)
+		q.own.addCancellingDelay(item, func(item T) { a.AddContext(ctx, item) })
 	default:
 		a.AddContext(ctx, item)
 	}
