@@ -38,7 +38,7 @@ type Base[T comparable] struct {
 	// queue's.
 	provider MetricsProvider
 	name     string
-	source   MetricsSource
+	source   metricsSource
 	// clock and maxPark serve a layer over a queue from outside: the time
 	// of a Snapshot of a queue without one, and the wait of a Park over a
 	// queue that cannot park.
@@ -424,7 +424,7 @@ func (b *Base[T]) ShuttingDown() bool {
 // MetricsConfig returns the provider the queue records its metrics with, its
 // config's, else SetProvider's when it was made (nil if neither), and its
 // config's Name. A rate-limiting queue returns those of its DelayingQueue, nil
-// and "" if that is not a [MetricsSource].
+// and "" if that has no MetricsConfig method.
 func (b *Base[T]) MetricsConfig() (MetricsProvider, string) {
 	if b.source != nil {
 		return b.source.MetricsConfig()

@@ -30,10 +30,9 @@ type TypedRateLimitingInterface[T comparable] interface {
 	NumRequeues(item T) int
 }
 
-// The capabilities below are what this package's queues and Runner look
-// for in a queue they are given, which may be one from outside this
-// package: each layer uses what the queue below it has and falls back
-// where it has not. Who implements which:
+// The capabilities below are what this package's queues look for in a
+// queue they are given, which may be one from outside this package: each
+// layer uses what the queue below it has and falls back where it has not. Who implements which:
 //
 //	                 Typed  TypedDelayingQueue  TypedRateLimitingQueue  TypedPriorityQueue
 //	addStopper       yes    yes                 -                       -
@@ -44,8 +43,8 @@ type TypedRateLimitingInterface[T comparable] interface {
 //	groupLimiter     yes    yes                 yes                     yes
 //	parkingQueue     yes    yes                 Base's, not used        yes
 //	ownParkBackoff   -      -                   yes                     -
-//	Prioritized      -      -                   -                       yes
-//	InfoGetter       yes    yes                 yes                     yes
+//	infoGetter       yes    yes                 yes                     yes
+//	metricsSource    yes    yes                 yes                     yes
 //	rescheduler      -      yes                 yes                     yes
 //	retryAdder       -      yes                 -                       -
 //
@@ -96,11 +95,10 @@ type AddOpts struct {
 	Reschedule  bool          // the delay replaces the pending one; never debounced
 }
 
-// Prioritized is a queue with priorities, as [TypedPriorityQueue] and the Redis
-// queue are; a [Runner] over one retries and requeues items at their priority.
-type Prioritized[T comparable] interface {
-	GetWithPriorityContext(ctx context.Context) (item T, priority int, err error)
-	AddWithOpts(opts AddOpts, items ...T)
+// metricsSource is a queue that tells its provider and name, which a
+// rate-limiting queue over it reports as its own.
+type metricsSource interface {
+	MetricsConfig() (provider MetricsProvider, name string)
 }
 
 // groupLimiter is the SetGroupLimit method of this package's queues.

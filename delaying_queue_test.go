@@ -319,6 +319,11 @@ func TestAddCancelsDelayWithADelayingQueuePanics(t *testing.T) {
 	})
 }
 
+// outsideQueue is a queue from outside this package, without GetContext.
+type outsideQueue struct {
+	TypedInterface[string]
+}
+
 // TestDebounceOfAReadyItem pins the Debounce field's doc: an add of an
 // item already queued changes nothing over this package's Queue, but over
 // one from outside, which cannot tell that it holds the item, it begins a

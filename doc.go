@@ -14,6 +14,7 @@
 //     records no failure; queued items are still handed out.
 //
 // The constructors are client-go's and return [Typed],
-// [TypedDelayingQueue], [TypedRateLimitingQueue] and [TypedPriorityQueue];
-// [Runner] runs the worker loop over any of them. docs/design.md lists where this package differs from client-go.
+// [TypedDelayingQueue], [TypedRateLimitingQueue] and [TypedPriorityQueue].
+// Package reconcile runs the worker loop over the last two. docs/design.md
+// lists where this package differs from client-go.
 package workqueue

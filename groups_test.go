@@ -299,53 +299,6 @@ func TestGroupLimitsGetWaitsThroughShutdown(t *testing.T) {
 	}
 }
 
-// TestRunnerGroupLimits runs a Runner of four workers on the rate-limiting
-// and priority queues with a limit of one per group: while the hot group's first item is
-// reconciled, its other items wait and the three light groups' items are
-// reconciled beside it, each worker busy, none waiting for a slot.
-func TestRunnerGroupLimits(t *testing.T) {
-	for _, q := range groupQueues[1:] { // the Runner needs a rate-limiting queue
-		t.Run(q.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				queue := q.make(GroupLimits[string]{Group: tenantOf, Default: 1})
-				for i := range 10 {
-					queue.Add(fmt.Sprint("hot/", i))
-				}
-				for _, item := range []string{"a/1", "b/1", "c/1"} {
-					queue.Add(item)
-				}
-				release := make(chan struct{})
-				var mu sync.Mutex
-				inFlight, most := map[string]int{}, map[string]int{}
-				var started []string
-				runner := NewRunner(queue.(TypedRateLimitingInterface[string]), func(ctx context.Context, item string) (Result, error) {
-					g := tenantOf(item)
-					mu.Lock()
-					inFlight[g]++
-					most[g] = max(most[g], inFlight[g])
-					started = append(started, g)
-					mu.Unlock()
-					<-release
-					mu.Lock()
-					inFlight[g]--
-					mu.Unlock()
-					return Result{}, nil
-				}, WithDrain())
-				exited := make(chan struct{})
-				go func() { runner.Run(t.Context(), 4); close(exited) }()
-				synctest.Wait()
-				mu.Lock()
-				assert.ElementsMatch(t, []string{"hot", "a", "b", "c"}, started, "the light groups pass the hot one's waiting items")
-				mu.Unlock()
-				close(release)
-				queue.ShutDownWithDrain()
-				<-exited
-				assert.Equal(t, map[string]int{"hot": 1, "a": 1, "b": 1, "c": 1}, most)
-			})
-		})
-	}
-}
-
 // TestGroupLimitsAfterABurst drains a burst of more items than a chunk of
 // the queue's arrays, one group each, so that the queue lets go of the
 // burst's memory, and checks that it keeps no group afterwards.

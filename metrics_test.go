@@ -332,13 +332,13 @@ type addShutter interface {
 }
 
 // TestSetProvider checks that SetProvider's provider reaches the queues of
-// every kind made after it without one, their Runner included, and not
+// every kind made after it without one, and not
 // those made before it or with their own.
 func TestSetProvider(t *testing.T) {
 	defer SetProvider(nil)
 	before := NewTypedWithConfig(TypedQueueConfig[string]{Name: "before", Logger: slog.New(slog.DiscardHandler)})
 	defer before.ShutDown()
-	global := runnerRecordingProvider{&recordingProvider{}}
+	global := &recordingProvider{}
 	SetProvider(global)
 	own := &recordingProvider{}
 	queues := []struct {
@@ -366,7 +366,7 @@ func TestSetProvider(t *testing.T) {
 		queue := q.make()
 		queue.Add("a")
 		queue.Add("b")
-		provider, name := queue.(MetricsSource).MetricsConfig()
+		provider, name := queue.(metricsSource).MetricsConfig()
 		if q.name == "own" {
 			assert.Equal(t, 2.0, own.value("own", "depth"))
 			assert.Same(t, own, provider)

@@ -15,7 +15,6 @@ import (
 // TypedPriorityQueue's row of the capabilities table (capabilities.go).
 var (
 	_ parkingQueue[int] = (*TypedPriorityQueue[int])(nil)
-	_ Prioritized[int]  = (*TypedPriorityQueue[int])(nil)
 	_ rescheduler[int]  = (*TypedPriorityQueue[int])(nil)
 	_ additions[int]    = (*TypedPriorityQueue[int])(nil)
 )

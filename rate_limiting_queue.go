@@ -80,7 +80,7 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 		q.Base = d.Base
 	} else {
 		q.Base = Base[T]{below: config.DelayingQueue}
-		q.Base.source, _ = config.DelayingQueue.(MetricsSource)
+		q.Base.source, _ = config.DelayingQueue.(metricsSource)
 	}
 	q.Base.top, q.Base.lim, q.Base.clock, q.Base.maxPark = q, &q.lim, config.Clock, maxPark
 	return q

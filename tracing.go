@@ -8,13 +8,18 @@ import (
 	"time"
 )
 
-// The four queues' row of InfoGetter in the capabilities table
+// The four queues' rows of infoGetter and metricsSource in the capabilities table
 // (capabilities.go).
 var (
-	_ InfoGetter[int] = (*Typed[int])(nil)
-	_ InfoGetter[int] = (*TypedDelayingQueue[int])(nil)
-	_ InfoGetter[int] = (*TypedRateLimitingQueue[int])(nil)
-	_ InfoGetter[int] = (*TypedPriorityQueue[int])(nil)
+	_ infoGetter[int] = (*Typed[int])(nil)
+	_ infoGetter[int] = (*TypedDelayingQueue[int])(nil)
+	_ infoGetter[int] = (*TypedRateLimitingQueue[int])(nil)
+	_ infoGetter[int] = (*TypedPriorityQueue[int])(nil)
+
+	_ metricsSource = (*Typed[int])(nil)
+	_ metricsSource = (*TypedDelayingQueue[int])(nil)
+	_ metricsSource = (*TypedRateLimitingQueue[int])(nil)
+	_ metricsSource = (*TypedPriorityQueue[int])(nil)
 )
 
 // MaxTraceLinks is how many adds' links a queue keeps for one hand-out of
@@ -84,31 +89,20 @@ type ItemInfo struct {
 	DroppedLinks int // the links left out
 }
 
-// InfoGetter hands out items with their [ItemInfo], as this package's queues
-// do; a [Runner] uses it to record waits and link adds, but not a method a
-// queue gets by embedding one, which may bypass its GetContext.
-type InfoGetter[T comparable] interface {
+// infoGetter is a queue from outside this package that hands out items
+// with their ItemInfo.
+type infoGetter[T comparable] interface {
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
 }
 
-// ReconcileSpan is what a [TracingProvider] records of one reconcile.
-type ReconcileSpan struct {
-	Queue   string        // the queue's name
-	Attempt int           // NumRequeues of the item at its hand-out, plus 1
-	Queued  time.Duration // from Info.Added to the start; 0 if Info.Added is zero
-	Info    ItemInfo      // the hand-out's priority and links
-}
-
 // TracingProvider is a [MetricsProvider] that also traces: a queue made with
-// it keeps the links of adds made with a context ([Base.AddContext])
-// until the item's hand-out, and a [Runner] over it traces each reconcile;
-// other queues store no link. Its methods must be safe for concurrent use.
+// it keeps the links of adds made with a context ([Base.AddContext]) until
+// the item's hand-out, in [ItemInfo.Links]; other queues store no link. Its
+// methods must be safe for concurrent use.
 type TracingProvider interface {
 	MetricsProvider
 	// TraceLink returns the link to the span ctx carries; false if none.
 	TraceLink(ctx context.Context) (TraceLink, bool)
-	// StartReconcile starts a reconcile's span, returning ctx with it and the function the Runner calls with the outcome to end it.
-	StartReconcile(ctx context.Context, span ReconcileSpan) (context.Context, func(Result, error))
 }
 
 // AddContext is Add that also links the span ctx carries, if the queue's
@@ -224,7 +218,7 @@ func (q *TypedPriorityQueue[T]) addContext(ctx context.Context, item T) {
 }
 
 // GetWithInfoContext is GetContext that also returns the item's [ItemInfo];
-// over a queue from outside, that queue's if it is an [InfoGetter], else zero.
+// over a queue from outside, that queue's if it has the method, else zero.
 func (b *Base[T]) GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error) {
 	if b.c == nil {
 		return getWithInfo(ctx, b.outside("GetWithInfoContext"))
@@ -239,7 +233,7 @@ func (b *Base[T]) GetWithInfoContext(ctx context.Context) (item T, info ItemInfo
 // getWithInfo calls q's GetWithInfoContext, or its GetContext, if it has
 // one.
 func getWithInfo[T comparable](ctx context.Context, q TypedInterface[T]) (item T, info ItemInfo, err error) {
-	if g, ok := q.(InfoGetter[T]); ok {
+	if g, ok := q.(infoGetter[T]); ok {
 		return g.GetWithInfoContext(ctx)
 	}
 	item, err = getContext(ctx, q)

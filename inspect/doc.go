@@ -8,7 +8,7 @@
 //
 //	h := inspect.NewHandler()
 //	failures := inspect.Register(h, "pods", queue)
-//	runner := workqueue.NewRunner(queue, reconcile, workqueue.WithErrorObserver(failures))
+//	runner := reconcile.NewRunner(queue, reconcileKey, reconcile.WithErrorObserver(failures))
 //	mux.Handle("/debug/queues", h)
 //
 // For each queue the page shows, in this order:

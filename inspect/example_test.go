@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/inspect"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // Example registers a queue, wires its Runner's failures to the inspector
@@ -23,18 +24,18 @@ func Example() {
 	failures := inspect.Register(h, "pods", queue)
 
 	stuck, unblock := make(chan struct{}), make(chan struct{})
-	runner := workqueue.NewRunner(queue,
-		func(ctx context.Context, key string) (workqueue.Result, error) {
+	runner := reconcile.NewRunner(queue,
+		func(ctx context.Context, key string) (reconcile.Result, error) {
 			if key == "default/stuck" {
 				close(stuck)
 				<-unblock
-				return workqueue.Result{}, nil
+				return reconcile.Result{}, nil
 			}
-			return workqueue.Result{}, errors.New("image not found")
+			return reconcile.Result{}, errors.New("image not found")
 		},
-		workqueue.WithErrorObserver(failures), // the inspector hears of each failure
-		workqueue.WithMaxRetries(0),
-		workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		reconcile.WithErrorObserver(failures), // the inspector hears of each failure
+		reconcile.WithMaxRetries(0),
+		reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/utils/clock"
 
-	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // maxErrorText bounds the error text kept for a failed key, in bytes.
@@ -35,8 +35,8 @@ const (
 )
 
 // Failures is a registered queue's record of failed reconciles. It is the
-// [workqueue.ErrorObserver] to give the queue's Runner, with
-// [workqueue.WithErrorObserver]; a loop written by hand can call its
+// [reconcile.ErrorObserver] to give the queue's Runner, with
+// [reconcile.WithErrorObserver]; a loop written by hand can call its
 // methods itself. It keeps, within the handler's limit of keys (see
 // [WithLimit]):
 //   - the failing keys: those whose last reconcile failed, each with its
@@ -76,7 +76,7 @@ type Failures struct {
 	watched atomic.Int64
 }
 
-var _ workqueue.ErrorObserver = (*Failures)(nil)
+var _ reconcile.ErrorObserver = (*Failures)(nil)
 
 type failure struct {
 	failures  int
@@ -93,7 +93,7 @@ func newFailures(limit int, c clock.PassiveClock, format func(any) string, shutt
 
 // ObserveError records that a reconcile of item failed with err, the
 // failures-th failure in a row, and whether it is retried; see
-// [workqueue.ErrorObserver]. A key not retried shows as [GivenUp], or as
+// [reconcile.ErrorObserver]. A key not retried shows as [GivenUp], or as
 // [DroppedAtShutdown] if its queue is shutting down. item should be of the
 // queue's item type; an item of another type is shown as fmt.Sprint shows
 // it. It panics if item is not comparable, as no queue's item is, and on a
@@ -177,7 +177,7 @@ func (f *Failures) putRecent(item any, entry failure) {
 
 // ObserveSuccess records that a reconcile of item succeeded: it leaves the
 // failing keys, and its recent failure, if listed, shows as [Succeeded].
-// See [workqueue.ErrorObserver]. It panics on a Failures not made by
+// See [reconcile.ErrorObserver]. It panics on a Failures not made by
 // [Register].
 func (f *Failures) ObserveSuccess(item any) {
 	f.check()

@@ -130,7 +130,7 @@ func FormatKeys[T comparable](format func(T) string) KeyOption[T] {
 
 // Register adds queue to h under name, to be shown after the queues
 // registered before it, and returns the queue's [Failures]: give it to the
-// queue's Runner with [workqueue.WithErrorObserver] to show its failures.
+// queue's Runner with [reconcile.WithErrorObserver] to show its failures.
 // Register takes the queue's first snapshot, from which on the queue
 // records when it hands out each item.
 //

@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
@@ -646,12 +647,12 @@ func TestRunnerReportsToFailures(t *testing.T) {
 		h := NewHandler()
 		failures := Register(h, "q", q)
 		var fixed sync.Map
-		runner := workqueue.NewRunner(q, func(_ context.Context, key string) (workqueue.Result, error) {
+		runner := reconcile.NewRunner(q, func(_ context.Context, key string) (reconcile.Result, error) {
 			if _, ok := fixed.Load(key); ok {
-				return workqueue.Result{}, nil
+				return reconcile.Result{}, nil
 			}
-			return workqueue.Result{}, fmt.Errorf("cannot reconcile %s", key)
-		}, workqueue.WithErrorObserver(failures), workqueue.WithMaxRetries(3), workqueue.WithLogger(nopLogger))
+			return reconcile.Result{}, fmt.Errorf("cannot reconcile %s", key)
+		}, reconcile.WithErrorObserver(failures), reconcile.WithMaxRetries(3), reconcile.WithLogger(nopLogger))
 		ctx, cancel := context.WithCancel(t.Context())
 		done := make(chan struct{})
 		go func() {

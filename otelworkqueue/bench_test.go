@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // BenchmarkCycle measures one add, hand-out and Done of a string key with
@@ -50,8 +51,8 @@ func BenchmarkCycle(b *testing.B) {
 				q.AddContext(adder, key)
 				item, info, _ := q.GetWithInfoContext(ctx)
 				if mode == "addcontext+span" {
-					_, end := p.StartReconcile(ctx, workqueue.ReconcileSpan{Queue: "bench", Attempt: 1, Info: info})
-					end(workqueue.Result{}, nil)
+					_, end := p.StartReconcile(ctx, reconcile.Span{Queue: "bench", Attempt: 1, Info: info})
+					end(reconcile.Result{}, nil)
 				}
 				q.Done(item)
 			}

@@ -46,9 +46,9 @@
 // workqueue.delayed_items. workqueue.queue_duration and
 // workqueue.reconcile_wait run from the add that made the item ready since
 // its last hand-out (for a delayed or debounced add, the end of its delay).
-// The last six are a [workqueue.Runner]'s, over a queue that has the
+// The last six are a [reconcile.Runner]'s, over a queue that has the
 // provider; workqueue.reconciles has a second attribute, result, one of
-// [workqueue.ResultSuccess] and the constants after it.
+// [reconcile.ResultSuccess] and the constants after it.
 // workqueue.depth_by_priority has a second attribute, priority, with at
 // most [MaxPriorityValues] values per queue and "other" for the rest;
 // workqueue.wakes has a second attribute, event, bounded the same way by
@@ -61,7 +61,7 @@
 // until the item is handed out; Add links nothing. Adds
 // merged into one hand-out keep at most [workqueue.MaxTraceLinks] (8)
 // span contexts, the first ones, and count the others. A
-// [workqueue.Runner] over the queue starts one span per reconcile:
+// [reconcile.Runner] over the queue starts one span per reconcile:
 //
 //   - named "reconcile NAME" ("reconcile" on an unnamed queue), of kind
 //     consumer, the root of a new trace;

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/otelworkqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // A queue's metrics read through an OpenTelemetry SDK reader; a program
@@ -59,9 +60,9 @@ func Example_tracing() {
 		span.End()
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	runner := workqueue.NewRunner(queue, func(ctx context.Context, key string) (workqueue.Result, error) {
+	runner := reconcile.NewRunner(queue, func(ctx context.Context, key string) (reconcile.Result, error) {
 		stop() // one reconcile, then Run returns
-		return workqueue.Result{}, nil
+		return reconcile.Result{}, nil
 	})
 	runner.Run(ctx, 1)
 

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // ScopeName is the instrumentation scope of the meter a [Provider] uses.
@@ -22,7 +23,7 @@ const ScopeName = "github.com/go-workqueue/workqueue/otelworkqueue"
 // instruments of one meter, and traces reconciles. It implements
 // [workqueue.MetricsProvider], [workqueue.DelayedItemsMetricsProvider],
 // [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider],
+// [workqueue.GroupMetricsProvider], [reconcile.MetricsProvider],
 // [workqueue.UnfinishedWorkUpdatePeriodProvider] and
 // [workqueue.TracingProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
@@ -58,7 +59,7 @@ var (
 	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
 	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
-	_ workqueue.RunnerMetricsProvider              = (*Provider)(nil)
+	_ reconcile.MetricsProvider                    = (*Provider)(nil)
 	_ workqueue.TracingProvider                    = (*Provider)(nil)
 )
 
@@ -384,10 +385,10 @@ func (w *wakes) Inc(event string) { w.c.Add(bg, 1, w.of(event)) }
 
 // NewReconcilesMetric returns the workqueue.reconciles counter of the queue
 // name, with the attributes name and result.
-func (p *Provider) NewReconcilesMetric(name string) workqueue.ResultCounterMetric {
+func (p *Provider) NewReconcilesMetric(name string) reconcile.ResultCounter {
 	r := &reconciles{c: p.reconciles, byResult: map[string]metric.MeasurementOption{}}
-	for _, result := range []string{workqueue.ResultSuccess, workqueue.ResultRequeue, workqueue.ResultRequeueAfter,
-		workqueue.ResultParked, workqueue.ResultError, workqueue.ResultGivenUp, workqueue.ResultTerminal, workqueue.ResultPanic} {
+	for _, result := range []string{reconcile.ResultSuccess, reconcile.ResultRequeue, reconcile.ResultRequeueAfter,
+		reconcile.ResultParked, reconcile.ResultError, reconcile.ResultGivenUp, reconcile.ResultTerminal, reconcile.ResultPanic} {
 		r.byResult[result] = metric.WithAttributeSet(attribute.NewSet(attribute.String("name", name), attribute.String("result", result)))
 	}
 	return r

@@ -31,6 +31,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 func TestMain(m *testing.M) {
@@ -252,9 +253,9 @@ func TestPrometheusExporterKeepsTheNames(t *testing.T) {
 		x, _ = timed.Get() // back after its park timed out
 		timed.Done(x)
 
-		runner := workqueue.NewRunner(q, func(context.Context, string) (workqueue.Result, error) {
-			return workqueue.Result{}, errors.New("boom")
-		}, workqueue.WithMaxRetries(0), workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		runner := reconcile.NewRunner(q, func(context.Context, string) (reconcile.Result, error) {
+			return reconcile.Result{}, errors.New("boom")
+		}, reconcile.WithMaxRetries(0), reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 		ctx, cancel := context.WithCancel(t.Context())
 		go runner.Run(ctx, 1)
 		synctest.Wait()
@@ -303,14 +304,14 @@ func TestRunnerMetrics(t *testing.T) {
 				Name: "ctl", MetricsProvider: NewProvider(WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))),
 			})
 		release := make(chan struct{})
-		runner := workqueue.NewRunner(q, func(_ context.Context, item string) (workqueue.Result, error) {
+		runner := reconcile.NewRunner(q, func(_ context.Context, item string) (reconcile.Result, error) {
 			<-release
 			time.Sleep(2 * time.Second)
 			if item == "bad" {
-				return workqueue.Result{}, workqueue.TerminalError(errors.New("bad spec"))
+				return reconcile.Result{}, reconcile.TerminalError(errors.New("bad spec"))
 			}
-			return workqueue.Result{}, nil
-		}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+			return reconcile.Result{}, nil
+		}, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 		q.Add("good")
 		q.Add("bad")
 		time.Sleep(time.Second) // each waits 1 s for Run
@@ -456,8 +457,8 @@ func TestGlobalProvidersSetLater(t *testing.T) {
 		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(globals.spans)))
 	})
 	p.NewAddsMetric(name).Inc()
-	_, end := p.StartReconcile(context.Background(), workqueue.ReconcileSpan{Queue: name, Attempt: 1})
-	end(workqueue.Result{}, nil)
+	_, end := p.StartReconcile(context.Background(), reconcile.Span{Queue: name, Attempt: 1})
+	end(reconcile.Result{}, nil)
 	assert.Equal(t, int64(1), collect(t, globals.reader)["workqueue.adds"]["name="+name])
 	var ended []string
 	for _, s := range globals.spans.Ended() {

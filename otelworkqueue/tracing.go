@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // The attributes of a reconcile's span.
@@ -37,7 +38,7 @@ func (p *Provider) TraceLink(ctx context.Context) (workqueue.TraceLink, bool) {
 // root of a new trace, with a link to each add the reconcile serves and
 // the attributes above; the function it returns sets an error status with
 // the reconcile's error and ends the span.
-func (p *Provider) StartReconcile(ctx context.Context, s workqueue.ReconcileSpan) (context.Context, func(workqueue.Result, error)) {
+func (p *Provider) StartReconcile(ctx context.Context, s reconcile.Span) (context.Context, func(reconcile.Result, error)) {
 	links := make([]trace.Link, 0, len(s.Info.Links))
 	for _, l := range s.Info.Links {
 		state, _ := trace.ParseTraceState(l.State)
@@ -62,7 +63,7 @@ func (p *Provider) StartReconcile(ctx context.Context, s workqueue.ReconcileSpan
 	}
 	ctx, span := p.tracer.Start(ctx, name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithLinks(links...), trace.WithAttributes(attrs...))
-	return ctx, func(_ workqueue.Result, err error) {
+	return ctx, func(_ reconcile.Result, err error) {
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // tracedQueue is what the tracing tests use of a queue.
@@ -30,9 +31,9 @@ type tracedQueue interface {
 
 // traceRun is one scripted run: script adds and wakes with add, which
 // returns the adder's span context, while a Runner with two workers
-// reconciles with reconcile; it returns the reconcile spans in the order
+// reconciles with reconcileItem; it returns the reconcile spans in the order
 // they started.
-func traceRun(t *testing.T, priority bool, reconcile workqueue.ReconcileFunc[string],
+func traceRun(t *testing.T, priority bool, reconcileItem reconcile.Func[string],
 	script func(q tracedQueue, add func(item string) trace.SpanContext)) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	var spans []sdktrace.ReadOnlySpan
@@ -54,7 +55,7 @@ func traceRun(t *testing.T, priority bool, reconcile workqueue.ReconcileFunc[str
 			q.AddContext(ctx, item)
 			return span.SpanContext()
 		}
-		runner := workqueue.NewRunner[string](q, reconcile, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		runner := reconcile.NewRunner[string](q, reconcileItem, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := make(chan struct{})
 		go func() { defer close(exited); runner.Run(ctx, 2) }()
@@ -89,18 +90,18 @@ func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
 
 // busy reconciles in 1 s, so that two workers busy with two items leave
 // the next ones queued while the script adds them.
-func busy(context.Context, string) (workqueue.Result, error) {
+func busy(context.Context, string) (reconcile.Result, error) {
 	time.Sleep(time.Second)
-	return workqueue.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 func TestReconcileSpans(t *testing.T) {
 	t.Run("one add", func(t *testing.T) {
 		var a trace.SpanContext
 		var inReconcile trace.SpanContext
-		spans := traceRun(t, false, func(ctx context.Context, _ string) (workqueue.Result, error) {
+		spans := traceRun(t, false, func(ctx context.Context, _ string) (reconcile.Result, error) {
 			inReconcile = trace.SpanContextFromContext(ctx)
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		}, func(_ tracedQueue, add func(string) trace.SpanContext) {
 			a = add("a")
 		})
@@ -141,9 +142,9 @@ func TestReconcileSpans(t *testing.T) {
 	})
 	t.Run("an add while processing links the next reconcile", func(t *testing.T) {
 		var first, second trace.SpanContext
-		spans := traceRun(t, false, func(context.Context, string) (workqueue.Result, error) {
+		spans := traceRun(t, false, func(context.Context, string) (reconcile.Result, error) {
 			time.Sleep(time.Second)
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		}, func(_ tracedQueue, add func(string) trace.SpanContext) {
 			first = add("a")
 			time.Sleep(time.Millisecond)
@@ -157,11 +158,11 @@ func TestReconcileSpans(t *testing.T) {
 	t.Run("a retry links the same adds, with its attempt", func(t *testing.T) {
 		var a trace.SpanContext
 		calls := 0
-		spans := traceRun(t, false, func(context.Context, string) (workqueue.Result, error) {
+		spans := traceRun(t, false, func(context.Context, string) (reconcile.Result, error) {
 			if calls++; calls == 1 {
-				return workqueue.Result{}, errors.New("boom")
+				return reconcile.Result{}, errors.New("boom")
 			}
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		}, func(_ tracedQueue, add func(string) trace.SpanContext) {
 			a = add("a")
 		})
@@ -178,11 +179,11 @@ func TestReconcileSpans(t *testing.T) {
 	t.Run("a park keeps the links for the reconcile after the wake", func(t *testing.T) {
 		var a trace.SpanContext
 		calls := 0
-		spans := traceRun(t, false, func(context.Context, string) (workqueue.Result, error) {
+		spans := traceRun(t, false, func(context.Context, string) (reconcile.Result, error) {
 			if calls++; calls == 1 {
-				return workqueue.WaitFor("ready"), nil
+				return reconcile.WaitFor("ready"), nil
 			}
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		}, func(q tracedQueue, add func(string) trace.SpanContext) {
 			a = add("a")
 			time.Sleep(time.Minute)
@@ -210,11 +211,11 @@ func TestReconcileSpans(t *testing.T) {
 	t.Run("priority queue", func(t *testing.T) {
 		var a trace.SpanContext
 		calls := 0
-		spans := traceRun(t, true, func(context.Context, string) (workqueue.Result, error) {
+		spans := traceRun(t, true, func(context.Context, string) (reconcile.Result, error) {
 			if calls++; calls == 1 {
-				return workqueue.Result{}, errors.New("boom")
+				return reconcile.Result{}, errors.New("boom")
 			}
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		}, func(q tracedQueue, add func(string) trace.SpanContext) {
 			q.(*workqueue.TypedPriorityQueue[string]).AddWithOpts(workqueue.AddOpts{After: time.Second, Priority: new(5)}, "a")
 			a = add("a") // merged into the delayed add, which it makes ready at once
@@ -256,10 +257,10 @@ func TestUnnamedQueueSpan(t *testing.T) {
 			workqueue.TypedRateLimitingQueueConfig[string]{MetricsProvider: p})
 		q.Add("a")
 		ctx, cancel := context.WithCancel(t.Context())
-		runner := workqueue.NewRunner[string](q, func(context.Context, string) (workqueue.Result, error) {
+		runner := reconcile.NewRunner[string](q, func(context.Context, string) (reconcile.Result, error) {
 			cancel()
-			return workqueue.Result{}, nil
-		}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+			return reconcile.Result{}, nil
+		}, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 		runner.Run(ctx, 1)
 		spans := rec.Ended()
 		require.Len(t, spans, 1)

@@ -36,12 +36,12 @@
 // priorities, an item's delayed add and park backoff count apart in
 // workqueue_delayed_items. A "first add" is the first since the item's last
 // hand-out; for a delayed or debounced add, the end of its delay. The last
-// thirteen are not in Kubernetes; the last six are a [workqueue.Runner]'s,
+// thirteen are not in Kubernetes; the last six are a [reconcile.Runner]'s,
 // over a queue that has the provider. Five stand for controller-runtime's
 // controller_runtime_reconcile_total, reconcile_errors_total,
 // reconcile_time_seconds, active_workers and max_concurrent_reconciles;
 // workqueue_reconciles_total's label result is one of
-// [workqueue.ResultSuccess] and the constants after it.
+// [reconcile.ResultSuccess] and the constants after it.
 // workqueue_depth_by_priority has a second label, priority; it shows at most
 // [MaxPriorityLabels] priorities per queue, and counts the depth at further
 // priorities under the priority "other". workqueue_wakes_total has a
@@ -59,13 +59,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // Provider creates the metrics of named work queues and registers them with
 // one registry. It implements [workqueue.MetricsProvider],
 // [workqueue.DelayedItemsMetricsProvider],
 // [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider], [workqueue.RunnerMetricsProvider] and
+// [workqueue.GroupMetricsProvider], [reconcile.MetricsProvider] and
 // [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
@@ -99,7 +100,7 @@ var (
 	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
 	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
 	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
-	_ workqueue.RunnerMetricsProvider              = (*Provider)(nil)
+	_ reconcile.MetricsProvider                    = (*Provider)(nil)
 )
 
 // Option configures a [Provider].
@@ -440,7 +441,7 @@ func (w *wakes) Inc(event string) { w.get(event).Inc() }
 
 // NewReconcilesMetric returns the workqueue_reconciles_total counter of the
 // queue name, by result.
-func (p *Provider) NewReconcilesMetric(name string) workqueue.ResultCounterMetric {
+func (p *Provider) NewReconcilesMetric(name string) reconcile.ResultCounter {
 	return reconciles{p.reconciles.MustCurryWith(prometheus.Labels{"name": name})}
 }
 

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -374,7 +375,7 @@ func TestDeleteQueueRemovesEverySeries(t *testing.T) {
 		p.NewParkTimeoutsMetric(name).Inc()
 		p.NewWaitingForSlotMetric(name).Set(1)
 		p.NewGroupsAtLimitMetric(name).Set(1)
-		p.NewReconcilesMetric(name).Inc(workqueue.ResultSuccess)
+		p.NewReconcilesMetric(name).Inc(reconcile.ResultSuccess)
 		p.NewReconcileErrorsMetric(name).Inc()
 		p.NewReconcileDurationMetric(name).Observe(1)
 		p.NewReconcileWaitMetric(name).Observe(1)

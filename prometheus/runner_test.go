@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // histogramOf returns the sample count and sum of the histogram family
@@ -46,14 +47,14 @@ func TestRunnerMetrics(t *testing.T) {
 		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "ctl", MetricsProvider: NewProvider(reg)})
 		release := make(chan struct{})
-		runner := workqueue.NewRunner(q, func(_ context.Context, item string) (workqueue.Result, error) {
+		runner := reconcile.NewRunner(q, func(_ context.Context, item string) (reconcile.Result, error) {
 			<-release
 			time.Sleep(2 * time.Second)
 			if item == "bad" {
-				return workqueue.Result{}, workqueue.TerminalError(errors.New("bad spec"))
+				return reconcile.Result{}, reconcile.TerminalError(errors.New("bad spec"))
 			}
-			return workqueue.Result{}, nil
-		}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+			return reconcile.Result{}, nil
+		}, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 		q.Add("good")
 		q.Add("bad")
 		time.Sleep(time.Second)

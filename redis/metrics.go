@@ -96,7 +96,7 @@ func (m *handleMetrics) done(worked time.Duration) {
 
 // MetricsConfig returns Options.MetricsProvider and the name this handle's
 // metrics have (Options.Name, or the queue's name), so that a
-// workqueue.Runner over the handle records its own metrics with them.
+// reconcile.Runner over the handle records its own metrics with them.
 func (q *Queue[T]) MetricsConfig() (workqueue.MetricsProvider, string) {
 	return q.provider, q.metricsName
 }

@@ -14,11 +14,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
 // A Runner over the Redis queue keeps priorities.
-var _ workqueue.Prioritized[string] = (*Queue[string])(nil)
+var _ reconcile.Prioritized[string] = (*Queue[string])(nil)
 
 // newPriorityRef returns the in-memory priority queue the Redis queue's
 // AddWithOpts, GetWithPriority and Remove are compared with: no backoff,

@@ -16,11 +16,12 @@ import (
 
 	"github.com/go-workqueue/workqueue"
 	wqprometheus "github.com/go-workqueue/workqueue/prometheus"
+	"github.com/go-workqueue/workqueue/reconcile"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
 // TestRunnerStopHandsInFlightRetriesToOtherHandles checks what
-// redis/README.md promises under a workqueue.Runner: when Run's context
+// redis/README.md promises under a reconcile.Runner: when Run's context
 // ends while a reconcile is in flight, the retry or requeue that reconcile
 // asks for reaches Redis before Run shuts its handle down, so another
 // handle of the queue gets the key; a reconcile that succeeds leaves
@@ -32,14 +33,14 @@ func TestRunnerStopHandsInFlightRetriesToOtherHandles(t *testing.T) {
 	opts := Options[string]{RateLimit: &RateLimit{Base: 10 * time.Millisecond, Max: 100 * time.Millisecond}}
 	tests := []struct {
 		name         string
-		result       workqueue.Result
+		result       reconcile.Result
 		err          error
 		wantAgain    bool // b gets the key again
 		wantRequeues int  // the key's failure count in Redis afterwards
 	}{
 		{name: "error", err: errors.New("not yet"), wantAgain: true, wantRequeues: 1},
-		{name: "Requeue", result: workqueue.Result{Requeue: true}, wantAgain: true, wantRequeues: 1},
-		{name: "RequeueAfter", result: workqueue.Result{RequeueAfter: 100 * time.Millisecond}, wantAgain: true, wantRequeues: 0},
+		{name: "Requeue", result: reconcile.Result{Requeue: true}, wantAgain: true, wantRequeues: 1},
+		{name: "RequeueAfter", result: reconcile.Result{RequeueAfter: 100 * time.Millisecond}, wantAgain: true, wantRequeues: 0},
 		{name: "success", wantAgain: false, wantRequeues: 0},
 	}
 	for _, tt := range tests {
@@ -52,13 +53,13 @@ func TestRunnerStopHandsInFlightRetriesToOtherHandles(t *testing.T) {
 			finish := make(chan struct{})
 			release := sync.OnceFunc(func() { close(finish) })
 			var reconcileErr error // the reconcile's ctx.Err() as it returns
-			reconcile := func(ctx context.Context, item string) (workqueue.Result, error) {
+			reconcileItem := func(ctx context.Context, item string) (reconcile.Result, error) {
 				started <- item
 				<-finish
 				reconcileErr = ctx.Err()
 				return tt.result, tt.err
 			}
-			runner := workqueue.NewRunner[string](a, reconcile, workqueue.WithGracePeriod(10*time.Second))
+			runner := reconcile.NewRunner[string](a, reconcileItem, reconcile.WithGracePeriod(10*time.Second))
 			ctx, cancel := context.WithCancel(context.Background())
 			ran := make(chan struct{})
 			go func() {
@@ -138,8 +139,8 @@ func TestRunnerStopHandsInFlightRetriesToOtherHandles(t *testing.T) {
 	}
 }
 
-// TestRunnerKeepsThePriority checks that a workqueue.Runner over the Redis
-// queue, a workqueue.Prioritized queue, retries and requeues a key at its
+// TestRunnerKeepsThePriority checks that a reconcile.Runner over the Redis
+// queue, a reconcile.Prioritized queue, retries and requeues a key at its
 // priority, or at Result.Priority when the reconcile sets it. Handle a runs
 // the Runner with one worker and stops it while the reconcile is in
 // flight, so that the retry waits in Redis; handle b gets it back with its
@@ -151,14 +152,14 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 	three := 3
 	tests := []struct {
 		name   string
-		result workqueue.Result
+		result reconcile.Result
 		err    error
 		want   int
 	}{
 		{name: "error", err: errors.New("not yet"), want: 7},
-		{name: "Requeue", result: workqueue.Result{Requeue: true}, want: 7},
-		{name: "RequeueAfter", result: workqueue.Result{RequeueAfter: 50 * time.Millisecond}, want: 7},
-		{name: "Result.Priority", result: workqueue.Result{Requeue: true, Priority: &three}, want: 3},
+		{name: "Requeue", result: reconcile.Result{Requeue: true}, want: 7},
+		{name: "RequeueAfter", result: reconcile.Result{RequeueAfter: 50 * time.Millisecond}, want: 7},
+		{name: "Result.Priority", result: reconcile.Result{Requeue: true, Priority: &three}, want: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,11 +170,11 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 
 			started := make(chan struct{}, 1)
 			finish := make(chan struct{})
-			runner := workqueue.NewRunner[string](a, func(context.Context, string) (workqueue.Result, error) {
+			runner := reconcile.NewRunner[string](a, func(context.Context, string) (reconcile.Result, error) {
 				started <- struct{}{}
 				<-finish
 				return tt.result, tt.err
-			}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+			}, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 			ctx, cancel := context.WithCancel(context.Background())
 			ran := make(chan struct{})
 			go func() {
@@ -204,24 +205,24 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 }
 
 // TestRunnerRecordsItsMetricsWithTheHandles checks that the Redis queue is
-// a workqueue.MetricsSource: a Runner over a handle with a provider records
+// a reconcile.MetricsSource: a Runner over a handle with a provider records
 // its reconciles there, under the handle's metrics name.
 func TestRunnerRecordsItsMetricsWithTheHandles(t *testing.T) {
 	s := redistest.Start(t, redistest.Options{})
 	reg := prometheus.NewRegistry()
 	q := newTestQueue(t, s.Client(), Options[string]{Name: "ctl", MetricsProvider: wqprometheus.NewProvider(reg)})
-	_ = workqueue.MetricsSource(q)
+	_ = reconcile.MetricsSource(q)
 	q.Add("good")
 	q.Add("bad")
 	var reconciled sync.WaitGroup
 	reconciled.Add(2)
-	runner := workqueue.NewRunner[string](q, func(_ context.Context, item string) (workqueue.Result, error) {
+	runner := reconcile.NewRunner[string](q, func(_ context.Context, item string) (reconcile.Result, error) {
 		defer reconciled.Done()
 		if item == "bad" {
-			return workqueue.Result{}, workqueue.TerminalError(errors.New("bad spec"))
+			return reconcile.Result{}, reconcile.TerminalError(errors.New("bad spec"))
 		}
-		return workqueue.Result{}, nil
-	}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		return reconcile.Result{}, nil
+	}, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	go func() {

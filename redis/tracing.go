@@ -21,7 +21,7 @@ import (
 // links are stored with the key in Redis until the hand-out they went to
 // ends with Done, or Remove takes its add back; a handle without a
 // TracingProvider neither stores nor clears them, so every handle of a
-// queue must trace or none. A workqueue.Runner over the queue uses it to
+// queue must trace or none. A reconcile.Runner over the queue uses it to
 // link each reconcile to its adds. It is safe for concurrent use.
 func (q *Queue[T]) GetWithInfoContext(ctx context.Context) (item T, info workqueue.ItemInfo, err error) {
 	h, err := q.get(ctx, false)

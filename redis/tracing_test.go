@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 	"github.com/go-workqueue/workqueue/redis/redistest"
 )
 
@@ -62,8 +63,8 @@ func (linkProvider) TraceLink(ctx context.Context) (workqueue.TraceLink, bool) {
 
 // StartReconcile returns ctx: no test of this package runs a Runner over
 // a linkProvider.
-func (linkProvider) StartReconcile(ctx context.Context, _ workqueue.ReconcileSpan) (context.Context, func(workqueue.Result, error)) {
-	return ctx, func(workqueue.Result, error) {}
+func (linkProvider) StartReconcile(ctx context.Context, _ reconcile.Span) (context.Context, func(reconcile.Result, error)) {
+	return ctx, func(reconcile.Result, error) {}
 }
 
 // start returns ctx carrying a new link, sampled, in a trace of its own,

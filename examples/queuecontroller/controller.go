@@ -16,6 +16,7 @@ import (
 	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/inspect"
 	wqprometheus "github.com/go-workqueue/workqueue/prometheus"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // request asks the controller to perform an action on a queue. It is a
@@ -50,7 +51,7 @@ type controller struct {
 	commandQueue *workqueue.TypedRateLimitingQueue[Command]
 
 	// The failures the runners report to the inspector; nil without one.
-	requestFailures, commandFailures workqueue.ErrorObserver
+	requestFailures, commandFailures reconcile.ErrorObserver
 
 	// The queues' rate limiters, which note when retries fall due.
 	requestRetries *retryTracker[request]
@@ -126,34 +127,34 @@ func newController(store *Store, config controllerConfig) *controller {
 // run reconciles requests and commands, each queue with its own workers,
 // until ctx is cancelled; then both queues drain and run returns.
 func (c *controller) run(ctx context.Context) {
-	opts := func(failures workqueue.ErrorObserver) []workqueue.RunnerOption {
-		return []workqueue.RunnerOption{
-			workqueue.WithMaxRetries(c.config.maxRequeueNum),
-			workqueue.WithLogger(c.config.logger),
-			workqueue.WithErrorObserver(failures), // none without an inspector
+	opts := func(failures reconcile.ErrorObserver) []reconcile.Option {
+		return []reconcile.Option{
+			reconcile.WithMaxRetries(c.config.maxRequeueNum),
+			reconcile.WithLogger(c.config.logger),
+			reconcile.WithErrorObserver(failures), // none without an inspector
 		}
 	}
-	requests := workqueue.NewRunner(c.queue, c.reconcileRequest, append(opts(c.requestFailures), workqueue.WithDeadLetter(c.requestGivenUp))...)
-	commands := workqueue.NewRunner(c.commandQueue, c.reconcileCommand, append(opts(c.commandFailures), workqueue.WithDeadLetter(c.commandGivenUp))...)
+	requests := reconcile.NewRunner(c.queue, c.reconcileRequest, append(opts(c.requestFailures), reconcile.WithDeadLetter(c.requestGivenUp))...)
+	commands := reconcile.NewRunner(c.commandQueue, c.reconcileCommand, append(opts(c.commandFailures), reconcile.WithDeadLetter(c.commandGivenUp))...)
 	var wg sync.WaitGroup
 	wg.Go(func() { requests.Run(ctx, c.config.workers) })
 	wg.Go(func() { commands.Run(ctx, c.config.workers) })
 	wg.Wait()
 }
 
-func (c *controller) reconcileRequest(_ context.Context, req request) (workqueue.Result, error) {
+func (c *controller) reconcileRequest(_ context.Context, req request) (reconcile.Result, error) {
 	err := c.handleQueue(req)
 	var closed *parentClosedError
 	if errors.As(err, &closed) {
 		// Not a failure: nothing changes until the parent opens, and
 		// opening it wakes the request (see opened).
 		c.timeline.parked(req.String(), closed.parent, err)
-		return workqueue.WaitFor(openedEvent(closed.parent)), nil
+		return reconcile.WaitFor(openedEvent(closed.parent)), nil
 	}
 	return c.result(req.String(), err)
 }
 
-func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue.Result, error) {
+func (c *controller) reconcileCommand(_ context.Context, cmd Command) (reconcile.Result, error) {
 	return c.result(commandName(cmd), c.handleCommand(cmd))
 }
 
@@ -161,16 +162,16 @@ func (c *controller) reconcileCommand(_ context.Context, cmd Command) (workqueue
 // the API server throttled is tried again after the time it asked for,
 // without counting as a failure; any other error is a failure, retried
 // with backoff.
-func (c *controller) result(what string, err error) (workqueue.Result, error) {
+func (c *controller) result(what string, err error) (reconcile.Result, error) {
 	var throttled *throttledError
 	switch {
 	case errors.As(err, &throttled):
 		c.timeline.throttled(what, err)
-		return workqueue.Result{RequeueAfter: throttled.retryAfter}, nil
+		return reconcile.Result{RequeueAfter: throttled.retryAfter}, nil
 	case err != nil:
 		c.timeline.failure(what, err)
 	}
-	return workqueue.Result{}, err
+	return reconcile.Result{}, err
 }
 
 // opened wakes the opens parked until queue opens.

@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/inspect"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 var updateScreenshot = flag.Bool("update-screenshot", false, "write the inspector page as the browser shows it to docs/inspector.png")
@@ -177,9 +178,9 @@ func startScene(t *testing.T, ctx context.Context) *scene {
 	failures := inspect.Register(h, "pods", s.pods)
 	inspect.Register(h, "nodes", s.nodes)
 
-	runner := workqueue.NewRunner(s.pods, s.reconcile,
-		workqueue.WithErrorObserver(failures), workqueue.WithErrorObserver(s.events),
-		workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+	runner := reconcile.NewRunner(s.pods, s.reconcile,
+		reconcile.WithErrorObserver(failures), reconcile.WithErrorObserver(s.events),
+		reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 	runCtx, stopRunner := context.WithCancel(ctx)
 	s.stopRunner = stopRunner
 	go func() {
@@ -210,24 +211,24 @@ func startScene(t *testing.T, ctx context.Context) *scene {
 	return s
 }
 
-func (s *scene) reconcile(_ context.Context, key string) (workqueue.Result, error) {
+func (s *scene) reconcile(_ context.Context, key string) (reconcile.Result, error) {
 	switch key {
 	case stuckKey:
 		s.events.add("started " + key)
 		<-s.release
 	case retryKey:
 		if !s.retryFixed.Load() {
-			return workqueue.Result{}, errors.New(retryError)
+			return reconcile.Result{}, errors.New(retryError)
 		}
 	case scriptKey:
-		return workqueue.Result{}, errors.New(markupErr)
+		return reconcile.Result{}, errors.New(markupErr)
 	case pendingKey:
 		if !s.nodeAdded.Load() {
-			return workqueue.WaitFor("node-added"), nil
+			return reconcile.WaitFor("node-added"), nil
 		}
 		s.events.add("success " + key)
 	}
-	return workqueue.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 // change ends the stuck reconcile, fixes the retried key, adds the node the

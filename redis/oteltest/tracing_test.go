@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/otelworkqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 )
 
@@ -117,18 +118,18 @@ func (p tracedPair) add(t *testing.T, item string) trace.SpanContext {
 	return span.SpanContext()
 }
 
-// run runs a Runner over b with one worker until reconcile has returned
+// run runs a Runner over b with one worker until reconcileCall has returned
 // n times, and returns b's reconcile spans in the order they started.
-// reconcile is given the number of its call, from 1.
-func (p tracedPair) run(t *testing.T, n int, reconcile func(ctx context.Context, item string, call int) (workqueue.Result, error)) []sdktrace.ReadOnlySpan {
+// reconcileCall is given the number of its call, from 1.
+func (p tracedPair) run(t *testing.T, n int, reconcileCall func(ctx context.Context, item string, call int) (reconcile.Result, error)) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	returned := make(chan struct{}, n)
 	call := 0
-	r := workqueue.NewRunner[string](p.b, func(ctx context.Context, item string) (workqueue.Result, error) {
+	r := reconcile.NewRunner[string](p.b, func(ctx context.Context, item string) (reconcile.Result, error) {
 		call++
 		defer func() { returned <- struct{}{} }()
-		return reconcile(ctx, item, call)
-	}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		return reconcileCall(ctx, item, call)
+	}, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 	ctx, cancel := context.WithCancel(context.Background())
 	exited := make(chan struct{})
 	go func() { defer close(exited); r.Run(ctx, 1) }()
@@ -172,7 +173,7 @@ func attr(span sdktrace.ReadOnlySpan, key string) int64 {
 // key is processed going to the next reconcile.
 func TestTraceLinksAcrossHandles(t *testing.T) {
 	client := newClient(t)
-	ok := func(context.Context, string, int) (workqueue.Result, error) { return workqueue.Result{}, nil }
+	ok := func(context.Context, string, int) (reconcile.Result, error) { return reconcile.Result{}, nil }
 
 	t.Run("one add", func(t *testing.T) {
 		p := newTracedPair(t, client)
@@ -216,14 +217,14 @@ func TestTraceLinksAcrossHandles(t *testing.T) {
 	t.Run("a retry links the same adds", func(t *testing.T) {
 		p := newTracedPair(t, client)
 		added := []trace.SpanContext{p.add(t, "key"), p.add(t, "key")}
-		spans := p.run(t, 3, func(_ context.Context, _ string, call int) (workqueue.Result, error) {
+		spans := p.run(t, 3, func(_ context.Context, _ string, call int) (reconcile.Result, error) {
 			switch call {
 			case 1:
-				return workqueue.Result{}, errors.New("not yet")
+				return reconcile.Result{}, errors.New("not yet")
 			case 2:
-				return workqueue.Result{RequeueAfter: time.Millisecond}, nil
+				return reconcile.Result{RequeueAfter: time.Millisecond}, nil
 			}
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		})
 		require.Len(t, spans, 3)
 		for i, span := range spans {
@@ -237,11 +238,11 @@ func TestTraceLinksAcrossHandles(t *testing.T) {
 		p := newTracedPair(t, client)
 		first := p.add(t, "key")
 		var again trace.SpanContext
-		spans := p.run(t, 2, func(_ context.Context, _ string, call int) (workqueue.Result, error) {
+		spans := p.run(t, 2, func(_ context.Context, _ string, call int) (reconcile.Result, error) {
 			if call == 1 {
 				again = p.add(t, "key")
 			}
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		})
 		require.Len(t, spans, 2)
 		assert.Equal(t, []trace.SpanContext{first}, linked(spans[0]), "the first reconcile's links")
@@ -255,9 +256,9 @@ func TestTraceLinksAcrossHandles(t *testing.T) {
 			added[key] = p.add(t, key)
 		}
 		var got []string
-		spans := p.run(t, 4, func(_ context.Context, item string, _ int) (workqueue.Result, error) {
+		spans := p.run(t, 4, func(_ context.Context, item string, _ int) (reconcile.Result, error) {
 			got = append(got, item)
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		})
 		require.Len(t, spans, 4)
 		for i, span := range spans {
@@ -268,14 +269,14 @@ func TestTraceLinksAcrossHandles(t *testing.T) {
 	t.Run("a park keeps the links", func(t *testing.T) {
 		p := newTracedPair(t, client)
 		added := p.add(t, "key")
-		spans := p.run(t, 2, func(_ context.Context, _ string, call int) (workqueue.Result, error) {
+		spans := p.run(t, 2, func(_ context.Context, _ string, call int) (reconcile.Result, error) {
 			if call == 1 {
 				// The wake comes from the other handle, after the
 				// hand-out and before the park, which it so ends.
 				p.a.Wake("ready")
-				return workqueue.Result{WaitFor: []string{"ready"}}, nil
+				return reconcile.Result{WaitFor: []string{"ready"}}, nil
 			}
-			return workqueue.Result{}, nil
+			return reconcile.Result{}, nil
 		})
 		require.Len(t, spans, 2)
 		assert.Equal(t, []trace.SpanContext{added}, linked(spans[0]), "the first reconcile's links")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-workqueue/workqueue"
 	"github.com/go-workqueue/workqueue/otelworkqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 func main() {
@@ -47,12 +48,12 @@ func main() {
 
 	ctx, stop := context.WithCancel(context.Background())
 	attempts := 0
-	runner := workqueue.NewRunner(queue, func(ctx context.Context, key string) (workqueue.Result, error) {
+	runner := reconcile.NewRunner(queue, func(ctx context.Context, key string) (reconcile.Result, error) {
 		if attempts++; attempts == 1 {
-			return workqueue.Result{}, errors.New("the API server said: conflict") // retried after 5 ms
+			return reconcile.Result{}, errors.New("the API server said: conflict") // retried after 5 ms
 		}
 		stop()
-		return workqueue.Result{}, nil
-	}, workqueue.WithLogger(slog.New(slog.DiscardHandler)))
+		return reconcile.Result{}, nil
+	}, reconcile.WithLogger(slog.New(slog.DiscardHandler)))
 	runner.Run(ctx, 1)
 }

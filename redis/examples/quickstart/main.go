@@ -14,14 +14,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 	redisqueue "github.com/go-workqueue/workqueue/redis"
 )
 
-func reconcile(ctx context.Context, key string) (workqueue.Result, error) {
+func reconcileKey(ctx context.Context, key string) (reconcile.Result, error) {
 	time.Sleep(time.Second) // the work; an error would retry the key with backoff
 	log.Printf("process %d reconciled %s", os.Getpid(), key)
-	return workqueue.Result{}, nil
+	return reconcile.Result{}, nil
 }
 
 func main() {
@@ -42,7 +42,7 @@ func main() {
 	case "work":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		workqueue.NewRunner(queue, reconcile).Run(ctx, 4) // until ctx ends
+		reconcile.NewRunner(queue, reconcileKey).Run(ctx, 4) // until ctx ends
 	default:
 		log.Fatal("usage: quickstart [-redis host:port] add KEY... | work")
 	}

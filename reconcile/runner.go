@@ -1,4 +1,4 @@
-package workqueue
+package reconcile
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-workqueue/workqueue"
 )
 
 // Result tells a [Runner] what to do after a successful reconcile;
@@ -27,12 +29,12 @@ type Result struct {
 // WaitFor returns a Result that parks the item until one of events.
 func WaitFor(events ...string) Result { return Result{WaitFor: events} }
 
-// ReconcileFunc reconciles item: an error retries it with backoff, a
+// Func reconciles item: an error retries it with backoff, a
 // [TerminalError] gives up on it, and a [Result] may requeue it. Its context
 // ends at [WithItemTimeout] or at the end of the grace period
 // ([WithGracePeriod]). Workers call it concurrently, never twice at once for
 // one item.
-type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, error)
+type Func[T comparable] func(ctx context.Context, item T) (Result, error)
 
 // Runner runs a controller's worker loop: Get an item, reconcile it, Forget,
 // retry or requeue it as asked, and mark it Done; a panic counts as a failure.
@@ -42,18 +44,23 @@ type ReconcileFunc[T comparable] func(ctx context.Context, item T) (Result, erro
 // logged, at warn on the 1st, 2nd, 4th, ... in a row, and tried again a second
 // later. A Runner is safe for concurrent use; make one with [NewRunner].
 type Runner[T comparable] struct {
-	queue TypedRateLimitingInterface[T]
+	queue workqueue.TypedRateLimitingInterface[T]
 	// prio and getter are queue as a priority queue and as a queue with
 	// GetContext, nil if it is not one, found once rather than per item.
 	prio   Prioritized[T]
 	getter contextGetter[T]
-	// info is queue as an InfoGetter, nil if it is not one or cannot get
-	// with a context; tracer is its provider if that traces, and name its
-	// name.
+	// plainGet is set once the queue's GetContext has returned an error
+	// wrapping errors.ErrUnsupported, as the queues of package workqueue
+	// do over a queue of their config that has no GetContext: from then
+	// on the workers call Get.
+	plainGet atomic.Bool
+	// info is queue as an InfoGetter, nil if it is not one or has no
+	// GetContext; tracer is its provider if that traces reconciles, and
+	// name its name.
 	info       InfoGetter[T]
 	tracer     TracingProvider
 	name       string
-	reconcile  ReconcileFunc[T]
+	reconcile  Func[T]
 	maxRetries int
 	timeout    time.Duration
 	deadLetter func(item T, err error)
@@ -84,10 +91,10 @@ type Runner[T comparable] struct {
 	pool workerPool
 }
 
-// RunnerOption configures a [Runner]; NewRunner panics on a nil one.
-type RunnerOption func(*runnerOptions)
+// Option configures a [Runner]; NewRunner panics on a nil one.
+type Option func(*options)
 
-type runnerOptions struct {
+type options struct {
 	deadLetter any // a func(T, error) of the Runner's item type T, or nil
 	maxRetries int
 	timeout    time.Duration
@@ -108,8 +115,8 @@ const UnlimitedRetries = -1
 // WithDeadLetter hands each item the Runner gives up on and its last error
 // to f, on the worker before Done; nil means none. f must be safe for
 // concurrent use. NewRunner panics if f's item type is not its queue's.
-func WithDeadLetter[T comparable](f func(item T, err error)) RunnerOption {
-	return func(o *runnerOptions) {
+func WithDeadLetter[T comparable](f func(item T, err error)) Option {
+	return func(o *options) {
 		if f == nil {
 			o.deadLetter = nil
 			return
@@ -121,38 +128,38 @@ func WithDeadLetter[T comparable](f func(item T, err error)) RunnerOption {
 // WithMaxRetries sets how many times a failing item is retried before the
 // Runner gives up on it: 0 gives up at its first failure, and
 // [UnlimitedRetries] never gives up. NewRunner panics if n < -1.
-func WithMaxRetries(n int) RunnerOption {
-	return func(o *runnerOptions) { o.maxRetries = n }
+func WithMaxRetries(n int) Option {
+	return func(o *options) { o.maxRetries = n }
 }
 
 // WithItemTimeout cancels each reconcile's context after d; 0 means never.
 // NewRunner panics if d is negative.
-func WithItemTimeout(d time.Duration) RunnerOption {
-	return func(o *runnerOptions) { o.timeout = d }
+func WithItemTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
 }
 
 // WithLogger sets where the Runner logs; nil means slog.Default().
-func WithLogger(logger *slog.Logger) RunnerOption {
-	return func(o *runnerOptions) { o.logger = logger }
+func WithLogger(logger *slog.Logger) Option {
+	return func(o *options) { o.logger = logger }
 }
 
 // WithRetryLogLevel sets the level of retried failures but an item's 1st, 2nd,
 // 4th, ... in a row, which log at the higher of warn and level; default debug.
-func WithRetryLogLevel(level slog.Level) RunnerOption {
-	return func(o *runnerOptions) { o.retryLevel = level }
+func WithRetryLogLevel(level slog.Level) Option {
+	return func(o *options) { o.retryLevel = level }
 }
 
 // WithGracePeriod sets how long reconciles in flight when Run's context ends
 // keep their context; 0 means at once. NewRunner panics if d is negative.
-func WithGracePeriod(d time.Duration) RunnerOption {
-	return func(o *runnerOptions) { o.grace = d }
+func WithGracePeriod(d time.Duration) Option {
+	return func(o *options) { o.grace = d }
 }
 
 // WithDrain makes Run, when its context ends, reconcile the queued items
 // before it returns; delayed and parked items are dropped. Reconciles then get
 // a context Run's does not cancel: bound them with [WithItemTimeout].
-func WithDrain() RunnerOption {
-	return func(o *runnerOptions) { o.drain = true }
+func WithDrain() Option {
+	return func(o *options) { o.drain = true }
 }
 
 // ErrorObserver is told how a [Runner]'s reconciles end, on the worker before
@@ -163,8 +170,8 @@ type ErrorObserver interface {
 }
 
 // WithErrorObserver adds o to the Runner's observers; nil adds none.
-func WithErrorObserver(o ErrorObserver) RunnerOption {
-	return func(opts *runnerOptions) {
+func WithErrorObserver(o ErrorObserver) Option {
+	return func(opts *options) {
 		if o != nil {
 			opts.observers = append(opts.observers, o)
 		}
@@ -173,7 +180,7 @@ func WithErrorObserver(o ErrorObserver) RunnerOption {
 
 // NewRunner returns a Runner that reconciles queue's items with reconcile. It
 // panics if queue, reconcile or an option is nil or invalid.
-func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile ReconcileFunc[T], opts ...RunnerOption) *Runner[T] {
+func NewRunner[T comparable](queue workqueue.TypedRateLimitingInterface[T], reconcile Func[T], opts ...Option) *Runner[T] {
 	const name = "NewRunner"
 	if queue == nil {
 		panic("workqueue: " + name + " needs a queue, got nil")
@@ -181,7 +188,7 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 	if reconcile == nil {
 		panic("workqueue: " + name + " needs a reconcile function, got nil")
 	}
-	o := runnerOptions{maxRetries: UnlimitedRetries, retryLevel: slog.LevelDebug, grace: DefaultGracePeriod}
+	o := options{maxRetries: UnlimitedRetries, retryLevel: slog.LevelDebug, grace: DefaultGracePeriod}
 	for i, opt := range opts {
 		if opt == nil {
 			panic(fmt.Sprintf("workqueue: %s got a nil option at position %d", name, i))
@@ -222,15 +229,13 @@ func NewRunner[T comparable](queue TypedRateLimitingInterface[T], reconcile Reco
 		r.logger = slog.Default()
 	}
 	r.prio, _ = queue.(Prioritized[T])
-	if getsWithContext[T](queue) {
-		r.getter, _ = queue.(contextGetter[T])
-		if !embedsInfoGetter[T](queue) {
-			r.info, _ = queue.(InfoGetter[T])
-		}
+	r.getter, _ = queue.(contextGetter[T])
+	if r.getter != nil && !embedsInfoGetter[T](queue) {
+		r.info, _ = queue.(InfoGetter[T])
 	}
 	r.metrics = newRunnerMetrics(queue)
 	if src, ok := queue.(MetricsSource); ok {
-		var provider MetricsProvider
+		var provider workqueue.MetricsProvider
 		provider, r.name = src.MetricsConfig()
 		r.tracer, _ = provider.(TracingProvider)
 	}
@@ -282,7 +287,9 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}
 	grace := time.AfterFunc(r.grace, cancelWork)
 	defer grace.Stop()
-	if r.prio == nil && r.getter == nil {
+	// A worker sets plainGet before it checks getCtx and calls Get, so
+	// either it is seen here or that worker sees getCtx ended.
+	if r.prio == nil && (r.getter == nil || r.plainGet.Load()) {
 		r.queue.ShutDown() // the one way to end a Get without a context
 	}
 	<-allExited
@@ -319,7 +326,7 @@ func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
 	ctx := workCtx
 	var end func(Result, error)
 	if r.tracer != nil {
-		span := ReconcileSpan{Queue: r.name, Attempt: r.queue.NumRequeues(item) + 1, Queued: queued, Info: info}
+		span := Span{Queue: r.name, Attempt: r.queue.NumRequeues(item) + 1, Queued: queued, Info: info}
 		ctx, end = r.tracer.StartReconcile(workCtx, span)
 	}
 	result, err := r.reconcileRecovered(ctx, item)
@@ -347,17 +354,17 @@ func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
 	case result.RequeueAfter > 0:
 		outcome = ResultRequeueAfter
 		r.queue.Forget(item)
-		r.requeue(item, priority, AddOpts{After: result.RequeueAfter})
+		r.requeue(item, priority, workqueue.AddOpts{After: result.RequeueAfter})
 	case result.Requeue:
 		outcome = ResultRequeue
-		r.requeue(item, priority, AddOpts{RateLimited: true})
+		r.requeue(item, priority, workqueue.AddOpts{RateLimited: true})
 	case len(result.WaitFor) > 0:
 		if p, ok := r.queue.(parker[T]); ok {
 			outcome = ResultParked
 			p.Park(item, result.WaitFor...)
 		} else {
 			outcome = ResultRequeue
-			r.requeue(item, priority, AddOpts{RateLimited: true})
+			r.requeue(item, priority, workqueue.AddOpts{RateLimited: true})
 		}
 	default:
 		r.queue.Forget(item)
@@ -372,17 +379,20 @@ func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
 // getCtx is checked itself, so that once Run has seen its context end no
 // worker takes another item.
 //
-// An error other than the end of a context or ErrShutDown, such as the
+// An error other than the end of a context or workqueue.ErrShutDown, such as the
 // Redis queue's when Redis is out of reach, does not end the worker: it is
 // logged at warn on the 1st, 2nd, 4th, ... in a row, and the worker tries
 // again a second later.
-func (r *Runner[T]) next(getCtx, leave context.Context) (item T, info ItemInfo, ok bool) {
+func (r *Runner[T]) next(getCtx, leave context.Context) (item T, info workqueue.ItemInfo, ok bool) {
 	for failures := 1; ; failures++ {
 		if getCtx.Err() != nil || leave.Err() != nil {
 			return item, info, false
 		}
 		var err error
 		switch {
+		case r.plainGet.Load():
+			item, shutdown := r.queue.Get()
+			return item, info, !shutdown
 		case r.info != nil:
 			item, info, err = r.info.GetWithInfoContext(leave)
 		case r.prio != nil:
@@ -396,8 +406,13 @@ func (r *Runner[T]) next(getCtx, leave context.Context) (item T, info ItemInfo, 
 		if err == nil {
 			return item, info, true
 		}
-		if leave.Err() != nil || errors.Is(err, ErrShutDown) || r.queue.ShuttingDown() {
-			return item, ItemInfo{}, false
+		if r.prio == nil && errors.Is(err, errors.ErrUnsupported) {
+			r.plainGet.Store(true)
+			failures--
+			continue
+		}
+		if leave.Err() != nil || errors.Is(err, workqueue.ErrShutDown) || r.queue.ShuttingDown() {
+			return item, workqueue.ItemInfo{}, false
 		}
 		level := slog.LevelDebug
 		if failures&(failures-1) == 0 {
@@ -411,20 +426,6 @@ func (r *Runner[T]) next(getCtx, leave context.Context) (item T, info ItemInfo, 
 		}
 		wait.Stop()
 	}
-}
-
-// getsWithContext reports whether q's GetContext can work: this package's
-// layers have the method, but over a queue from outside the package that
-// has none it returns an error wrapping errors.ErrUnsupported.
-func getsWithContext[T comparable](q TypedInterface[T]) bool {
-	switch q := q.(type) {
-	case *TypedRateLimitingQueue[T]:
-		return getsWithContext[T](q.delaying)
-	case *TypedDelayingQueue[T]:
-		return getsWithContext(q.queue)
-	}
-	_, ok := q.(contextGetter[T])
-	return ok
 }
 
 // embedsInfoGetter reports whether q is a struct, or a pointer to one,
@@ -441,7 +442,7 @@ func embedsInfoGetter[T comparable](q any) bool {
 		return false
 	}
 	getter := reflect.TypeFor[InfoGetter[T]]()
-	base := reflect.TypeFor[Base[T]]()
+	base := reflect.TypeFor[workqueue.Base[T]]()
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Anonymous && f.Type != base && (f.Type.Implements(getter) || reflect.PointerTo(f.Type).Implements(getter)) {
@@ -452,7 +453,7 @@ func embedsInfoGetter[T comparable](q any) bool {
 }
 
 // requeue adds item again as opts says, at priority on a priority queue.
-func (r *Runner[T]) requeue(item T, priority int, opts AddOpts) {
+func (r *Runner[T]) requeue(item T, priority int, opts workqueue.AddOpts) {
 	if r.prio != nil {
 		opts.Priority = &priority
 		r.prio.AddWithOpts(opts, item)
@@ -501,7 +502,7 @@ func (r *Runner[T]) handleFailure(item T, priority int, err error) string {
 		if r.stopping.Load() {
 			r.logger.Warn("workqueue: reconcile failed as the Runner stops; its retry goes to the queue before the shutdown", "item", item, "error", err, "failures", failures)
 			r.observeError(item, err, failures, true)
-			r.requeue(item, priority, AddOpts{RateLimited: true})
+			r.requeue(item, priority, workqueue.AddOpts{RateLimited: true})
 			return outcome
 		}
 		level := r.retryLevel
@@ -510,7 +511,7 @@ func (r *Runner[T]) handleFailure(item T, priority int, err error) string {
 		}
 		r.logger.Log(context.Background(), level, "workqueue: reconcile failed, will retry", "item", item, "error", err, "failures", failures)
 		r.observeError(item, err, failures, true)
-		r.requeue(item, priority, AddOpts{RateLimited: true})
+		r.requeue(item, priority, workqueue.AddOpts{RateLimited: true})
 		return outcome
 	}
 	r.logger.Error("workqueue: reconcile failed, giving up", "item", item, "error", err, "failures", failures, "terminal", terminal)

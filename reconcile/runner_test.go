@@ -1,4 +1,4 @@
-package workqueue
+package reconcile
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,10 +39,10 @@ type runnerRun struct {
 // synctest bubble, on a queue whose limiter waits 1 s, 2 s, 4 s, ... (at most
 // a minute) between failures, until nothing has happened for an hour. It
 // must be called inside synctest.Test.
-func runOneItem(t *testing.T, reconcile func(ctx context.Context, attempt int) (Result, error), opts ...RunnerOption) runnerRun {
+func runOneItem(t *testing.T, reconcile func(ctx context.Context, attempt int) (Result, error), opts ...Option) runnerRun {
 	var out runnerRun
 	var logs bytes.Buffer
-	q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 	start := time.Now()
 	opts = append(opts, WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	opts = append(opts, WithDeadLetter(func(item string, err error) {
@@ -92,7 +93,7 @@ func TestRunnerOutcomes(t *testing.T) {
 	tests := []struct {
 		name            string
 		reconcile       func(ctx context.Context, attempt int) (Result, error)
-		opts            []RunnerOption
+		opts            []Option
 		wantAttempts    []time.Duration
 		wantDeadLetters []error // matched with errors.Is
 		wantLog         string
@@ -111,7 +112,7 @@ func TestRunnerOutcomes(t *testing.T) {
 		{
 			name:            "max retries 0 never retries",
 			reconcile:       failFirst(100, errBoom),
-			opts:            []RunnerOption{WithMaxRetries(0)},
+			opts:            []Option{WithMaxRetries(0)},
 			wantAttempts:    seconds(0),
 			wantDeadLetters: []error{errBoom},
 			wantLog:         `level=ERROR msg="workqueue: reconcile failed, giving up"`,
@@ -119,20 +120,20 @@ func TestRunnerOutcomes(t *testing.T) {
 		{
 			name:            "max retries 2 reconciles three times, then gives up",
 			reconcile:       failFirst(100, errBoom),
-			opts:            []RunnerOption{WithMaxRetries(2)},
+			opts:            []Option{WithMaxRetries(2)},
 			wantAttempts:    seconds(0, 1, 3),
 			wantDeadLetters: []error{errBoom},
 		},
 		{
 			name:         "max retries 2 is enough when the third try succeeds",
 			reconcile:    failFirst(2, errBoom),
-			opts:         []RunnerOption{WithMaxRetries(2)},
+			opts:         []Option{WithMaxRetries(2)},
 			wantAttempts: seconds(0, 1, 3),
 		},
 		{
 			name:         "unlimited retries keep going, backoff capped",
 			reconcile:    failFirst(9, errBoom),
-			opts:         []RunnerOption{WithMaxRetries(UnlimitedRetries)},
+			opts:         []Option{WithMaxRetries(UnlimitedRetries)},
 			wantAttempts: seconds(0, 1, 3, 7, 15, 31, 63, 123, 183, 243),
 		},
 		{
@@ -158,7 +159,7 @@ func TestRunnerOutcomes(t *testing.T) {
 			reconcile: func(context.Context, int) (Result, error) {
 				panic("always")
 			},
-			opts:         []RunnerOption{WithMaxRetries(1)},
+			opts:         []Option{WithMaxRetries(1)},
 			wantAttempts: seconds(0, 1),
 			// The dead letter carries a *PanicError; checked in its own test.
 			wantDeadLetters: []error{nil},
@@ -171,7 +172,7 @@ func TestRunnerOutcomes(t *testing.T) {
 				}
 				return Result{}, nil
 			},
-			opts:         []RunnerOption{WithMaxRetries(0)},
+			opts:         []Option{WithMaxRetries(0)},
 			wantAttempts: seconds(0, 10, 20),
 		},
 		{
@@ -199,7 +200,7 @@ func TestRunnerOutcomes(t *testing.T) {
 				}
 				return Result{}, nil
 			},
-			opts:         []RunnerOption{WithMaxRetries(0)},
+			opts:         []Option{WithMaxRetries(0)},
 			wantAttempts: seconds(0, 1, 3, 7),
 		},
 		{
@@ -215,7 +216,7 @@ func TestRunnerOutcomes(t *testing.T) {
 				}
 				return Result{}, nil
 			},
-			opts: []RunnerOption{WithMaxRetries(1)},
+			opts: []Option{WithMaxRetries(1)},
 			// The limiter's backoff is shared, the Runner's retry count is not.
 			wantAttempts: seconds(0, 1, 3, 7),
 		},
@@ -232,7 +233,7 @@ func TestRunnerOutcomes(t *testing.T) {
 				}
 				return Result{}, nil
 			},
-			opts: []RunnerOption{WithItemTimeout(5 * time.Second)},
+			opts: []Option{WithItemTimeout(5 * time.Second)},
 			// The first try ends at 5 s, and its retry comes 1 s later.
 			wantAttempts: seconds(0, 6),
 		},
@@ -242,7 +243,7 @@ func TestRunnerOutcomes(t *testing.T) {
 				<-ctx.Done()
 				return Result{}, ctx.Err()
 			},
-			opts:            []RunnerOption{WithItemTimeout(time.Second), WithMaxRetries(0)},
+			opts:            []Option{WithItemTimeout(time.Second), WithMaxRetries(0)},
 			wantAttempts:    seconds(0),
 			wantDeadLetters: []error{context.DeadlineExceeded},
 		},
@@ -322,7 +323,7 @@ func startRunner[T comparable](ctx context.Context, runner *Runner[T], workers i
 // reconciles every queued item first, under contexts that stay alive.
 func TestRunnerWithDrainReconcilesTheBacklog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[int]())
 		var reconciled atomic.Int32
 		var cancelledSeen atomic.Bool
 		runner := NewRunner(q, func(ctx context.Context, item int) (Result, error) {
@@ -350,7 +351,7 @@ func TestRunnerWithDrainReconcilesTheBacklog(t *testing.T) {
 
 func TestRunnerReturnsWhenQueueShutsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 		runner := NewRunner(q, func(context.Context, string) (Result, error) { return Result{}, nil })
 		exited := startRunner(t.Context(), runner, 3)
 		q.ShutDown()
@@ -361,7 +362,7 @@ func TestRunnerReturnsWhenQueueShutsDown(t *testing.T) {
 func TestRunnerDropsRetriesDuringDrain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 		var attempts atomic.Int32
 		deadLetters := 0
 		runner := NewRunner(q, func(context.Context, string) (Result, error) {
@@ -385,7 +386,7 @@ func TestRunnerDropsRetriesDuringDrain(t *testing.T) {
 
 func TestRunnerNeverReconcilesAnItemTwiceAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[int](time.Millisecond, time.Second))
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[int](time.Millisecond, time.Second))
 		var mu sync.Mutex
 		inFlight := map[int]bool{}
 		reconciles := map[int]int{}
@@ -430,7 +431,7 @@ func TestRunnerNeverReconcilesAnItemTwiceAtOnce(t *testing.T) {
 }
 
 func TestRunnerMisuse(t *testing.T) {
-	q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	defer q.ShutDown()
 	ok := func(context.Context, string) (Result, error) { return Result{}, nil }
 	tests := []struct {
@@ -476,13 +477,13 @@ func TestRunnerOptionsCompileForEveryItemType(t *testing.T) {
 	}{
 		{
 			name: "dead letter of the queue's type",
-			body: `workqueue.NewRunner(strings, ok, workqueue.WithDeadLetter(func(key string, err error) {}), workqueue.WithMaxRetries(10))`,
+			body: `reconcile.NewRunner(strings, ok, reconcile.WithDeadLetter(func(key string, err error) {}), reconcile.WithMaxRetries(10))`,
 		},
 		{
 			name: "one option value for Runners of two item types",
-			body: `opts := []workqueue.RunnerOption{workqueue.WithMaxRetries(10), workqueue.WithItemTimeout(time.Minute)}
-	workqueue.NewRunner(strings, ok, opts...)
-	workqueue.NewRunner(ints, func(context.Context, int) (workqueue.Result, error) { return workqueue.Result{}, nil }, append(opts, workqueue.WithDeadLetter(func(int, error) {}))...)`,
+			body: `opts := []reconcile.Option{reconcile.WithMaxRetries(10), reconcile.WithItemTimeout(time.Minute)}
+	reconcile.NewRunner(strings, ok, opts...)
+	reconcile.NewRunner(ints, func(context.Context, int) (reconcile.Result, error) { return reconcile.Result{}, nil }, append(opts, reconcile.WithDeadLetter(func(int, error) {}))...)`,
 		},
 	}
 	const header = `package p
@@ -492,12 +493,13 @@ import (
 	"time"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 var _ = time.Minute
 
 func f(strings workqueue.TypedRateLimitingInterface[string], ints workqueue.TypedRateLimitingInterface[int]) {
-	ok := func(context.Context, string) (workqueue.Result, error) { return workqueue.Result{}, nil }
+	ok := func(context.Context, string) (reconcile.Result, error) { return reconcile.Result{}, nil }
 	_ = ok
 	`
 	// The export data of this package and of what the programs import, as
@@ -586,7 +588,7 @@ func TestRunnerRunsOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+				q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 				var reconciled atomic.Int32
 				runner := NewRunner(q, func(context.Context, string) (Result, error) {
 					reconciled.Add(1)
@@ -632,7 +634,7 @@ func TestRunnerErrorObserver(t *testing.T) {
 	tests := []struct {
 		name      string
 		reconcile func(ctx context.Context, attempt int) (Result, error)
-		opts      []RunnerOption
+		opts      []Option
 		want      []string
 	}{
 		{
@@ -653,7 +655,7 @@ func TestRunnerErrorObserver(t *testing.T) {
 		{
 			name:      "the last failure before giving up is not retried",
 			reconcile: func(context.Context, int) (Result, error) { return Result{}, errBoom },
-			opts:      []RunnerOption{WithMaxRetries(1)},
+			opts:      []Option{WithMaxRetries(1)},
 			want:      []string{"error a: boom, failures 1, retrying true", "error a: boom, failures 2, retrying false"},
 		},
 		{
@@ -706,7 +708,7 @@ func TestRunnerErrorObserverOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var calls observerLog
-				q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+				q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 				runner := NewRunner(q, func(context.Context, string) (Result, error) {
 					time.Sleep(time.Second)
 					return Result{}, errors.New("boom")
@@ -731,20 +733,20 @@ func TestRunnerErrorObserverOrder(t *testing.T) {
 func TestRunnerStopsOnCancel(t *testing.T) {
 	tests := []struct {
 		name     string
-		opts     []RunnerOption
+		opts     []Option
 		work     time.Duration // how long a reconcile runs unless cancelled
 		wantStop time.Duration // from the cancel to Run's return
 		wantDone int32         // reconciles that ran to their end
 	}{
 		{"reconciles in flight finish within the grace", nil, 10 * time.Millisecond, 10 * time.Millisecond, 2},
 		{"the default grace period is 10 s", nil, time.Minute, DefaultGracePeriod, 0},
-		{"a grace period of 3 s", []RunnerOption{WithGracePeriod(3 * time.Second)}, time.Minute, 3 * time.Second, 0},
-		{"a grace period of 0 cancels at once", []RunnerOption{WithGracePeriod(0)}, time.Minute, 0, 0},
+		{"a grace period of 3 s", []Option{WithGracePeriod(3 * time.Second)}, time.Minute, 3 * time.Second, 0},
+		{"a grace period of 0 cancels at once", []Option{WithGracePeriod(0)}, time.Minute, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
+				q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[int]())
 				var started, finished, cancelled atomic.Int32
 				runner := NewRunner(q, func(ctx context.Context, item int) (Result, error) {
 					started.Add(1)
@@ -778,12 +780,12 @@ func TestRunnerStopsOnCancel(t *testing.T) {
 // requeueRecorder is a priority queue that records the priority of each
 // AddWithOpts.
 type requeueRecorder struct {
-	*TypedPriorityQueue[string]
+	*workqueue.TypedPriorityQueue[string]
 	mu         sync.Mutex
 	priorities []int
 }
 
-func (r *requeueRecorder) AddWithOpts(opts AddOpts, items ...string) {
+func (r *requeueRecorder) AddWithOpts(opts workqueue.AddOpts, items ...string) {
 	r.mu.Lock()
 	r.priorities = append(r.priorities, *opts.Priority)
 	r.mu.Unlock()
@@ -795,7 +797,7 @@ func (r *requeueRecorder) AddWithOpts(opts AddOpts, items ...string) {
 // Prioritized, which keeps each item's priority from its last AddWithOpts
 // and records the priority of each.
 type outsidePriorityQueue struct {
-	*TypedRateLimitingQueue[string]
+	*workqueue.TypedRateLimitingQueue[string]
 	mu         sync.Mutex
 	priority   map[string]int
 	priorities []int
@@ -803,7 +805,7 @@ type outsidePriorityQueue struct {
 
 var _ Prioritized[string] = (*outsidePriorityQueue)(nil)
 
-func (q *outsidePriorityQueue) AddWithOpts(opts AddOpts, items ...string) {
+func (q *outsidePriorityQueue) AddWithOpts(opts workqueue.AddOpts, items ...string) {
 	q.mu.Lock()
 	for _, item := range items {
 		q.priority[item] = *opts.Priority
@@ -845,22 +847,22 @@ func TestRunnerKeepsThePriority(t *testing.T) {
 		{"Result.Priority sets a requeue's", Result{Requeue: true, Priority: &high}, nil, high},
 		{"Result.Priority is ignored with an error", Result{Priority: &high}, errors.New("boom"), low},
 	}
-	limiter := func() TypedRateLimiter[string] {
-		return NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second)
+	limiter := func() workqueue.TypedRateLimiter[string] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Second)
 	}
 	queues := []struct {
 		name string
 		// make returns the queue with "a" added at priority, and the
 		// priorities of the adds since.
-		make func(priority int) (TypedRateLimitingInterface[string], func() []int)
+		make func(priority int) (workqueue.TypedRateLimitingInterface[string], func() []int)
 	}{
-		{"TypedPriorityQueue", func(priority int) (TypedRateLimitingInterface[string], func() []int) {
-			q := &requeueRecorder{TypedPriorityQueue: NewTypedPriorityQueue(limiter(), TypedPriorityQueueConfig[string]{})}
-			q.TypedPriorityQueue.AddWithOpts(AddOpts{Priority: &priority}, "a")
+		{"TypedPriorityQueue", func(priority int) (workqueue.TypedRateLimitingInterface[string], func() []int) {
+			q := &requeueRecorder{TypedPriorityQueue: workqueue.NewTypedPriorityQueue(limiter(), workqueue.TypedPriorityQueueConfig[string]{})}
+			q.TypedPriorityQueue.AddWithOpts(workqueue.AddOpts{Priority: &priority}, "a")
 			return q, func() []int { return q.priorities }
 		}},
-		{"a queue from outside the package", func(priority int) (TypedRateLimitingInterface[string], func() []int) {
-			q := &outsidePriorityQueue{TypedRateLimitingQueue: NewTypedRateLimitingQueue(limiter()), priority: map[string]int{"a": priority}}
+		{"a queue from outside the package", func(priority int) (workqueue.TypedRateLimitingInterface[string], func() []int) {
+			q := &outsidePriorityQueue{TypedRateLimitingQueue: workqueue.NewTypedRateLimitingQueue(limiter()), priority: map[string]int{"a": priority}}
 			q.Add("a")
 			return q, func() []int { return q.priorities }
 		}},
@@ -898,15 +900,15 @@ func TestRunnerLogLevels(t *testing.T) {
 	tests := []struct {
 		name      string
 		reconcile func(ctx context.Context, attempt int) (Result, error)
-		opts      []RunnerOption
+		opts      []Option
 		want      []string // the level and message of each line
 	}{
 		{"a retried failure logs at warn the first time", failFirst(1, errBoom), nil, []string{retryWarn}},
 		{"then each time an item's failures double", failFirst(9, errBoom), nil,
 			[]string{retryWarn, retryWarn, retryWarn, retryWarn}}, // failures 1, 2, 4 and 8
-		{"WithRetryLogLevel sets the others' level", failFirst(3, errBoom), []RunnerOption{WithRetryLogLevel(slog.LevelInfo)},
+		{"WithRetryLogLevel sets the others' level", failFirst(3, errBoom), []Option{WithRetryLogLevel(slog.LevelInfo)},
 			[]string{retryWarn, retryWarn, `level=INFO msg="workqueue: reconcile failed, will retry"`}},
-		{"giving up is an error", failFirst(1, errBoom), []RunnerOption{WithMaxRetries(0)},
+		{"giving up is an error", failFirst(1, errBoom), []Option{WithMaxRetries(0)},
 			[]string{`level=ERROR msg="workqueue: reconcile failed, giving up"`}},
 		{"a panic is an error", func(_ context.Context, attempt int) (Result, error) {
 			if attempt == 1 {
@@ -919,7 +921,7 @@ func TestRunnerLogLevels(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var logs bytes.Buffer
-				q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+				q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 				var attempts int
 				runner := NewRunner(q, func(ctx context.Context, _ string) (Result, error) {
 					attempts++
@@ -950,7 +952,7 @@ func TestRunnerLogLevels(t *testing.T) {
 func TestRunnerWarnsOfAFailureAsItStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs bytes.Buffer
-		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 		runner := NewRunner(q, func(context.Context, string) (Result, error) {
 			time.Sleep(time.Second)
 			return Result{}, errors.New("boom")
@@ -969,7 +971,7 @@ func TestRunnerWarnsOfAFailureAsItStops(t *testing.T) {
 // fails its first failures calls, as the Redis queue's does while Redis is
 // out of reach.
 type flakyGetQueue struct {
-	*TypedRateLimitingQueue[string]
+	*workqueue.TypedRateLimitingQueue[string]
 	failures int64
 	calls    atomic.Int64
 }
@@ -986,7 +988,7 @@ func (q *flakyGetQueue) GetContext(ctx context.Context) (string, error) {
 // 2nd and 4th in a row, and tries again a second later.
 func TestRunnerGetErrorsEndNoWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := &flakyGetQueue{TypedRateLimitingQueue: NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]()), failures: 5}
+		q := &flakyGetQueue{TypedRateLimitingQueue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()), failures: 5}
 		var logs bytes.Buffer
 		var reconciled atomic.Int32
 		runner := NewRunner[string](q, func(context.Context, string) (Result, error) {
@@ -1015,7 +1017,7 @@ func TestRunnerGetErrorsEndNoWorker(t *testing.T) {
 
 // outsideQueue is a queue from outside this package, without GetContext.
 type outsideQueue struct {
-	TypedInterface[string]
+	workqueue.TypedInterface[string]
 }
 
 // TestRunnerOverALayerOverAnOutsideQueue checks that a Runner over this
@@ -1023,8 +1025,8 @@ type outsideQueue struct {
 // GetContext can only fail, uses Get: it reconciles, and stops on cancel.
 func TestRunnerOverALayerOverAnOutsideQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		delaying := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Queue: outsideQueue{NewTyped[string]()}})
-		q := NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{DelayingQueue: delaying})
+		delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Queue: outsideQueue{workqueue.NewTyped[string]()}})
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{DelayingQueue: delaying})
 		var reconciled atomic.Int32
 		runner := NewRunner[string](q, func(context.Context, string) (Result, error) {
 			reconciled.Add(1)
@@ -1047,7 +1049,7 @@ func TestRunnerOverALayerOverAnOutsideQueue(t *testing.T) {
 // the end.
 func TestRunnerSetWorkersAfterCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
+		q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[int]())
 		runner := NewRunner(q, func(context.Context, int) (Result, error) { return Result{}, nil })
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := startRunner(ctx, runner, 1)
@@ -1062,7 +1064,7 @@ func TestRunnerSetWorkersAfterCancel(t *testing.T) {
 // parklessPriorityQueue is a priority queue from outside this package
 // that cannot park.
 type parklessPriorityQueue struct {
-	TypedRateLimitingInterface[string]
+	workqueue.TypedRateLimitingInterface[string]
 	Prioritized[string]
 }
 
@@ -1071,7 +1073,7 @@ type parklessPriorityQueue struct {
 // priority.
 func TestRunnerWaitForOnAQueueThatCannotParkKeepsThePriority(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		pq := NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{})
+		pq := workqueue.NewTypedPriorityQueue(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedPriorityQueueConfig[string]{})
 		rec := &requeueRecorder{TypedPriorityQueue: pq}
 		q := parklessPriorityQueue{rec, rec}
 		var reconciles atomic.Int32
@@ -1082,7 +1084,7 @@ func TestRunnerWaitForOnAQueueThatCannotParkKeepsThePriority(t *testing.T) {
 			return Result{}, nil
 		})
 		seven := 7
-		pq.AddWithOpts(AddOpts{Priority: &seven}, "a")
+		pq.AddWithOpts(workqueue.AddOpts{Priority: &seven}, "a")
 		ctx, cancel := context.WithCancel(t.Context())
 		exited := startRunner(ctx, runner, 1)
 		time.Sleep(time.Second)
@@ -1099,7 +1101,7 @@ func TestRunnerWaitForOnAQueueThatCannotParkKeepsThePriority(t *testing.T) {
 // clientGoQueue hides every method of a queue but client-go's: a queue
 // without GetContext.
 type clientGoQueue struct {
-	TypedRateLimitingInterface[string]
+	workqueue.TypedRateLimitingInterface[string]
 }
 
 // TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce pins Run's doc:
@@ -1110,19 +1112,21 @@ type clientGoQueue struct {
 func TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce(t *testing.T) {
 	tests := []struct {
 		name         string
-		wrap         func(q *TypedRateLimitingQueue[string]) TypedRateLimitingInterface[string]
+		wrap         func(q *workqueue.TypedRateLimitingQueue[string]) workqueue.TypedRateLimitingInterface[string]
 		wantShutDown bool // seen by the reconcile in flight
 		wantRequeues int
 	}{
-		{"with GetContext", func(q *TypedRateLimitingQueue[string]) TypedRateLimitingInterface[string] { return q }, false, 1},
-		{"without GetContext", func(q *TypedRateLimitingQueue[string]) TypedRateLimitingInterface[string] {
+		{"with GetContext", func(q *workqueue.TypedRateLimitingQueue[string]) workqueue.TypedRateLimitingInterface[string] {
+			return q
+		}, false, 1},
+		{"without GetContext", func(q *workqueue.TypedRateLimitingQueue[string]) workqueue.TypedRateLimitingInterface[string] {
 			return clientGoQueue{q}
 		}, true, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := NewTypedRateLimitingQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
+				q := workqueue.NewTypedRateLimitingQueue(workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute))
 				var shutDown atomic.Bool
 				runner := NewRunner(tt.wrap(q), func(context.Context, string) (Result, error) {
 					time.Sleep(time.Second)
@@ -1149,18 +1153,18 @@ func TestRunnerStopShutsDownAQueueWithoutGetContextAtOnce(t *testing.T) {
 func TestRunnerSetWorkersEndsAWaitingWorker(t *testing.T) {
 	tests := []struct {
 		name           string
-		make           func() TypedRateLimitingInterface[string]
+		make           func() workqueue.TypedRateLimitingInterface[string]
 		wantConcurrent int32 // reconciles at once of two items added after SetWorkers(1)
 	}{
-		{"GetContext", func() TypedRateLimitingInterface[string] {
-			return NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())
+		{"GetContext", func() workqueue.TypedRateLimitingInterface[string] {
+			return workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 		}, 1},
-		{"GetWithPriorityContext alone", func() TypedRateLimitingInterface[string] {
-			pq := NewTypedPriorityQueue(DefaultTypedControllerRateLimiter[string](), TypedPriorityQueueConfig[string]{})
+		{"GetWithPriorityContext alone", func() workqueue.TypedRateLimitingInterface[string] {
+			pq := workqueue.NewTypedPriorityQueue(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedPriorityQueueConfig[string]{})
 			return parklessPriorityQueue{pq, pq}
 		}, 1},
-		{"neither", func() TypedRateLimitingInterface[string] {
-			return clientGoQueue{NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[string]())}
+		{"neither", func() workqueue.TypedRateLimitingInterface[string] {
+			return clientGoQueue{workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
 		}, 2},
 	}
 	for _, tt := range tests {

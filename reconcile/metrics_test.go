@@ -1,4 +1,4 @@
-package workqueue
+package reconcile
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -22,7 +23,7 @@ type runnerRecordingProvider struct {
 	*recordingProvider
 }
 
-var _ RunnerMetricsProvider = runnerRecordingProvider{}
+var _ workqueue.MetricsProvider = runnerRecordingProvider{}
 
 type recordedResults struct {
 	p    *recordingProvider
@@ -31,45 +32,45 @@ type recordedResults struct {
 
 func (r recordedResults) Inc(result string) { r.p.metric(r.name, "reconciles/"+result).Inc() }
 
-func (p runnerRecordingProvider) NewReconcilesMetric(name string) ResultCounterMetric {
+func (p runnerRecordingProvider) NewReconcilesMetric(name string) ResultCounter {
 	return recordedResults{p.recordingProvider, name}
 }
-func (p runnerRecordingProvider) NewReconcileErrorsMetric(name string) CounterMetric {
+func (p runnerRecordingProvider) NewReconcileErrorsMetric(name string) workqueue.CounterMetric {
 	return p.metric(name, "errors")
 }
-func (p runnerRecordingProvider) NewReconcileDurationMetric(name string) HistogramMetric {
+func (p runnerRecordingProvider) NewReconcileDurationMetric(name string) workqueue.HistogramMetric {
 	return p.metric(name, "reconcile duration")
 }
-func (p runnerRecordingProvider) NewActiveWorkersMetric(name string) GaugeMetric {
+func (p runnerRecordingProvider) NewActiveWorkersMetric(name string) workqueue.GaugeMetric {
 	return p.metric(name, "active")
 }
-func (p runnerRecordingProvider) NewWorkersMetric(name string) SettableGaugeMetric {
+func (p runnerRecordingProvider) NewWorkersMetric(name string) workqueue.SettableGaugeMetric {
 	return p.metric(name, "workers")
 }
-func (p runnerRecordingProvider) NewReconcileWaitMetric(name string) HistogramMetric {
+func (p runnerRecordingProvider) NewReconcileWaitMetric(name string) workqueue.HistogramMetric {
 	return p.metric(name, "reconcile wait")
 }
 
 // TestRunnerMetrics runs one item per result on a bubble's clock and
 // checks every Runner metric, on each kind of queue.
 func TestRunnerMetrics(t *testing.T) {
-	limiter := func() TypedRateLimiter[string] {
-		return NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
+	limiter := func() workqueue.TypedRateLimiter[string] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute)
 	}
 	queues := []struct {
 		name string
-		make func(p MetricsProvider) TypedRateLimitingInterface[string]
+		make func(p workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string]
 	}{
-		{"rate-limiting", func(p MetricsProvider) TypedRateLimitingInterface[string] {
-			return NewTypedRateLimitingQueueWithConfig(limiter(), TypedRateLimitingQueueConfig[string]{Name: "ctl", MetricsProvider: p})
+		{"rate-limiting", func(p workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string] {
+			return workqueue.NewTypedRateLimitingQueueWithConfig(limiter(), workqueue.TypedRateLimitingQueueConfig[string]{Name: "ctl", MetricsProvider: p})
 		}},
-		{"rate-limiting over a delaying queue", func(p MetricsProvider) TypedRateLimitingInterface[string] {
-			return NewTypedRateLimitingQueueWithConfig(limiter(), TypedRateLimitingQueueConfig[string]{
-				DelayingQueue: NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "ctl", MetricsProvider: p}),
+		{"rate-limiting over a delaying queue", func(p workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string] {
+			return workqueue.NewTypedRateLimitingQueueWithConfig(limiter(), workqueue.TypedRateLimitingQueueConfig[string]{
+				DelayingQueue: workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Name: "ctl", MetricsProvider: p}),
 			})
 		}},
-		{"priority", func(p MetricsProvider) TypedRateLimitingInterface[string] {
-			return NewTypedPriorityQueue(limiter(), TypedPriorityQueueConfig[string]{Name: "ctl", MetricsProvider: p})
+		{"priority", func(p workqueue.MetricsProvider) workqueue.TypedRateLimitingInterface[string] {
+			return workqueue.NewTypedPriorityQueue(limiter(), workqueue.TypedPriorityQueueConfig[string]{Name: "ctl", MetricsProvider: p})
 		}},
 	}
 	for _, queue := range queues {
@@ -147,9 +148,9 @@ func TestRunnerMetrics(t *testing.T) {
 func TestRunnerWithoutRunnerMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &recordingProvider{}
-		for _, q := range []TypedRateLimitingInterface[string]{
-			NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{Name: "plain", MetricsProvider: p}),
-			NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[string](), TypedRateLimitingQueueConfig[string]{MetricsProvider: runnerRecordingProvider{p}}),
+		for _, q := range []workqueue.TypedRateLimitingInterface[string]{
+			workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{Name: "plain", MetricsProvider: p}),
+			workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](), workqueue.TypedRateLimitingQueueConfig[string]{MetricsProvider: runnerRecordingProvider{p}}),
 		} {
 			var reconciled atomic.Int32
 			runner := NewRunner(q, func(context.Context, string) (Result, error) {
@@ -177,8 +178,8 @@ func TestRunnerWithoutRunnerMetrics(t *testing.T) {
 func TestRunnerSetWorkers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := runnerRecordingProvider{&recordingProvider{}}
-		q := NewTypedRateLimitingQueueWithConfig(DefaultTypedControllerRateLimiter[int](),
-			TypedRateLimitingQueueConfig[int]{Name: "ctl", MetricsProvider: p})
+		q := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[int](),
+			workqueue.TypedRateLimitingQueueConfig[int]{Name: "ctl", MetricsProvider: p})
 		var running, reconciled atomic.Int32
 		release := make(chan struct{})
 		runner := NewRunner(q, func(ctx context.Context, item int) (Result, error) {
@@ -229,7 +230,7 @@ func TestRunnerSetWorkers(t *testing.T) {
 // once, never twice at once, and that Run still returns.
 func TestRunnerSetWorkersConcurrently(t *testing.T) {
 	const items = 2000
-	q := NewTypedRateLimitingQueue(DefaultTypedControllerRateLimiter[int]())
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[int]())
 	var inFlight sync.Map
 	var reconciled atomic.Int32
 	done := make(chan struct{})

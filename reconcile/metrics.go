@@ -1,0 +1,120 @@
+package reconcile
+
+import (
+	"fmt"
+
+	"github.com/go-workqueue/workqueue"
+)
+
+// The results a [MetricsProvider]'s reconciles metric counts.
+const (
+	ResultSuccess      = "success"       // no error, and nothing requeued
+	ResultRequeue      = "requeue"       // Result.Requeue, or WaitFor on a queue that cannot park
+	ResultRequeueAfter = "requeue_after" // Result.RequeueAfter
+	ResultParked       = "parked"        // Result.WaitFor
+	ResultError        = "error"         // an error, retried or dropped by a shutdown
+	ResultGivenUp      = "given_up"      // an error after the last retry WithMaxRetries allows
+	ResultTerminal     = "terminal"      // a TerminalError
+	ResultPanic        = "panic"         // a panic, retried or given up on
+)
+
+// ResultCounter counts by result; it must be safe for concurrent use.
+type ResultCounter interface {
+	Inc(result string)
+}
+
+// MetricsProvider is a workqueue.MetricsProvider that also records the
+// metrics of a [Runner] over a queue that uses it ([MetricsSource]).
+type MetricsProvider interface {
+	workqueue.MetricsProvider
+	NewReconcilesMetric(name string) ResultCounter                    // reconciles ended, by result (ResultSuccess, ...)
+	NewReconcileErrorsMetric(name string) workqueue.CounterMetric     // reconciles that returned an error or panicked
+	NewReconcileDurationMetric(name string) workqueue.HistogramMetric // seconds a reconcile ran
+	NewActiveWorkersMetric(name string) workqueue.GaugeMetric         // workers reconciling an item
+	NewWorkersMetric(name string) workqueue.SettableGaugeMetric       // workers Run runs, not those told to leave; 0 when it is not running
+	NewReconcileWaitMetric(name string) workqueue.HistogramMetric     // seconds from ItemInfo.Added to the reconcile's start, over an InfoGetter
+}
+
+// MetricsSource is a queue that records its metrics with a provider under a
+// name, which a [Runner] over it uses too.
+type MetricsSource interface {
+	MetricsConfig() (provider workqueue.MetricsProvider, name string)
+}
+
+var (
+	_ MetricsSource = (*workqueue.Typed[int])(nil)
+	_ MetricsSource = (*workqueue.TypedDelayingQueue[int])(nil)
+	_ MetricsSource = (*workqueue.TypedRateLimitingQueue[int])(nil)
+	_ MetricsSource = (*workqueue.TypedPriorityQueue[int])(nil)
+)
+
+// runnerMetrics are a Runner's metrics; each does nothing when the queue
+// records none, and on is false then, so that a reconcile does not read
+// the clock for a duration nobody records.
+type runnerMetrics struct {
+	on         bool
+	reconciles ResultCounter
+	errors     workqueue.CounterMetric
+	duration   workqueue.HistogramMetric
+	active     workqueue.GaugeMetric
+	workers    workqueue.SettableGaugeMetric
+	wait       workqueue.HistogramMetric
+}
+
+func newRunnerMetrics(queue any) runnerMetrics {
+	m := runnerMetrics{reconciles: noopResults{}, errors: noopMetric{}, duration: noopMetric{}, active: noopMetric{}, workers: noopMetric{}, wait: noopMetric{}}
+	src, ok := queue.(MetricsSource)
+	if !ok {
+		return m
+	}
+	provider, name := src.MetricsConfig()
+	p, ok := provider.(MetricsProvider)
+	if !ok || name == "" {
+		return m
+	}
+	if m.reconciles = p.NewReconcilesMetric(name); m.reconciles == nil {
+		m.reconciles = noopResults{}
+	}
+	m.errors = orNoop(p.NewReconcileErrorsMetric(name))
+	m.duration = orNoop(p.NewReconcileDurationMetric(name))
+	m.active = orNoop(p.NewActiveWorkersMetric(name))
+	m.workers = orNoop(p.NewWorkersMetric(name))
+	m.wait = orNoop(p.NewReconcileWaitMetric(name))
+	m.on = true
+	return m
+}
+
+// SetWorkers sets the workers of a running Run to n, starting the missing ones
+// at once; each one beyond n leaves after its current reconcile, or at once if
+// it waits for an item on a queue that can get with a context (else after its
+// next item).
+// It reports whether Run was running; before Run, once its context has ended
+// and after it returns, it does nothing. It panics if n < 1.
+func (r *Runner[T]) SetWorkers(n int) bool {
+	if n < 1 {
+		panic(fmt.Sprintf("workqueue: SetWorkers needs at least one worker, got %d", n))
+	}
+	return r.pool.resize(n)
+}
+
+// noopMetric is every metric a Runner records when its queue's provider
+// has none.
+type noopMetric struct{}
+
+func (noopMetric) Inc()            {}
+func (noopMetric) Dec()            {}
+func (noopMetric) Set(float64)     {}
+func (noopMetric) Observe(float64) {}
+
+// orNoop replaces a nil metric from a provider with one that does nothing.
+func orNoop[M any](metric M) M {
+	if any(metric) == nil {
+		return any(noopMetric{}).(M)
+	}
+	return metric
+}
+
+// noopResults is the reconciles metric when the provider returns none.
+type noopResults struct{}
+
+func (noopResults) Inc(string) {}
