@@ -2,9 +2,6 @@ package workqueue
 
 import (
 	"context"
-	"encoding/hex"
-	"errors"
-	"strings"
 	"time"
 )
 
@@ -38,42 +35,6 @@ type TraceLink struct {
 // IsValid reports whether l has a non-zero trace id and span id.
 func (l TraceLink) IsValid() bool {
 	return l.TraceID != [16]byte{} && l.SpanID != [8]byte{}
-}
-
-// TraceParent returns l as a W3C traceparent header, version 00.
-func (l TraceLink) TraceParent() string {
-	var b strings.Builder
-	b.Grow(55)
-	b.WriteString("00-")
-	b.WriteString(hex.EncodeToString(l.TraceID[:]))
-	b.WriteByte('-')
-	b.WriteString(hex.EncodeToString(l.SpanID[:]))
-	b.WriteByte('-')
-	b.WriteString(hex.EncodeToString([]byte{l.Flags}))
-	return b.String()
-}
-
-// ParseTraceLink returns the link of a W3C traceparent and tracestate header,
-// keeping tracestate as is; it errs if traceparent is not valid version 00.
-func ParseTraceLink(traceparent, tracestate string) (TraceLink, error) {
-	var l TraceLink
-	p := strings.Split(traceparent, "-")
-	if len(p) != 4 || p[0] != "00" || len(p[1]) != 32 || len(p[2]) != 16 || len(p[3]) != 2 {
-		return l, errors.New("workqueue: not a version 00 traceparent: " + traceparent)
-	}
-	// The header's hex is lowercase; hex.Decode would take uppercase too.
-	if strings.ContainsFunc(p[1]+p[2]+p[3], func(r rune) bool { return (r < '0' || r > '9') && (r < 'a' || r > 'f') }) {
-		return l, errors.New("workqueue: invalid traceparent: " + traceparent)
-	}
-	var flags [1]byte
-	_, err1 := hex.Decode(l.TraceID[:], []byte(p[1]))
-	_, err2 := hex.Decode(l.SpanID[:], []byte(p[2]))
-	_, err3 := hex.Decode(flags[:], []byte(p[3]))
-	if err := errors.Join(err1, err2, err3); err != nil || !l.IsValid() {
-		return TraceLink{}, errors.New("workqueue: invalid traceparent: " + traceparent)
-	}
-	l.Flags, l.State = flags[0], tracestate
-	return l, nil
 }
 
 // ItemInfo is what a queue tells of an item it hands out, beside the item.

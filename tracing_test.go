@@ -49,21 +49,6 @@ var (
 	_ TracingProvider = tracedPriorityProvider{}
 )
 
-func TestTraceLinkText(t *testing.T) {
-	l := TraceLink{TraceID: [16]byte{0x4b, 0xf9, 0x2f, 0x35}, SpanID: [8]byte{0x00, 0xf0, 0x67, 0xaa}, Flags: 1, State: "rojo=00f067aa0ba902b7"}
-	assert.Equal(t, "00-4bf92f35000000000000000000000000-00f067aa00000000-01", l.TraceParent())
-	got, err := ParseTraceLink(l.TraceParent(), l.State)
-	require.NoError(t, err)
-	assert.Equal(t, l, got)
-	for _, bad := range []string{"", "01-4bf92f35000000000000000000000000-00f067aa00000000-01",
-		"00-00000000000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00f067aa0000000x-01",
-		"00-4BF92F35000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00F067AA00000000-01",
-		"00-4bf92f35000000000000000000000000-00f067aa00000000-0A"} {
-		_, err := ParseTraceLink(bad, "")
-		assert.Error(t, err, "%q", bad)
-	}
-}
-
 // wrappedTyped is a queue from outside this package with AddContext and
 // GetWithInfoContext, promoted from a Typed.
 type wrappedTyped struct{ *Typed[string] }

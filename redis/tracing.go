@@ -2,6 +2,8 @@ package redisqueue
 
 import (
 	"context"
+	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -47,7 +49,7 @@ func (q *Queue[T]) linkOf(ctx context.Context) string {
 	}
 	// A newline would end the link in Redis's encoding (see LINKS in
 	// lua/workqueue.lua); a valid tracestate has none.
-	return l.TraceParent() + " " + strings.ReplaceAll(l.State, "\n", "")
+	return traceParent(l) + " " + strings.ReplaceAll(l.State, "\n", "")
 }
 
 // parseLinks returns the links of a hand-out as the get function returns
@@ -64,7 +66,7 @@ func parseLinks(s string) ([]workqueue.TraceLink, int) {
 	links := make([]workqueue.TraceLink, 0, len(lines)-1)
 	for _, line := range lines[1:] {
 		parent, state, _ := strings.Cut(line, " ")
-		l, err := workqueue.ParseTraceLink(parent, state)
+		l, err := parseTraceLink(parent, state)
 		if err != nil {
 			dropped++
 			continue
@@ -72,4 +74,41 @@ func parseLinks(s string) ([]workqueue.TraceLink, int) {
 		links = append(links, l)
 	}
 	return links, dropped
+}
+
+// traceParent returns l as a W3C traceparent header, version 00.
+func traceParent(l workqueue.TraceLink) string {
+	var b strings.Builder
+	b.Grow(55)
+	b.WriteString("00-")
+	b.WriteString(hex.EncodeToString(l.TraceID[:]))
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString(l.SpanID[:]))
+	b.WriteByte('-')
+	b.WriteString(hex.EncodeToString([]byte{l.Flags}))
+	return b.String()
+}
+
+// parseTraceLink returns the link of a W3C traceparent and tracestate
+// header, keeping tracestate as is; it errs if traceparent is not valid
+// version 00.
+func parseTraceLink(traceparent, tracestate string) (workqueue.TraceLink, error) {
+	var l workqueue.TraceLink
+	p := strings.Split(traceparent, "-")
+	if len(p) != 4 || p[0] != "00" || len(p[1]) != 32 || len(p[2]) != 16 || len(p[3]) != 2 {
+		return l, errors.New("redis: not a version 00 traceparent: " + traceparent)
+	}
+	// The header's hex is lowercase; hex.Decode would take uppercase too.
+	if strings.ContainsFunc(p[1]+p[2]+p[3], func(r rune) bool { return (r < '0' || r > '9') && (r < 'a' || r > 'f') }) {
+		return l, errors.New("redis: invalid traceparent: " + traceparent)
+	}
+	var flags [1]byte
+	_, err1 := hex.Decode(l.TraceID[:], []byte(p[1]))
+	_, err2 := hex.Decode(l.SpanID[:], []byte(p[2]))
+	_, err3 := hex.Decode(flags[:], []byte(p[3]))
+	if err := errors.Join(err1, err2, err3); err != nil || !l.IsValid() {
+		return workqueue.TraceLink{}, errors.New("redis: invalid traceparent: " + traceparent)
+	}
+	l.Flags, l.State = flags[0], tracestate
+	return l, nil
 }

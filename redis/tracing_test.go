@@ -343,3 +343,19 @@ func TestTraceLinksOfALostGetReply(t *testing.T) {
 	assert.Equal(t, added.SpanID, info.Links[0].SpanID, "the link's span")
 	p.b.Done(item)
 }
+
+// TestTraceLinkText checks the W3C text a link travels in through Redis.
+func TestTraceLinkText(t *testing.T) {
+	l := workqueue.TraceLink{TraceID: [16]byte{0x4b, 0xf9, 0x2f, 0x35}, SpanID: [8]byte{0x00, 0xf0, 0x67, 0xaa}, Flags: 1, State: "rojo=00f067aa0ba902b7"}
+	assert.Equal(t, "00-4bf92f35000000000000000000000000-00f067aa00000000-01", traceParent(l))
+	got, err := parseTraceLink(traceParent(l), l.State)
+	require.NoError(t, err)
+	assert.Equal(t, l, got)
+	for _, bad := range []string{"", "01-4bf92f35000000000000000000000000-00f067aa00000000-01",
+		"00-00000000000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00f067aa0000000x-01",
+		"00-4BF92F35000000000000000000000000-00f067aa00000000-01", "00-4bf92f35000000000000000000000000-00F067AA00000000-01",
+		"00-4bf92f35000000000000000000000000-00f067aa00000000-0A"} {
+		_, err := parseTraceLink(bad, "")
+		assert.Error(t, err, "%q", bad)
+	}
+}
