@@ -5,16 +5,16 @@
 //
 // Packages github.com/go-workqueue/workqueue/prometheus and
 // github.com/go-workqueue/workqueue/otelworkqueue implement all of them, and
-// the provider of package github.com/go-workqueue/workqueue/controllerruntime
-// implements [Provider] and [PriorityProvider]. Write one of your own to
+// the one crqueue.NewMetricsProvider returns (module
+// github.com/go-workqueue/workqueue/controllerruntime) implements [Provider]
+// and [PriorityProvider]. Write one of your own to
 // send the queues' metrics elsewhere; package workqueue knows [Provider] by
 // client-go's name, MetricsProvider.
 //
-// How a queue uses a provider:
-//   - A queue records metrics only if it has both a provider (its config's,
-//     or the one workqueue.SetProvider set) and a name.
-//   - Such a queue creates its metrics at construction, once each, with its
-//     name.
+// How a queue of package workqueue uses a provider:
+//   - It records metrics only if it has both a provider (its config's, or
+//     the one workqueue.SetProvider set) and a name.
+//   - It creates its metrics at construction, once each, with its name.
 //   - A method that returns nil disables that metric for the queue.
 //   - The optional providers ([DelayedItemsProvider], [ParkingProvider],
 //     [GroupProvider], [PriorityProvider],
