@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-workqueue/workqueue/metrics"
 	"k8s.io/utils/clock"
 )
 
@@ -32,7 +33,7 @@ type Base[T comparable] struct {
 	// prio and depth are the priority queue's: Get and Remove read the
 	// item's priority and take it off the depth by priority.
 	prio  *priorityOrder[T]
-	depth PriorityGaugeMetric
+	depth metrics.PriorityGauge
 	// provider and name are returned by MetricsConfig, unless source is
 	// set: the rate-limiting layer over a queue from outside returns that
 	// queue's.

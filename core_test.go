@@ -23,6 +23,7 @@ import (
 	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/go-workqueue/workqueue/internal/lock"
 	"github.com/go-workqueue/workqueue/internal/table"
+	"github.com/go-workqueue/workqueue/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -206,7 +207,7 @@ func (m *linMetric) Observe(float64) { m.v.Add(1) }
 
 type linMetricsProvider struct{}
 
-var _ DelayedItemsMetricsProvider = linMetricsProvider{}
+var _ metrics.DelayedItemsProvider = linMetricsProvider{}
 
 func (linMetricsProvider) NewDepthMetric(string) GaugeMetric            { return new(linMetric) }
 func (linMetricsProvider) NewAddsMetric(string) CounterMetric           { return new(linMetric) }

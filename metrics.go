@@ -6,69 +6,28 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-workqueue/workqueue/metrics"
 	"k8s.io/utils/clock"
 )
 
-// GaugeMetric is a gauge. Implementations must be safe for concurrent use.
-type GaugeMetric interface {
-	Inc()
-	Dec()
-}
+// MetricsProvider is client-go's name for [metrics.Provider], which
+// SetProvider and the configs take.
+type MetricsProvider = metrics.Provider
 
-// SettableGaugeMetric is set to a value; it must be safe for concurrent use.
-type SettableGaugeMetric interface {
-	Set(float64)
-}
+// GaugeMetric is client-go's name for [metrics.Gauge].
+type GaugeMetric = metrics.Gauge
 
-// CounterMetric counts up. Implementations must be safe for concurrent use.
-type CounterMetric interface {
-	Inc()
-}
+// SettableGaugeMetric is client-go's name for [metrics.SettableGauge].
+type SettableGaugeMetric = metrics.SettableGauge
 
-// SummaryMetric is client-go's; the queues use [HistogramMetric] instead.
-type SummaryMetric interface {
-	Observe(float64)
-}
+// CounterMetric is client-go's name for [metrics.Counter].
+type CounterMetric = metrics.Counter
 
-// HistogramMetric records observations; it must be safe for concurrent use.
-type HistogramMetric interface {
-	Observe(float64)
-}
+// SummaryMetric is client-go's name for [metrics.Summary].
+type SummaryMetric = metrics.Summary
 
-// MetricsProvider creates a named queue's metrics at construction, once each;
-// a nil metric disables it; packages prometheus and otelworkqueue have one.
-type MetricsProvider interface {
-	NewDepthMetric(name string) GaugeMetric                                  // items waiting to be handed out
-	NewAddsMetric(name string) CounterMetric                                 // adds not collapsed into a queued item
-	NewLatencyMetric(name string) HistogramMetric                            // seconds from an item's first add to its Get
-	NewWorkDurationMetric(name string) HistogramMetric                       // seconds from Get to Done
-	NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric          // summed age of the items being processed
-	NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric // age of the oldest item being processed
-	NewRetriesMetric(name string) CounterMetric                              // AddAfter, AddRateLimited, Reschedule calls accepted; a priority queue's with a positive delay
-}
-
-// DelayedItemsMetricsProvider is a [MetricsProvider] that also reports delays.
-type DelayedItemsMetricsProvider interface {
-	MetricsProvider
-	NewDelayedItemsMetric(name string) SettableGaugeMetric // delays pending, as Snapshot.Waiting counts them
-}
-
-// ParkingMetricsProvider is a [MetricsProvider] that also reports parks; the
-// wakes metric should bound its series of events.
-type ParkingMetricsProvider interface {
-	MetricsProvider
-	NewParkedItemsMetric(name string) SettableGaugeMetric // items parked, from the Done after their Park
-	NewWakesMetric(name string) EventCounterMetric        // parks ended by Wake or WakeFunc, by event
-	NewParkTimeoutsMetric(name string) CounterMetric      // parks ended by MaxParkTime
-}
-
-// GroupMetricsProvider is a [MetricsProvider] that also reports
-// [GroupLimits], over all the groups of a queue so that series stay bounded.
-type GroupMetricsProvider interface {
-	MetricsProvider
-	NewWaitingForSlotMetric(name string) SettableGaugeMetric // queued items that wait for a free slot of their group
-	NewGroupsAtLimitMetric(name string) SettableGaugeMetric  // groups with items waiting for a slot
-}
+// HistogramMetric is client-go's name for [metrics.Histogram].
+type HistogramMetric = metrics.Histogram
 
 // groupMetrics are the group-limit metrics of one queue; a queue without
 // them has a nil *groupMetrics.
@@ -79,30 +38,25 @@ type groupMetrics struct {
 // newGroupMetrics returns the group-limit metrics of a named queue, or nil
 // if it records no metrics or the provider does not offer them.
 func newGroupMetrics(provider MetricsProvider, name string) *groupMetrics {
-	p, ok := provider.(GroupMetricsProvider)
+	p, ok := provider.(metrics.GroupProvider)
 	if !ok || name == "" {
 		return nil
 	}
 	return &groupMetrics{waiting: orNoop(p.NewWaitingForSlotMetric(name)), atLimit: orNoop(p.NewGroupsAtLimitMetric(name))}
 }
 
-// EventCounterMetric counts by event; it must be safe for concurrent use.
-type EventCounterMetric interface {
-	Inc(event string)
-}
-
 // parkingMetrics are the parking metrics of one queue; a queue without
 // them has a nil *parkingMetrics.
 type parkingMetrics struct {
 	parked   SettableGaugeMetric
-	wakes    EventCounterMetric
+	wakes    metrics.EventCounter
 	timeouts CounterMetric
 }
 
 // newParkingMetrics returns the parking metrics of a named queue, or nil if
 // it records no metrics or the provider does not offer them.
 func newParkingMetrics(provider MetricsProvider, name string) *parkingMetrics {
-	p, ok := provider.(ParkingMetricsProvider)
+	p, ok := provider.(metrics.ParkingProvider)
 	if !ok || name == "" {
 		return nil
 	}
@@ -116,13 +70,6 @@ func newParkingMetrics(provider MetricsProvider, name string) *parkingMetrics {
 type noopEventCounter struct{}
 
 func (noopEventCounter) Inc(string) {}
-
-// UnfinishedWorkUpdatePeriodProvider is a [MetricsProvider] that sets the
-// unfinished-work gauges' refresh period; 500 ms without it.
-type UnfinishedWorkUpdatePeriodProvider interface {
-	MetricsProvider
-	UnfinishedWorkUpdatePeriod() time.Duration
-}
 
 // defaultUnfinishedWorkUpdatePeriod is how often a queue with metrics
 // refreshes its unfinished-work gauges unless its provider says otherwise.
@@ -239,8 +186,10 @@ func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk cl
 		stopCh:                  make(chan struct{}),
 		loopDone:                make(chan struct{}),
 	}
-	if p, ok := provider.(UnfinishedWorkUpdatePeriodProvider); ok && p.UnfinishedWorkUpdatePeriod() > 0 {
-		m.updatePeriod = p.UnfinishedWorkUpdatePeriod()
+	if p, ok := provider.(metrics.UnfinishedWorkUpdatePeriodProvider); ok {
+		if period := p.UnfinishedWorkUpdatePeriod(); period > 0 {
+			m.updatePeriod = period
+		}
 	}
 	return m
 }
@@ -311,7 +260,7 @@ func delayingMetrics(provider MetricsProvider, name string) (CounterMetric, Sett
 		return nil, nil
 	}
 	retries := orNoop(provider.NewRetriesMetric(name))
-	if p, ok := provider.(DelayedItemsMetricsProvider); ok {
+	if p, ok := provider.(metrics.DelayedItemsProvider); ok {
 		if delayed := p.NewDelayedItemsMetric(name); delayed != nil {
 			return retries, delayed
 		}

@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -50,8 +51,8 @@ type recordingProvider struct {
 }
 
 var (
-	_ DelayedItemsMetricsProvider        = (*recordingProvider)(nil)
-	_ UnfinishedWorkUpdatePeriodProvider = (*recordingProvider)(nil)
+	_ metrics.DelayedItemsProvider               = (*recordingProvider)(nil)
+	_ metrics.UnfinishedWorkUpdatePeriodProvider = (*recordingProvider)(nil)
 )
 
 func (p *recordingProvider) NewDelayedItemsMetric(name string) SettableGaugeMetric {

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/go-workqueue/workqueue/metrics"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -18,11 +19,13 @@ type priorityRecordingProvider struct {
 	depth map[int]int
 }
 
-var _ PriorityMetricsProvider = (*priorityRecordingProvider)(nil)
+var _ metrics.PriorityProvider = (*priorityRecordingProvider)(nil)
 
-func (p *priorityRecordingProvider) NewDepthWithPriorityMetric(string) PriorityGaugeMetric { return p }
-func (p *priorityRecordingProvider) Inc(priority int)                                      { p.add(priority, 1) }
-func (p *priorityRecordingProvider) Dec(priority int)                                      { p.add(priority, -1) }
+func (p *priorityRecordingProvider) NewDepthWithPriorityMetric(string) metrics.PriorityGauge {
+	return p
+}
+func (p *priorityRecordingProvider) Inc(priority int) { p.add(priority, 1) }
+func (p *priorityRecordingProvider) Dec(priority int) { p.add(priority, -1) }
 func (p *priorityRecordingProvider) add(priority, d int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-workqueue/workqueue/internal/list"
 	"github.com/go-workqueue/workqueue/internal/table"
+	"github.com/go-workqueue/workqueue/metrics"
 	"k8s.io/utils/clock"
 )
 
@@ -54,7 +55,7 @@ type TypedPriorityQueue[T comparable] struct {
 	order *priorityOrder[T]
 	lim   limiter[T]
 
-	depthByPriority PriorityGaugeMetric
+	depthByPriority metrics.PriorityGauge
 	debounce        Debounce // the config's
 }
 

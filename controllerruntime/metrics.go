@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -122,18 +123,18 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
 // text or labels), the metrics are recorded into collectors of their own,
 // which reg does not show; NewMetricsProvider never panics. The provider
 // is safe for concurrent use.
-func NewMetricsProvider(reg prometheus.Registerer) workqueue.PriorityMetricsProvider {
+func NewMetricsProvider(reg prometheus.Registerer) metrics.PriorityProvider {
 	if reg == nil {
 		reg = crmetrics.Registry
 	}
 	return metricsFor(reg)
 }
 
-// provider is a [workqueue.PriorityMetricsProvider] over one registry's
+// provider is a [metrics.PriorityProvider] over one registry's
 // collectors.
 type provider struct{ c *collectors }
 
-var _ workqueue.PriorityMetricsProvider = (*provider)(nil)
+var _ metrics.PriorityProvider = (*provider)(nil)
 
 // NewDepthMetric returns workqueue_depth for the queue with priority "".
 func (p *provider) NewDepthMetric(name string) workqueue.GaugeMetric {
@@ -174,7 +175,7 @@ func (p *provider) NewRetriesMetric(name string) workqueue.CounterMetric {
 
 // NewDepthWithPriorityMetric returns workqueue_depth for the queue, with
 // at most maxPriorities distinct priority labels.
-func (p *provider) NewDepthWithPriorityMetric(name string) workqueue.PriorityGaugeMetric {
+func (p *provider) NewDepthWithPriorityMetric(name string) metrics.PriorityGauge {
 	return &depthByPriority{vec: p.c.depth, name: name, seen: map[int]bool{}}
 }
 

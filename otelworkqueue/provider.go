@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 	"github.com/go-workqueue/workqueue/reconcile"
 )
 
@@ -21,11 +22,11 @@ const ScopeName = "github.com/go-workqueue/workqueue/otelworkqueue"
 
 // Provider creates the metrics of named work queues as OpenTelemetry
 // instruments of one meter, and traces reconciles. It implements
-// [workqueue.MetricsProvider], [workqueue.DelayedItemsMetricsProvider],
-// [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider], [reconcile.MetricsProvider],
-// [workqueue.UnfinishedWorkUpdatePeriodProvider] and
-// [workqueue.TracingProvider]. Create it with
+// [metrics.Provider], its optional providers [metrics.DelayedItemsProvider],
+// [metrics.PriorityProvider], [metrics.ParkingProvider],
+// [metrics.GroupProvider] and [metrics.UnfinishedWorkUpdatePeriodProvider],
+// [reconcile.MetricsProvider] and
+// [reconcile.TracingProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
 	depth          metric.Int64UpDownCounter
@@ -53,14 +54,14 @@ type Provider struct {
 }
 
 var (
-	_ workqueue.MetricsProvider                    = (*Provider)(nil)
-	_ workqueue.DelayedItemsMetricsProvider        = (*Provider)(nil)
-	_ workqueue.PriorityMetricsProvider            = (*Provider)(nil)
-	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
-	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
-	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
-	_ reconcile.MetricsProvider                    = (*Provider)(nil)
-	_ workqueue.TracingProvider                    = (*Provider)(nil)
+	_ metrics.Provider                           = (*Provider)(nil)
+	_ metrics.DelayedItemsProvider               = (*Provider)(nil)
+	_ metrics.PriorityProvider                   = (*Provider)(nil)
+	_ metrics.ParkingProvider                    = (*Provider)(nil)
+	_ metrics.GroupProvider                      = (*Provider)(nil)
+	_ metrics.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
+	_ reconcile.MetricsProvider                  = (*Provider)(nil)
+	_ reconcile.TracingProvider                  = (*Provider)(nil)
 )
 
 // Option configures a [Provider].
@@ -281,7 +282,7 @@ const MaxPriorityValues = 25
 // up-down counter of the queue name, with the attributes name and
 // priority. Each call starts a new count of the priorities told apart, so
 // call it once per queue.
-func (p *Provider) NewDepthWithPriorityMetric(name string) workqueue.PriorityGaugeMetric {
+func (p *Provider) NewDepthWithPriorityMetric(name string) metrics.PriorityGauge {
 	return &priorityDepth{p.byPriority, newLabelSet(MaxPriorityValues, "priority", name)}
 }
 
@@ -293,7 +294,7 @@ const MaxEventValues = 25
 // NewWakesMetric returns the workqueue.wakes counter of the queue name,
 // with the attributes name and event. Each call starts a new count of the
 // events told apart, so call it once per queue.
-func (p *Provider) NewWakesMetric(name string) workqueue.EventCounterMetric {
+func (p *Provider) NewWakesMetric(name string) metrics.EventCounter {
 	return &wakes{p.wakes, newLabelSet(MaxEventValues, "event", name)}
 }
 

@@ -59,15 +59,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // Provider creates the metrics of named work queues and registers them with
-// one registry. It implements [workqueue.MetricsProvider],
-// [workqueue.DelayedItemsMetricsProvider],
-// [workqueue.PriorityMetricsProvider], [workqueue.ParkingMetricsProvider],
-// [workqueue.GroupMetricsProvider], [reconcile.MetricsProvider] and
-// [workqueue.UnfinishedWorkUpdatePeriodProvider]. Create it with
+// one registry. It implements [metrics.Provider], its optional providers
+// [metrics.DelayedItemsProvider], [metrics.PriorityProvider],
+// [metrics.ParkingProvider], [metrics.GroupProvider] and
+// [metrics.UnfinishedWorkUpdatePeriodProvider], and
+// [reconcile.MetricsProvider]. Create it with
 // [NewProvider]; the zero value is not usable. It is safe for concurrent use.
 type Provider struct {
 	depth          *prometheus.GaugeVec
@@ -94,13 +95,13 @@ type Provider struct {
 }
 
 var (
-	_ workqueue.MetricsProvider                    = (*Provider)(nil)
-	_ workqueue.DelayedItemsMetricsProvider        = (*Provider)(nil)
-	_ workqueue.PriorityMetricsProvider            = (*Provider)(nil)
-	_ workqueue.ParkingMetricsProvider             = (*Provider)(nil)
-	_ workqueue.GroupMetricsProvider               = (*Provider)(nil)
-	_ workqueue.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
-	_ reconcile.MetricsProvider                    = (*Provider)(nil)
+	_ metrics.Provider                           = (*Provider)(nil)
+	_ metrics.DelayedItemsProvider               = (*Provider)(nil)
+	_ metrics.PriorityProvider                   = (*Provider)(nil)
+	_ metrics.ParkingProvider                    = (*Provider)(nil)
+	_ metrics.GroupProvider                      = (*Provider)(nil)
+	_ metrics.UnfinishedWorkUpdatePeriodProvider = (*Provider)(nil)
+	_ reconcile.MetricsProvider                  = (*Provider)(nil)
 )
 
 // Option configures a [Provider].
@@ -343,7 +344,7 @@ const MaxPriorityLabels = 25
 // of the queue name, which a [workqueue.TypedPriorityQueue] keeps up to
 // date. Each call starts a new count of the priorities shown, so call it
 // once per queue.
-func (p *Provider) NewDepthWithPriorityMetric(name string) workqueue.PriorityGaugeMetric {
+func (p *Provider) NewDepthWithPriorityMetric(name string) metrics.PriorityGauge {
 	return &priorityDepth{newBoundedSeries(MaxPriorityLabels, func(priority string) prometheus.Gauge {
 		return p.byPriority.WithLabelValues(name, priority)
 	})}
@@ -426,7 +427,7 @@ const MaxEventLabels = 25
 // NewWakesMetric returns the workqueue_wakes_total counter of the queue
 // name. Each call starts a new count of the events shown, so call it once
 // per queue.
-func (p *Provider) NewWakesMetric(name string) workqueue.EventCounterMetric {
+func (p *Provider) NewWakesMetric(name string) metrics.EventCounter {
 	return &wakes{newBoundedSeries(MaxEventLabels, func(event string) prometheus.Counter {
 		return p.wakes.WithLabelValues(name, event)
 	})}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 )
 
 // The results a [MetricsProvider]'s reconciles metric counts.
@@ -23,16 +24,16 @@ type ResultCounter interface {
 	Inc(result string)
 }
 
-// MetricsProvider is a workqueue.MetricsProvider that also records the
+// MetricsProvider is a metrics.Provider that also records the
 // metrics of a [Runner] over a queue that uses it ([MetricsSource]).
 type MetricsProvider interface {
-	workqueue.MetricsProvider
-	NewReconcilesMetric(name string) ResultCounter                    // reconciles ended, by result (ResultSuccess, ...)
-	NewReconcileErrorsMetric(name string) workqueue.CounterMetric     // reconciles that returned an error or panicked
-	NewReconcileDurationMetric(name string) workqueue.HistogramMetric // seconds a reconcile ran
-	NewActiveWorkersMetric(name string) workqueue.GaugeMetric         // workers reconciling an item
-	NewWorkersMetric(name string) workqueue.SettableGaugeMetric       // workers Run runs, not those told to leave; 0 when it is not running
-	NewReconcileWaitMetric(name string) workqueue.HistogramMetric     // seconds from ItemInfo.Added to the reconcile's start, over an InfoGetter
+	metrics.Provider
+	NewReconcilesMetric(name string) ResultCounter            // reconciles ended, by result (ResultSuccess, ...)
+	NewReconcileErrorsMetric(name string) metrics.Counter     // reconciles that returned an error or panicked
+	NewReconcileDurationMetric(name string) metrics.Histogram // seconds a reconcile ran
+	NewActiveWorkersMetric(name string) metrics.Gauge         // workers reconciling an item
+	NewWorkersMetric(name string) metrics.SettableGauge       // workers Run runs, not those told to leave; 0 when it is not running
+	NewReconcileWaitMetric(name string) metrics.Histogram     // seconds from ItemInfo.Added to the reconcile's start, over an InfoGetter
 }
 
 // MetricsSource is a queue that records its metrics with a provider under a
@@ -54,11 +55,11 @@ var (
 type runnerMetrics struct {
 	on         bool
 	reconciles ResultCounter
-	errors     workqueue.CounterMetric
-	duration   workqueue.HistogramMetric
-	active     workqueue.GaugeMetric
-	workers    workqueue.SettableGaugeMetric
-	wait       workqueue.HistogramMetric
+	errors     metrics.Counter
+	duration   metrics.Histogram
+	active     metrics.Gauge
+	workers    metrics.SettableGauge
+	wait       metrics.Histogram
 }
 
 func newRunnerMetrics(queue any) runnerMetrics {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -35,19 +36,19 @@ func (r recordedResults) Inc(result string) { r.p.metric(r.name, "reconciles/"+r
 func (p runnerRecordingProvider) NewReconcilesMetric(name string) ResultCounter {
 	return recordedResults{p.recordingProvider, name}
 }
-func (p runnerRecordingProvider) NewReconcileErrorsMetric(name string) workqueue.CounterMetric {
+func (p runnerRecordingProvider) NewReconcileErrorsMetric(name string) metrics.Counter {
 	return p.metric(name, "errors")
 }
-func (p runnerRecordingProvider) NewReconcileDurationMetric(name string) workqueue.HistogramMetric {
+func (p runnerRecordingProvider) NewReconcileDurationMetric(name string) metrics.Histogram {
 	return p.metric(name, "reconcile duration")
 }
-func (p runnerRecordingProvider) NewActiveWorkersMetric(name string) workqueue.GaugeMetric {
+func (p runnerRecordingProvider) NewActiveWorkersMetric(name string) metrics.Gauge {
 	return p.metric(name, "active")
 }
-func (p runnerRecordingProvider) NewWorkersMetric(name string) workqueue.SettableGaugeMetric {
+func (p runnerRecordingProvider) NewWorkersMetric(name string) metrics.SettableGauge {
 	return p.metric(name, "workers")
 }
-func (p runnerRecordingProvider) NewReconcileWaitMetric(name string) workqueue.HistogramMetric {
+func (p runnerRecordingProvider) NewReconcileWaitMetric(name string) metrics.Histogram {
 	return p.metric(name, "reconcile wait")
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 )
 
 // workerPool runs the workers of a Runner's Run and changes their number.
@@ -17,7 +17,7 @@ type workerPool struct {
 	getCtx context.Context
 	// gauge is the workers metric, set under mu so that its value follows
 	// the order of the changes.
-	gauge workqueue.SettableGaugeMetric
+	gauge metrics.SettableGauge
 	work  func(leave context.Context)
 	// staying are the workers not told to leave, oldest first.
 	staying []*poolWorker
@@ -34,7 +34,7 @@ type poolWorker struct{ leave context.CancelFunc }
 
 // start runs n workers, each calling work with its own context, and
 // returns a channel closed once every worker has exited.
-func (p *workerPool) start(runCtx, getCtx context.Context, n int, gauge workqueue.SettableGaugeMetric, work func(leave context.Context)) <-chan struct{} {
+func (p *workerPool) start(runCtx, getCtx context.Context, n int, gauge metrics.SettableGauge, work func(leave context.Context)) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.runCtx, p.getCtx, p.gauge, p.work, p.open = runCtx, getCtx, gauge, work, true

@@ -3,7 +3,7 @@ package reconcile
 import (
 	"sync"
 
-	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 )
 
 // recordedMetric is one metric of a recordingProvider: a value for gauges
@@ -66,24 +66,24 @@ func (p *recordingProvider) observations(name, kind string) []float64 {
 	return append([]float64(nil), m.observations...)
 }
 
-func (p *recordingProvider) NewDepthMetric(name string) workqueue.GaugeMetric {
+func (p *recordingProvider) NewDepthMetric(name string) metrics.Gauge {
 	return p.metric(name, "depth")
 }
-func (p *recordingProvider) NewAddsMetric(name string) workqueue.CounterMetric {
+func (p *recordingProvider) NewAddsMetric(name string) metrics.Counter {
 	return p.metric(name, "adds")
 }
-func (p *recordingProvider) NewLatencyMetric(name string) workqueue.HistogramMetric {
+func (p *recordingProvider) NewLatencyMetric(name string) metrics.Histogram {
 	return p.metric(name, "latency")
 }
-func (p *recordingProvider) NewWorkDurationMetric(name string) workqueue.HistogramMetric {
+func (p *recordingProvider) NewWorkDurationMetric(name string) metrics.Histogram {
 	return p.metric(name, "work")
 }
-func (p *recordingProvider) NewUnfinishedWorkSecondsMetric(name string) workqueue.SettableGaugeMetric {
+func (p *recordingProvider) NewUnfinishedWorkSecondsMetric(name string) metrics.SettableGauge {
 	return p.metric(name, "unfinished")
 }
-func (p *recordingProvider) NewLongestRunningProcessorSecondsMetric(name string) workqueue.SettableGaugeMetric {
+func (p *recordingProvider) NewLongestRunningProcessorSecondsMetric(name string) metrics.SettableGauge {
 	return p.metric(name, "longest")
 }
-func (p *recordingProvider) NewRetriesMetric(name string) workqueue.CounterMetric {
+func (p *recordingProvider) NewRetriesMetric(name string) metrics.Counter {
 	return p.metric(name, "retries")
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 )
 
 // handleMetrics are one handle's metrics, with the Kubernetes workqueue
@@ -19,11 +20,11 @@ type handleMetrics struct {
 	workDuration workqueue.HistogramMetric
 	unfinished   workqueue.SettableGaugeMetric
 	longest      workqueue.SettableGaugeMetric
-	// parked and wakes are reported to a workqueue.ParkingMetricsProvider:
+	// parked and wakes are reported to a metrics.ParkingProvider:
 	// the queue-wide parked count as Redis last reported it to this
 	// handle, and the parks this handle's wakes ended, by event.
 	parked workqueue.SettableGaugeMetric
-	wakes  workqueue.EventCounterMetric
+	wakes  metrics.EventCounter
 }
 
 type noopEventCounter struct{}
@@ -59,7 +60,7 @@ func newHandleMetrics(provider workqueue.MetricsProvider, name string) *handleMe
 	m.workDuration = orNoop(provider.NewWorkDurationMetric(name), m.workDuration)
 	m.unfinished = orNoop(provider.NewUnfinishedWorkSecondsMetric(name), m.unfinished)
 	m.longest = orNoop(provider.NewLongestRunningProcessorSecondsMetric(name), m.longest)
-	if parking, ok := provider.(workqueue.ParkingMetricsProvider); ok {
+	if parking, ok := provider.(metrics.ParkingProvider); ok {
 		m.parked = orNoop(parking.NewParkedItemsMetric(name), m.parked)
 		m.wakes = orNoop(parking.NewWakesMetric(name), m.wakes)
 	}
