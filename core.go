@@ -171,7 +171,7 @@ type core[T comparable] struct {
 	// Snapshot or the metrics need it.
 	flight flightList
 	// trace holds the links of the adds (tracing.go); nil unless the
-	// provider is a TracingProvider.
+	// provider is a linker.
 	trace *traceState[T]
 }
 

@@ -56,20 +56,17 @@ type infoGetter[T comparable] interface {
 	GetWithInfoContext(ctx context.Context) (item T, info ItemInfo, err error)
 }
 
-// TracingProvider is a [MetricsProvider] that also traces: a queue made with
-// it keeps the links of adds made with a context ([Base.AddContext]) until
-// the item's hand-out, in [ItemInfo.Links]; other queues store no link. Its
-// methods must be safe for concurrent use.
-type TracingProvider interface {
-	MetricsProvider
-	// TraceLink returns the link to the span ctx carries; false if none.
+// linker is the part of a provider that links adds to their hand-out, as
+// reconcile.TracingProvider's TraceLink does.
+type linker interface {
 	TraceLink(ctx context.Context) (TraceLink, bool)
 }
 
-// AddContext is Add that also links the span ctx carries, if the queue's
-// provider is a [TracingProvider], to the item's next hand-out. Over a queue
-// from outside this package it is that queue's AddContext, or Add if it has
-// none or a Debounce of the layer over it holds the add back.
+// AddContext is Add that also links the span ctx carries to the item's next
+// hand-out (ItemInfo.Links) if the queue's provider has a TraceLink method,
+// as reconcile.TracingProvider does. Over a queue from outside this package
+// it is that queue's AddContext, or Add if it has none or a Debounce of the
+// layer over it holds the add back.
 func (b *Base[T]) AddContext(ctx context.Context, item T) {
 	if b.top == nil {
 		panic("workqueue: AddContext on a zero queue; make one with its constructor")
@@ -243,7 +240,7 @@ type itemTrace struct {
 // traceState is the core's links, nil when its provider does not trace.
 // The core's lock guards it.
 type traceState[T comparable] struct {
-	provider TracingProvider
+	provider linker
 	// items holds the links of the held items that have any, by id.
 	items map[int32]itemTrace
 	// delayed holds the links of a delaying queue's delayed adds, by item:
@@ -265,7 +262,7 @@ func (s *traceState[T]) put(id int32, t itemTrace) {
 func (s linkSet) empty() bool { return len(s.links) == 0 && s.dropped == 0 }
 
 func newTraceState[T comparable](provider MetricsProvider) *traceState[T] {
-	tp, ok := provider.(TracingProvider)
+	tp, ok := provider.(linker)
 	if !ok {
 		return nil
 	}

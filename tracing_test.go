@@ -45,8 +45,8 @@ type tracedPriorityProvider struct {
 }
 
 var (
-	_ TracingProvider = tracingProvider{}
-	_ TracingProvider = tracedPriorityProvider{}
+	_ linker = tracingProvider{}
+	_ linker = tracedPriorityProvider{}
 )
 
 // wrappedTyped is a queue from outside this package with AddContext and

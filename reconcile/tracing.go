@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/metrics"
 )
 
 // Span is what a [TracingProvider] records of one reconcile.
@@ -15,11 +16,15 @@ type Span struct {
 	Info    workqueue.ItemInfo // the hand-out's priority and links
 }
 
-// TracingProvider is a workqueue.TracingProvider that also traces
-// reconciles: a [Runner] over a queue that uses it starts a span for each.
-// Its methods must be safe for concurrent use.
+// TracingProvider is a metrics.Provider that also traces: a queue of
+// package workqueue made with it keeps the links of the adds made with a
+// context (AddContext) until the item's hand-out, in ItemInfo.Links, and a
+// [Runner] over the queue starts a span for each reconcile, linked to them;
+// other queues store no link. Its methods must be safe for concurrent use.
 type TracingProvider interface {
-	workqueue.TracingProvider
+	metrics.Provider
+	// TraceLink returns the link to the span ctx carries; false if none.
+	TraceLink(ctx context.Context) (workqueue.TraceLink, bool)
 	// StartReconcile starts a reconcile's span, returning ctx with it and the
 	// function the Runner calls with the outcome to end it.
 	StartReconcile(ctx context.Context, span Span) (context.Context, func(Result, error))

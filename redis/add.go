@@ -26,7 +26,7 @@ func (q *Queue[T]) Add(item T) {
 
 // AddContext is Add without retries: it returns Redis's error, the codec's,
 // ErrKeyTooLarge, or workqueue.ErrShutDown after ShutDown. If the handle's
-// MetricsProvider is a workqueue.TracingProvider, the add links the span
+// MetricsProvider is a reconcile.TracingProvider, the add links the span
 // ctx carries to the item's next hand-out, in any handle (see
 // GetWithInfoContext); so does AddAfterContext's. ctx can end the
 // call only before the add is sent; once sent, the call waits for Redis's

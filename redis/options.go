@@ -91,7 +91,7 @@ type Options[T comparable] struct {
 	// Set. A call moves at most 256 of a partition's items whose delay
 	// ended into the queue and counts the rest as one each, so while more
 	// than that wait to be moved the depth also counts those of them that
-	// are queued or being processed already, which Len does not. If it is a workqueue.TracingProvider, the handle traces: its
+	// are queued or being processed already, which Len does not. If it is a reconcile.TracingProvider, the handle traces: its
 	// adds with a context send the span's link with the key, and its Gets
 	// return the links (see GetWithInfoContext); every handle of a queue
 	// must trace or none.

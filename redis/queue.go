@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 var (
@@ -89,7 +90,7 @@ type Queue[T comparable] struct {
 	metrics     *handleMetrics
 	// tracer is provider as a TracingProvider, nil if it is not one: the
 	// handle then sends no links and keeps none in Redis.
-	tracer workqueue.TracingProvider
+	tracer reconcile.TracingProvider
 	// fairness and fairWeight: Options.Fairness[0] and FairnessWeights[0];
 	// nested and nestedWeight: Fairness[1] and FairnessWeights[1]; each
 	// nil if not given.

@@ -8,11 +8,12 @@ import (
 	"strings"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/reconcile"
 )
 
 // GetWithInfoContext is GetContext that also returns the item's info: its
 // priority, when it was last queued (Added, on this handle's clock) and,
-// if the handle's MetricsProvider is a workqueue.TracingProvider, the
+// if the handle's MetricsProvider is a reconcile.TracingProvider, the
 // links of the adds merged into this hand-out that carried a span
 // (AddContext, AddAfterContext and AddWithOptsContext of a traced handle
 // of the queue), in the order of the adds, at most
@@ -31,8 +32,8 @@ func (q *Queue[T]) GetWithInfoContext(ctx context.Context) (item T, info workque
 }
 
 // tracerOf returns provider as a TracingProvider, or nil.
-func tracerOf(provider workqueue.MetricsProvider) workqueue.TracingProvider {
-	tp, _ := provider.(workqueue.TracingProvider)
+func tracerOf(provider workqueue.MetricsProvider) reconcile.TracingProvider {
+	tp, _ := provider.(reconcile.TracingProvider)
 	return tp
 }
 

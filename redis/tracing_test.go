@@ -19,12 +19,12 @@ import (
 
 // The tests of this file check what a traced handle stores in Redis and
 // hands out, and the commands it runs, with linkProvider: a
-// workqueue.TracingProvider without OpenTelemetry, so that this module
+// reconcile.TracingProvider without OpenTelemetry, so that this module
 // does not require it. The reconcile spans of a Runner over a traced
 // handle, with the OpenTelemetry SDK, are tested in the module of
 // ./oteltest.
 
-// linkProvider is a workqueue.TracingProvider whose links are the ones
+// linkProvider is a reconcile.TracingProvider whose links are the ones
 // its start put into a context, and whose metrics and reconcile spans do
 // nothing.
 type linkProvider struct {
@@ -78,7 +78,7 @@ func (p linkProvider) start(ctx context.Context) (context.Context, workqueue.Tra
 	return context.WithValue(ctx, linkKey{}, l), l
 }
 
-var _ workqueue.TracingProvider = linkProvider{}
+var _ reconcile.TracingProvider = linkProvider{}
 
 // tracedPair is two handles of one queue, each with a linkProvider of its
 // own, as two processes have; adder makes the links of the adds.
