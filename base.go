@@ -11,12 +11,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Base holds the methods the queues of this package share, safe for concurrent
-// use; they panic on a zero value. Over a config's Queue or DelayingQueue from
-// outside this package they do what it supports: GetContext returns an error
-// wrapping [errors.ErrUnsupported] if it has none, Park adds the item after
-// MaxParkTime (or ParkBackoff, if longer) if it cannot park, and the others
-// cover the delayed items or do nothing.
+// Base holds the methods the queues share, safe for concurrent use; they
+// panic on a zero value. Over an outside Queue or DelayingQueue they do what
+// it supports: GetContext errs with [errors.ErrUnsupported] if it has none,
+// Park adds the item after MaxParkTime (or ParkBackoff, if longer) if it
+// cannot park, the others cover the delayed items or do nothing.
 type Base[T comparable] struct {
 	// c is the core of this package's queue under the layer; below is,
 	// when c is nil, the queue the layer wraps: one from outside this
@@ -215,14 +214,13 @@ func (b *Base[T]) Remove(item T) bool {
 	return true
 }
 
-// Park holds item, got from Get and not yet marked done: from its Done on, it
-// is neither handed out nor counted in Len until a Wake of one of events,
-// WakeItem, an add of the item or MaxParkTime queues it; if one of events was
-// woken since the Get, the park ends at Done. An add since the Get, or a wake
-// of an earlier Park, wins over the park; otherwise a later Park replaces an
-// earlier one. Park does nothing for an item not being processed or after a
-// shutdown has begun. The queue keeps the last wake of each event: use a small
-// fixed set. A park is not a failure; see ParkBackoff.
+// Park holds item, got from Get and not yet done: from its Done on, it is not
+// handed out or in Len until a Wake of one of events, WakeItem, an add of it
+// or MaxParkTime queues it; a wake of one of events since the Get ends the
+// park at Done. An add since the Get, or a wake of an earlier Park, wins over
+// the park; a later Park replaces an earlier one. It does nothing for an item
+// not being processed or after a shutdown. The queue keeps each event's last
+// wake: use a small fixed set. A park is not a failure (see ParkBackoff).
 func (b *Base[T]) Park(item T, events ...string) {
 	c, l := b.c, b.lim
 	var hash uint32
@@ -287,14 +285,13 @@ func (b *Base[T]) parkBelow(item T, backoff func() time.Duration, events []strin
 	}
 }
 
-// Wake ends the parks waiting for event and returns how many it ended; it
-// queues their items in park order, each after its Done and ParkBackoff.
-// After a shutdown has begun it does nothing.
+// Wake ends event's parks and returns how many; their items queue in park
+// order, after their Done and ParkBackoff. After a shutdown it does nothing.
 func (b *Base[T]) Wake(event string) int { return b.WakeFunc(event, nil) }
 
-// WakeFunc is Wake for the items accept returns true for; nil accepts all.
-// accept is called with the queue locked and must not call the queue; if it
-// panics, the parks it accepted stay ended.
+// WakeFunc is Wake for the items accept returns true for (nil: all); accept
+// runs under the queue's lock, must not call it, and if it panics the parks it
+// accepted stay ended.
 func (b *Base[T]) WakeFunc(event string, accept func(item T) bool) int {
 	if b.c == nil {
 		if p, ok := parkingBelow(b.outside("WakeFunc")); ok {
@@ -422,10 +419,9 @@ func (b *Base[T]) ShuttingDown() bool {
 	return b.c.shuttingDown.Load()
 }
 
-// MetricsConfig returns the provider the queue records its metrics with, its
-// config's, else SetProvider's when it was made (nil if neither), and its
-// config's Name. A rate-limiting queue returns those of its DelayingQueue, nil
-// and "" if that has no MetricsConfig method.
+// MetricsConfig returns the queue's provider (its config's, else
+// SetProvider's at construction; nil if neither) and its config's Name; a
+// rate-limiting queue, its DelayingQueue's (nil, "" if it has no such method).
 func (b *Base[T]) MetricsConfig() (MetricsProvider, string) {
 	if b.source != nil {
 		return b.source.MetricsConfig()

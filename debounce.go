@@ -6,14 +6,13 @@ import (
 )
 
 // Debounce holds back an item until its adds go quiet: an add with no delay
-// makes it ready Quiet after that add, at most MaxDelay after the burst's
-// first add. A burst begins at an add of an item not waiting for a debounce
-// and ends when it is ready; adding an item already ready (queued, or to be
-// queued at Done) changes nothing, and one being processed is queued at the
-// later of its Done and its burst's end. AddAfter and AddRateLimited end a
-// burst no later than their delay. The zero value debounces nothing.
+// makes it ready Quiet later, at most MaxDelay after its burst's first add. A
+// burst begins at an add of an item not waiting for a debounce and ends when
+// it is ready; an add of a ready item (queued, or due at Done) changes
+// nothing; one being processed is queued at the later of its Done and its
+// burst's end. AddAfter and AddRateLimited end a burst by their delay.
 type Debounce struct {
-	Quiet    time.Duration // positive if MaxDelay is set
+	Quiet    time.Duration // positive if MaxDelay is set; the zero Debounce debounces nothing
 	MaxDelay time.Duration // zero means Quiet; otherwise at least Quiet
 }
 

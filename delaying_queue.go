@@ -44,9 +44,8 @@ func TypedNewDelayingQueue[T comparable]() *TypedDelayingQueue[T] {
 	return NewTypedDelayingQueue[T]()
 }
 
-// NewTypedDelayingQueueWithConfig returns a new delaying queue. It panics if
-// MaxParkTime is negative, Debounce is not valid, or GroupLimits is set with
-// Queue or has a nil Group.
+// NewTypedDelayingQueueWithConfig returns a delaying queue; it panics on a
+// negative MaxParkTime, a bad Debounce, or GroupLimits with Queue or no Group.
 func NewTypedDelayingQueueWithConfig[T comparable](config TypedDelayingQueueConfig[T]) *TypedDelayingQueue[T] {
 	config.MetricsProvider = withDefaultProvider(config.MetricsProvider)
 	if config.Clock == nil {
@@ -234,11 +233,10 @@ func (q *TypedDelayingQueue[T]) addDebouncedLinked(item T, link *TraceLink) {
 	})
 }
 
-// Reschedule is AddAfter where the latest call wins: it replaces the delay
-// item waits for, even an earlier one, or the rest of its Debounce burst. A
-// duration of zero or less adds item at once, never debounced, and takes it
-// out of the waiting items. It does not take back an add that made item
-// ready; after a shutdown has begun it does nothing.
+// Reschedule is AddAfter where the latest call wins: it replaces item's
+// pending delay, even an earlier one, or the rest of its Debounce burst; zero
+// or less adds item at once, undebounced. It does not take back an add that
+// made item ready, and does nothing after a shutdown.
 func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
 	if duration <= 0 {
 		q.addCancellingDelay(item, true)

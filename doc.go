@@ -13,8 +13,8 @@
 //   - Shutdown: once a shutdown begins, adds do nothing and AddRateLimited
 //     records no failure; queued items are still handed out.
 //
-// The constructors are client-go's and return [Typed],
-// [TypedDelayingQueue], [TypedRateLimitingQueue] and [TypedPriorityQueue].
-// Package reconcile runs the worker loop over the last two. docs/design.md
-// lists where this package differs from client-go.
+// The constructors (client-go's) return [Typed], [TypedDelayingQueue],
+// [TypedRateLimitingQueue] and [TypedPriorityQueue]; package reconcile runs
+// the worker loop over the last two. docs/design.md lists where this package
+// differs from client-go.
 package workqueue

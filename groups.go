@@ -13,15 +13,12 @@ import (
 // GroupLimits limits how many items of a group are processed at once; the rest
 // stay queued, in order and in Len, and Get passes over them.
 type GroupLimits[T comparable] struct {
-	// Group returns item's group, "" for none: called with the queue locked when item is first
-	// queued, its answer kept while the queue holds it, it must answer the same every time and neither panic nor call the queue.
-	Group   func(item T) string
-	Default int            // the limit of a group Limits does not name; 0 or less: none
-	Limits  map[string]int // copied; 0 or less: none; "" cannot be limited
+	Group   func(item T) string // item's group, "" for none: asked under the queue's lock once per hold; same answer always, no panic, no queue call
+	Default int                 // the limit of a group Limits does not name; 0 or less: none
+	Limits  map[string]int      // copied; 0 or less: none; "" cannot be limited
 }
 
-// GroupState is a group that has items in flight or queued, in a
-// [Snapshot]; Group "" holds the items of no group.
+// GroupState is a group with items in flight or queued; "" is no group.
 type GroupState struct {
 	Group    string
 	Limit    int // 0 for no limit

@@ -10,8 +10,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// MetricsProvider is client-go's name for [metrics.Provider], which
-// SetProvider and the configs take.
+// MetricsProvider is client-go's name for [metrics.Provider].
 type MetricsProvider = metrics.Provider
 
 // GaugeMetric is client-go's name for [metrics.Gauge].
@@ -122,11 +121,10 @@ var defaultProvider atomic.Pointer[providerBox]
 
 type providerBox struct{ provider MetricsProvider }
 
-// SetProvider sets the MetricsProvider of queues made after it whose config
-// has none; nil removes it. It is safe for concurrent use. With this module's
-// prometheus.NewProvider(legacyregistry.Registerer()), or in a program with
-// controller-runtime its controllerruntime.NewMetricsProvider(nil), the
-// queues' series keep the names and the registry they had with client-go.
+// SetProvider sets the provider of the queues made after it without one (nil:
+// none); it is safe for concurrent use. prometheus.NewProvider(
+// legacyregistry.Registerer()), or controllerruntime.NewMetricsProvider(nil)
+// beside controller-runtime, keeps client-go's series names and registry.
 func SetProvider(provider MetricsProvider) {
 	if provider == nil {
 		defaultProvider.Store(nil)

@@ -15,7 +15,7 @@ import (
 // is in priority_order.go and fair.go. The core's interfaces to an order,
 // handOutOrder and groupedOrder, are in core.go.
 
-// Queue is custom storage for [Typed], which calls it under its lock: Push for
+// Queue is custom storage for [Typed], called under its lock: Push for
 // an item not stored, Touch for a stored one added again, Pop only when Len is
 // positive. Pop must return an item pushed and not popped, or Get panics.
 // Items it holds at construction are added in the order it pops them.

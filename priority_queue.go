@@ -20,10 +20,10 @@ var (
 	_ additions[int]    = (*TypedPriorityQueue[int])(nil)
 )
 
-// TypedPriorityQueueConfig configures [NewTypedPriorityQueue]; the zero value
-// is valid, shared fields are as in [TypedRateLimitingQueueConfig]. Fairness
-// and FairnessWeights functions are called with the queue locked, must answer
-// the same for an argument every time, and must not panic or call the queue.
+// TypedPriorityQueueConfig configures [NewTypedPriorityQueue] (zero is valid;
+// shared fields as in [TypedRateLimitingQueueConfig]). Fairness and
+// FairnessWeights functions run under the queue's lock: same answer for an
+// argument, no panic, no queue call.
 type TypedPriorityQueueConfig[T comparable] struct {
 	Name            string
 	MetricsProvider MetricsProvider
@@ -32,23 +32,19 @@ type TypedPriorityQueueConfig[T comparable] struct {
 	MaxParkTime     time.Duration
 	ParkBackoff     TypedRateLimiter[T]
 	Fairness        []func(item T) string // keys that take turns within a priority: the first function's, then within each the second's, ...
-	// FairnessWeights[d](key) is how many items a key of Fairness[d] hands out in
-	// a row (nil, missing or below 1: 1), read when it joins the rotation, after
-	// each of its rounds and by Snapshot: an item whose key has nothing queued
-	// waits for at most the sum of the other keys' weights at each level.
+	// FairnessWeights[d](key): items a key of Fairness[d] hands out in a row (nil, missing, below 1: 1), read as it joins the rotation,
+	// after each round and by Snapshot; an item of a key with nothing queued waits for at most the other keys' weights' sum per level.
 	FairnessWeights []func(key string) int
-	MaxWait         time.Duration // if positive, an item ready that long goes before any other, whatever its priority; its keys keep their turns
-	// GroupLimits: a key whose queued items all wait for a slot rejoins its
-	// rotation at the back when one frees; MaxWait takes the longest ready with one.
-	GroupLimits *GroupLimits[T]
-	Debounce    Debounce // at the highest priority the burst's adds asked for
+	MaxWait         time.Duration   // if positive, an item ready that long goes before any other, whatever its priority; its keys keep their turns
+	GroupLimits     *GroupLimits[T] // a key whose items all wait for a slot rejoins at the back when one frees; MaxWait: the longest ready with one
+	Debounce        Debounce        // at the highest priority the burst's adds asked for
 }
 
 // TypedPriorityQueue is a [TypedRateLimitingInterface] with [Base]'s methods,
-// AddWithOpts, GetWithPriority and Reschedule, safe for concurrent use. It hands out higher priorities first, within one first in, first out or
-// in turns of Fairness keys. A re-add keeps the highest priority and earliest
-// ready time asked for, a woken item its priority; an item whose priority
-// rises goes behind those queued at its new one.
+// AddWithOpts, GetWithPriority and Reschedule, safe for concurrent use: higher
+// priorities first, each FIFO or in turns of Fairness keys. A re-add keeps the
+// highest priority and earliest time asked for, a woken item its priority; a
+// raised item goes behind those queued at its new priority.
 type TypedPriorityQueue[T comparable] struct {
 	Base[T]
 	core  core[T]

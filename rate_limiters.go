@@ -74,8 +74,8 @@ func (f *failureCounts[T]) forget(item T) {
 }
 
 // TypedItemExponentialFailureRateLimiter delays an item's n-th failure since
-// it was forgotten by baseDelay * 2^(n-1), at most maxDelay; its zero value
-// never delays. It is safe for concurrent use.
+// it was forgotten by baseDelay * 2^(n-1), at most maxDelay, and is safe for
+// concurrent use; its zero value never delays.
 type TypedItemExponentialFailureRateLimiter[T comparable] struct {
 	failures  failureCounts[T]
 	baseDelay time.Duration
@@ -161,9 +161,9 @@ func (r *TypedItemFastSlowRateLimiter[T]) Forget(item T) {
 	r.failures.forget(item)
 }
 
-// TypedBucketRateLimiter limits all items together with a token bucket:
-// &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}. It is safe for
-// concurrent use; When panics on a nil Limiter.
+// TypedBucketRateLimiter, safe for concurrent use, limits all items with one
+// token bucket: &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}.
+// When panics on a nil Limiter.
 type TypedBucketRateLimiter[T comparable] struct {
 	*rate.Limiter
 }

@@ -14,35 +14,30 @@ var (
 	_ ownParkBackoff   = (*TypedRateLimitingQueue[int])(nil)
 )
 
-// TypedRateLimitingQueueConfig configures
-// [NewTypedRateLimitingQueueWithConfig]; the zero value is valid, shared
-// fields are as in [TypedDelayingQueueConfig]. A DelayingQueue keeps its own
-// settings; Clock and MaxParkTime then serve only one from outside this package.
+// TypedRateLimitingQueueConfig configures NewTypedRateLimitingQueueWithConfig
+// (zero is valid; shared fields as in [TypedDelayingQueueConfig]); a given
+// DelayingQueue keeps its settings (Clock, MaxParkTime: for an outside one).
 type TypedRateLimitingQueueConfig[T comparable] struct {
 	Name            string
 	Logger          *slog.Logger
 	MetricsProvider MetricsProvider
 	Clock           clock.WithTicker
 	MaxParkTime     time.Duration
-	// ParkBackoff gives, at each Park that takes effect, how long after it a wake may
-	// queue the item; called with the queue locked, it must not call it; nil: 5 ms doubling to 10 s.
-	ParkBackoff     TypedRateLimiter[T]
+	ParkBackoff     TypedRateLimiter[T] // at each Park that takes effect, how long after it a wake may queue the item; under the lock, no queue calls; nil: 5 ms doubling to 10 s
 	AddCancelsDelay bool
 	GroupLimits     *GroupLimits[T]
 	DelayingQueue   TypedDelayingInterface[T] // the queue below; nil means a new delaying queue
 	Debounce        Debounce                  // AddRateLimited is never debounced
 }
 
-// NewTypedRateLimitingQueue is shorthand for
-// NewTypedRateLimitingQueueWithConfig with a zero config.
+// NewTypedRateLimitingQueue uses a zero TypedRateLimitingQueueConfig.
 func NewTypedRateLimitingQueue[T comparable](rateLimiter TypedRateLimiter[T]) *TypedRateLimitingQueue[T] {
 	return NewTypedRateLimitingQueueWithConfig(rateLimiter, TypedRateLimitingQueueConfig[T]{})
 }
 
 // NewTypedRateLimitingQueueWithConfig returns a new rate-limiting queue. It
-// panics if rateLimiter is nil, MaxParkTime is negative, Debounce is not
-// valid, AddCancelsDelay, Debounce or GroupLimits is set
-// with a DelayingQueue, or GroupLimits has a nil Group.
+// panics on a nil rateLimiter or Group, a negative MaxParkTime, an invalid
+// Debounce, or AddCancelsDelay, Debounce or GroupLimits with a DelayingQueue.
 func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimiter[T], config TypedRateLimitingQueueConfig[T]) *TypedRateLimitingQueue[T] {
 	if rateLimiter == nil {
 		panic("workqueue: NewTypedRateLimitingQueue needs a rate limiter, got nil")
@@ -87,8 +82,7 @@ func NewTypedRateLimitingQueueWithConfig[T comparable](rateLimiter TypedRateLimi
 }
 
 // TypedRateLimitingQueue is a [TypedRateLimitingInterface] with [Base]'s
-// methods, Reschedule and config fields ParkBackoff, AddCancelsDelay and
-// Debounce, safe for concurrent use.
+// methods and Reschedule, safe for concurrent use.
 type TypedRateLimitingQueue[T comparable] struct {
 	Base[T]
 	// It starts no goroutine of its own: its shutdowns begin the delaying

@@ -32,22 +32,12 @@ type TraceLink struct {
 	State   string // the tracestate header, "" for none
 }
 
-// IsValid reports whether l has a non-zero trace id and span id.
-func (l TraceLink) IsValid() bool {
-	return l.TraceID != [16]byte{} && l.SpanID != [8]byte{}
-}
-
 // ItemInfo is what a queue tells of an item it hands out, beside the item.
 type ItemInfo struct {
-	Priority int // the item's priority; 0 on a queue without priorities
-	// Added is when, on the queue's clock, the first add since the previous
-	// hand-out made the item ready (a delayed add: when its delay ended);
-	// zero if unknown, as on a queue that records no metrics.
-	Added time.Time
-	// Links: those of the adds with a span merged into this hand-out and of a retry or
-	// park carried over, at most [MaxTraceLinks], in no promised order; do not change them.
-	Links        []TraceLink
-	DroppedLinks int // the links left out
+	Priority     int         // the item's priority; 0 on a queue without priorities
+	Added        time.Time   // when (queue's clock) the first add since the last hand-out made it ready (a delayed add: its delay's end); zero if unknown, as with no metrics
+	Links        []TraceLink // of the adds with a span merged into it, a retry's or park's carried over; unordered, read-only
+	DroppedLinks int         // the links beyond MaxTraceLinks, left out
 }
 
 // infoGetter is a queue from outside this package that hands out items
@@ -63,10 +53,9 @@ type linker interface {
 }
 
 // AddContext is Add that also links the span ctx carries to the item's next
-// hand-out (ItemInfo.Links) if the queue's provider has a TraceLink method,
-// as reconcile.TracingProvider does. Over a queue from outside this package
-// it is that queue's AddContext, or Add if it has none or a Debounce of the
-// layer over it holds the add back.
+// hand-out if the provider has a TraceLink method (reconcile.TracingProvider).
+// Over an outside queue it is that queue's AddContext, or Add if it has none
+// or a Debounce of the layer over it holds the add back.
 func (b *Base[T]) AddContext(ctx context.Context, item T) {
 	if b.top == nil {
 		panic("workqueue: AddContext on a zero queue; make one with its constructor")

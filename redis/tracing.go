@@ -45,7 +45,7 @@ func (q *Queue[T]) linkOf(ctx context.Context) string {
 		return ""
 	}
 	l, ok := q.tracer.TraceLink(ctx)
-	if !ok || !l.IsValid() {
+	if !ok || !validLink(l) {
 		return ""
 	}
 	// A newline would end the link in Redis's encoding (see LINKS in
@@ -107,9 +107,14 @@ func parseTraceLink(traceparent, tracestate string) (workqueue.TraceLink, error)
 	_, err1 := hex.Decode(l.TraceID[:], []byte(p[1]))
 	_, err2 := hex.Decode(l.SpanID[:], []byte(p[2]))
 	_, err3 := hex.Decode(flags[:], []byte(p[3]))
-	if err := errors.Join(err1, err2, err3); err != nil || !l.IsValid() {
+	if err := errors.Join(err1, err2, err3); err != nil || !validLink(l) {
 		return workqueue.TraceLink{}, errors.New("redis: invalid traceparent: " + traceparent)
 	}
 	l.Flags, l.State = flags[0], tracestate
 	return l, nil
+}
+
+// validLink reports whether l has a non-zero trace id and span id.
+func validLink(l workqueue.TraceLink) bool {
+	return l.TraceID != [16]byte{} && l.SpanID != [8]byte{}
 }
