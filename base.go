@@ -12,10 +12,11 @@ import (
 )
 
 // Base holds the methods the queues share, safe for concurrent use; they
-// panic on a zero value. Over an outside Queue or DelayingQueue they do what
-// it supports: GetContext errs with [errors.ErrUnsupported] if it has none,
+// panic on a zero value. Over a config's Queue or DelayingQueue from outside
+// the package they do what it supports: GetContext's error wraps
+// [errors.ErrUnsupported] if it has none,
 // Park adds the item after MaxParkTime (or ParkBackoff, if longer) if it
-// cannot park, the others cover the delayed items or do nothing.
+// cannot park, others cover delayed items or do nothing.
 type Base[T comparable] struct {
 	// c is the core of this package's queue under the layer; below is,
 	// when c is nil, the queue the layer wraps: one from outside this
@@ -217,10 +218,10 @@ func (b *Base[T]) Remove(item T) bool {
 // Park holds item, got from Get and not yet done: from its Done on, it is not
 // handed out or in Len until a Wake of one of events, WakeItem, an add of it
 // or MaxParkTime queues it; a wake of one of events since the Get ends the
-// park at Done. An add since the Get, or a wake of an earlier Park, wins over
-// the park; a later Park replaces an earlier one. It does nothing for an item
-// not being processed or after a shutdown. The queue keeps each event's last
-// wake: use a small fixed set. A park is not a failure (see ParkBackoff).
+// park at Done. An add since the Get, or a wake of an earlier Park, wins;
+// otherwise a later Park replaces an earlier one. It does nothing for an item
+// not being processed or once a shutdown has begun. The queue keeps each
+// event's last wake: use a small fixed set. A park is not a failure.
 func (b *Base[T]) Park(item T, events ...string) {
 	c, l := b.c, b.lim
 	var hash uint32
@@ -285,8 +286,8 @@ func (b *Base[T]) parkBelow(item T, backoff func() time.Duration, events []strin
 	}
 }
 
-// Wake ends event's parks and returns how many; their items queue in park
-// order, after their Done and ParkBackoff. After a shutdown it does nothing.
+// Wake ends event's parks, returning how many, unless a shutdown has begun;
+// their items queue in park order, after their Done and ParkBackoff.
 func (b *Base[T]) Wake(event string) int { return b.WakeFunc(event, nil) }
 
 // WakeFunc is Wake for the items accept returns true for (nil: all); accept

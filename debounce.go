@@ -10,7 +10,7 @@ import (
 // burst begins at an add of an item not waiting for a debounce and ends when
 // it is ready; an add of a ready item (queued, or due at Done) changes
 // nothing; one being processed is queued at the later of its Done and its
-// burst's end. AddAfter and AddRateLimited end a burst by their delay.
+// burst's end. AddAfter and AddRateLimited end a burst within their delay.
 type Debounce struct {
 	Quiet    time.Duration // positive if MaxDelay is set; the zero Debounce debounces nothing
 	MaxDelay time.Duration // zero means Quiet; otherwise at least Quiet

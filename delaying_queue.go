@@ -235,8 +235,8 @@ func (q *TypedDelayingQueue[T]) addDebouncedLinked(item T, link *TraceLink) {
 
 // Reschedule is AddAfter where the latest call wins: it replaces item's
 // pending delay, even an earlier one, or the rest of its Debounce burst; zero
-// or less adds item at once, undebounced. It does not take back an add that
-// made item ready, and does nothing after a shutdown.
+// or less adds item at once, undebounced, cancelling its delay. It undoes no
+// add that made item ready and does nothing once a shutdown has begun.
 func (q *TypedDelayingQueue[T]) Reschedule(item T, duration time.Duration) {
 	if duration <= 0 {
 		q.addCancellingDelay(item, true)

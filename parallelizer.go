@@ -25,9 +25,9 @@ func WithChunkSize(c int) func(*options) {
 }
 
 // ParallelizeUntil calls doWorkPiece for each piece in [0, pieces) on up to
-// workers goroutines, the caller's among them, none after ctx is done (never
-// if nil) or a piece panicked, whose panic it raises. It panics if pieces < 0
-// or, with pieces to do, workers < 1 or doWorkPiece or an option is nil.
+// workers goroutines, the caller's among them, none once ctx is done (a nil
+// ctx never is) or a piece panicked (the panic is raised again). It panics if
+// pieces < 0 or, with pieces to do, workers < 1 or a func or option is nil.
 func ParallelizeUntil(ctx context.Context, workers, pieces int, doWorkPiece DoWorkPieceFunc, opts ...Options) {
 	if pieces < 0 {
 		panic(fmt.Sprintf("workqueue: ParallelizeUntil needs a non-negative number of pieces, got %d", pieces))

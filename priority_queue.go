@@ -43,7 +43,7 @@ type TypedPriorityQueueConfig[T comparable] struct {
 // TypedPriorityQueue is a [TypedRateLimitingInterface] with [Base]'s methods,
 // AddWithOpts, GetWithPriority and Reschedule, safe for concurrent use: higher
 // priorities first, each FIFO or in turns of Fairness keys. A re-add keeps the
-// highest priority and earliest time asked for, a woken item its priority; a
+// highest priority and earliest ready time asked for, a woken item its priority; a
 // raised item goes behind those queued at its new priority.
 type TypedPriorityQueue[T comparable] struct {
 	Base[T]

@@ -36,7 +36,7 @@ type TraceLink struct {
 type ItemInfo struct {
 	Priority     int         // the item's priority; 0 on a queue without priorities
 	Added        time.Time   // when (queue's clock) the first add since the last hand-out made it ready (a delayed add: its delay's end); zero if unknown, as with no metrics
-	Links        []TraceLink // of the adds with a span merged into it, a retry's or park's carried over; unordered, read-only
+	Links        []TraceLink // of the adds with a span merged into it, a retry's or park's carried over; in no set order, read-only
 	DroppedLinks int         // the links beyond MaxTraceLinks, left out
 }
 

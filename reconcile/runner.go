@@ -246,8 +246,9 @@ func NewRunner[T comparable](queue workqueue.TypedRateLimitingInterface[T], reco
 // shut down and empty, returning once every worker has exited. When ctx ends,
 // it stops handing out items, waits for the reconciles in flight (cancelled
 // after the grace period) and their retries and requeues, then shuts the queue
-// down, leaving queued items unreconciled unless [WithDrain]; one that cannot
-// get with a context, at once, dropping those. Give each Runner its own queue.
+// down, leaving queued items unreconciled unless [WithDrain]; a queue that
+// cannot get with a context it shuts down at once, dropping those, but for one
+// per worker already calling Get. Give each Runner its own queue.
 // It panics on a zero Runner, if workers < 1, or on a second call.
 func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	if r == nil || r.queue == nil {
@@ -287,8 +288,9 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	}
 	grace := time.AfterFunc(r.grace, cancelWork)
 	defer grace.Stop()
-	// A worker sets plainGet before it checks getCtx and calls Get, so
-	// either it is seen here or that worker sees getCtx ended.
+	// A worker loads plainGet (after storing it, if it does) before it
+	// checks getCtx and calls Get, so either Run sees it set here or the
+	// worker sees getCtx ended.
 	if r.prio == nil && (r.getter == nil || r.plainGet.Load()) {
 		r.queue.ShutDown() // the one way to end a Get without a context
 	}
@@ -385,12 +387,14 @@ func (r *Runner[T]) processNext(getCtx, leave, workCtx context.Context) bool {
 // again a second later.
 func (r *Runner[T]) next(getCtx, leave context.Context) (item T, info workqueue.ItemInfo, ok bool) {
 	for failures := 1; ; failures++ {
+		// plainGet is loaded before getCtx is checked: see Run's stop.
+		plain := r.plainGet.Load()
 		if getCtx.Err() != nil || leave.Err() != nil {
 			return item, info, false
 		}
 		var err error
 		switch {
-		case r.plainGet.Load():
+		case plain:
 			item, shutdown := r.queue.Get()
 			return item, info, !shutdown
 		case r.info != nil:

@@ -16,11 +16,12 @@ type Span struct {
 	Info    workqueue.ItemInfo // the hand-out's priority and links
 }
 
-// TracingProvider is a metrics.Provider that also traces: a queue of
-// package workqueue made with it keeps the links of the adds made with a
-// context (AddContext) until the item's hand-out, in ItemInfo.Links, and a
-// [Runner] over the queue starts a span for each reconcile, linked to them;
-// other queues store no link. Its methods must be safe for concurrent use.
+// TracingProvider is a metrics.Provider that also traces: a queue made with
+// it (of package workqueue, or the Redis queue) keeps the links of the adds
+// made with a context (AddContext) until the item's hand-out, in
+// ItemInfo.Links, and a [Runner] over it starts a span for each reconcile,
+// linked to them; a queue made without it stores no link. Its methods must
+// be safe for concurrent use.
 type TracingProvider interface {
 	metrics.Provider
 	// TraceLink returns the link to the span ctx carries; false if none.

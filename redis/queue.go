@@ -39,7 +39,7 @@ var (
 
 // Queue is one process's handle on a queue kept in Redis: every handle
 // made with the same Redis and name shares the queue. It satisfies
-// workqueue.TypedRateLimitingInterface[T], so a Runner or an existing
+// workqueue.TypedRateLimitingInterface[T], so a reconcile.Runner or an existing
 // worker loop runs on it unchanged. It adds the priority queue's
 // AddWithOpts and GetWithPriority, Remove, and parking: Park, Wake,
 // WakeFunc and WakeItem.
