@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-workqueue/workqueue/internal/noop"
 	"github.com/go-workqueue/workqueue/metrics"
 	"k8s.io/utils/clock"
 )
@@ -41,7 +42,7 @@ func newGroupMetrics(provider MetricsProvider, name string) *groupMetrics {
 	if !ok || name == "" {
 		return nil
 	}
-	return &groupMetrics{waiting: orNoop(p.NewWaitingForSlotMetric(name)), atLimit: orNoop(p.NewGroupsAtLimitMetric(name))}
+	return &groupMetrics{waiting: noop.Or(p.NewWaitingForSlotMetric(name)), atLimit: noop.Or(p.NewGroupsAtLimitMetric(name))}
 }
 
 // parkingMetrics are the parking metrics of one queue; a queue without
@@ -59,35 +60,14 @@ func newParkingMetrics(provider MetricsProvider, name string) *parkingMetrics {
 	if !ok || name == "" {
 		return nil
 	}
-	m := &parkingMetrics{parked: orNoop(p.NewParkedItemsMetric(name)), timeouts: orNoop(p.NewParkTimeoutsMetric(name))}
-	if m.wakes = p.NewWakesMetric(name); m.wakes == nil {
-		m.wakes = noopEventCounter{}
-	}
+	m := &parkingMetrics{parked: noop.Or(p.NewParkedItemsMetric(name)), timeouts: noop.Or(p.NewParkTimeoutsMetric(name))}
+	m.wakes = noop.Or(p.NewWakesMetric(name))
 	return m
 }
-
-type noopEventCounter struct{}
-
-func (noopEventCounter) Inc(string) {}
 
 // defaultUnfinishedWorkUpdatePeriod is how often a queue with metrics
 // refreshes its unfinished-work gauges unless its provider says otherwise.
 const defaultUnfinishedWorkUpdatePeriod = 500 * time.Millisecond
-
-type noopMetric struct{}
-
-func (noopMetric) Inc()            {}
-func (noopMetric) Dec()            {}
-func (noopMetric) Set(float64)     {}
-func (noopMetric) Observe(float64) {}
-
-// orNoop replaces a nil metric from a provider with one that does nothing.
-func orNoop[M any](metric M) M {
-	if any(metric) == nil {
-		return any(noopMetric{}).(M)
-	}
-	return metric
-}
 
 // queueMetrics records the metrics of one queue. Its add, remove, get and
 // done methods must be called with the queue's lock held, which also guards
@@ -172,12 +152,12 @@ func newQueueMetrics[T comparable](provider MetricsProvider, name string, clk cl
 	}
 	m := &queueMetrics[T]{
 		clock:                   clk,
-		depth:                   orNoop(provider.NewDepthMetric(name)),
-		adds:                    orNoop(provider.NewAddsMetric(name)),
-		latency:                 orNoop(provider.NewLatencyMetric(name)),
-		workDuration:            orNoop(provider.NewWorkDurationMetric(name)),
-		unfinishedWorkSeconds:   orNoop(provider.NewUnfinishedWorkSecondsMetric(name)),
-		longestRunningProcessor: orNoop(provider.NewLongestRunningProcessorSecondsMetric(name)),
+		depth:                   noop.Or(provider.NewDepthMetric(name)),
+		adds:                    noop.Or(provider.NewAddsMetric(name)),
+		latency:                 noop.Or(provider.NewLatencyMetric(name)),
+		workDuration:            noop.Or(provider.NewWorkDurationMetric(name)),
+		unfinishedWorkSeconds:   noop.Or(provider.NewUnfinishedWorkSecondsMetric(name)),
+		longestRunningProcessor: noop.Or(provider.NewLongestRunningProcessorSecondsMetric(name)),
 		addedAt:                 make(map[T]time.Time),
 		updatePeriod:            defaultUnfinishedWorkUpdatePeriod,
 		refresh:                 refresh,
@@ -257,7 +237,7 @@ func delayingMetrics(provider MetricsProvider, name string) (CounterMetric, Sett
 	if provider == nil || name == "" {
 		return nil, nil
 	}
-	retries := orNoop(provider.NewRetriesMetric(name))
+	retries := noop.Or(provider.NewRetriesMetric(name))
 	if p, ok := provider.(metrics.DelayedItemsProvider); ok {
 		if delayed := p.NewDelayedItemsMetric(name); delayed != nil {
 			return retries, delayed

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/internal/noop"
 	"github.com/go-workqueue/workqueue/metrics"
 )
 
@@ -63,7 +64,7 @@ type runnerMetrics struct {
 }
 
 func newRunnerMetrics(queue any) runnerMetrics {
-	m := runnerMetrics{reconciles: noopResults{}, errors: noopMetric{}, duration: noopMetric{}, active: noopMetric{}, workers: noopMetric{}, wait: noopMetric{}}
+	m := runnerMetrics{reconciles: noop.ByLabel{}, errors: noop.Metric{}, duration: noop.Metric{}, active: noop.Metric{}, workers: noop.Metric{}, wait: noop.Metric{}}
 	src, ok := queue.(MetricsSource)
 	if !ok {
 		return m
@@ -73,14 +74,12 @@ func newRunnerMetrics(queue any) runnerMetrics {
 	if !ok || name == "" {
 		return m
 	}
-	if m.reconciles = p.NewReconcilesMetric(name); m.reconciles == nil {
-		m.reconciles = noopResults{}
-	}
-	m.errors = orNoop(p.NewReconcileErrorsMetric(name))
-	m.duration = orNoop(p.NewReconcileDurationMetric(name))
-	m.active = orNoop(p.NewActiveWorkersMetric(name))
-	m.workers = orNoop(p.NewWorkersMetric(name))
-	m.wait = orNoop(p.NewReconcileWaitMetric(name))
+	m.reconciles = noop.Or(p.NewReconcilesMetric(name))
+	m.errors = noop.Or(p.NewReconcileErrorsMetric(name))
+	m.duration = noop.Or(p.NewReconcileDurationMetric(name))
+	m.active = noop.Or(p.NewActiveWorkersMetric(name))
+	m.workers = noop.Or(p.NewWorkersMetric(name))
+	m.wait = noop.Or(p.NewReconcileWaitMetric(name))
 	m.on = true
 	return m
 }
@@ -97,25 +96,3 @@ func (r *Runner[T]) SetWorkers(n int) bool {
 	}
 	return r.pool.resize(n)
 }
-
-// noopMetric is every metric a Runner records when its queue's provider
-// has none.
-type noopMetric struct{}
-
-func (noopMetric) Inc()            {}
-func (noopMetric) Dec()            {}
-func (noopMetric) Set(float64)     {}
-func (noopMetric) Observe(float64) {}
-
-// orNoop replaces a nil metric from a provider with one that does nothing.
-func orNoop[M any](metric M) M {
-	if any(metric) == nil {
-		return any(noopMetric{}).(M)
-	}
-	return metric
-}
-
-// noopResults is the reconciles metric when the provider returns none.
-type noopResults struct{}
-
-func (noopResults) Inc(string) {}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/go-workqueue/workqueue"
+	"github.com/go-workqueue/workqueue/internal/noop"
 	"github.com/go-workqueue/workqueue/metrics"
 )
 
@@ -27,22 +28,11 @@ type handleMetrics struct {
 	wakes  metrics.EventCounter
 }
 
-type noopEventCounter struct{}
-
-func (noopEventCounter) Inc(string) {}
-
-type noopMetric struct{}
-
-func (noopMetric) Inc()            {}
-func (noopMetric) Dec()            {}
-func (noopMetric) Set(float64)     {}
-func (noopMetric) Observe(float64) {}
-
 func newHandleMetrics(provider workqueue.MetricsProvider, name string) *handleMetrics {
 	m := &handleMetrics{
-		depth: noopMetric{}, adds: noopMetric{}, retries: noopMetric{}, latency: noopMetric{},
-		workDuration: noopMetric{}, unfinished: noopMetric{}, longest: noopMetric{},
-		parked: noopMetric{}, wakes: noopEventCounter{},
+		depth: noop.Metric{}, adds: noop.Metric{}, retries: noop.Metric{}, latency: noop.Metric{},
+		workDuration: noop.Metric{}, unfinished: noop.Metric{}, longest: noop.Metric{},
+		parked: noop.Metric{}, wakes: noop.ByLabel{},
 	}
 	if provider == nil {
 		return m
@@ -54,25 +44,17 @@ func newHandleMetrics(provider workqueue.MetricsProvider, name string) *handleMe
 	if depth, ok := provider.NewDepthMetric(name).(workqueue.SettableGaugeMetric); ok {
 		m.depth = depth
 	}
-	m.adds = orNoop(provider.NewAddsMetric(name), m.adds)
-	m.retries = orNoop(provider.NewRetriesMetric(name), m.retries)
-	m.latency = orNoop(provider.NewLatencyMetric(name), m.latency)
-	m.workDuration = orNoop(provider.NewWorkDurationMetric(name), m.workDuration)
-	m.unfinished = orNoop(provider.NewUnfinishedWorkSecondsMetric(name), m.unfinished)
-	m.longest = orNoop(provider.NewLongestRunningProcessorSecondsMetric(name), m.longest)
+	m.adds = noop.Or(provider.NewAddsMetric(name))
+	m.retries = noop.Or(provider.NewRetriesMetric(name))
+	m.latency = noop.Or(provider.NewLatencyMetric(name))
+	m.workDuration = noop.Or(provider.NewWorkDurationMetric(name))
+	m.unfinished = noop.Or(provider.NewUnfinishedWorkSecondsMetric(name))
+	m.longest = noop.Or(provider.NewLongestRunningProcessorSecondsMetric(name))
 	if parking, ok := provider.(metrics.ParkingProvider); ok {
-		m.parked = orNoop(parking.NewParkedItemsMetric(name), m.parked)
-		m.wakes = orNoop(parking.NewWakesMetric(name), m.wakes)
+		m.parked = noop.Or(parking.NewParkedItemsMetric(name))
+		m.wakes = noop.Or(parking.NewWakesMetric(name))
 	}
 	return m
-}
-
-// orNoop returns metric, or noop if the provider returned nil for it.
-func orNoop[M any](metric, noop M) M {
-	if any(metric) == nil {
-		return noop
-	}
-	return metric
 }
 
 // added records an add's outcome: 1 queued and 2 marked count as adds, as
