@@ -11,110 +11,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/go-workqueue/workqueue/metrics"
+	"github.com/go-workqueue/workqueue/internal/metricstest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// recordedMetric is one metric of a recordingProvider: a value for gauges
-// and counters, the observations for histograms.
-type recordedMetric struct {
-	mu           sync.Mutex
-	value        float64
-	observations []float64
-}
-
-func (m *recordedMetric) Inc() { m.add(1) }
-func (m *recordedMetric) Dec() { m.add(-1) }
-func (m *recordedMetric) add(d float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.value += d
-}
-func (m *recordedMetric) Set(v float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.value = v
-}
-func (m *recordedMetric) Observe(v float64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.observations = append(m.observations, v)
-}
-
-// recordingProvider is a MetricsProvider that keeps every metric it makes,
-// by queue name and kind, for tests to read.
-type recordingProvider struct {
-	mu      sync.Mutex
-	metrics map[[2]string]*recordedMetric
-	period  time.Duration // the unfinished-work update period it asks for
-}
-
-var (
-	_ metrics.DelayedItemsProvider               = (*recordingProvider)(nil)
-	_ metrics.UnfinishedWorkUpdatePeriodProvider = (*recordingProvider)(nil)
-)
-
-func (p *recordingProvider) NewDelayedItemsMetric(name string) SettableGaugeMetric {
-	return p.metric(name, "delayed")
-}
-
-func (p *recordingProvider) UnfinishedWorkUpdatePeriod() time.Duration { return p.period }
-
-func (p *recordingProvider) metric(name, kind string) *recordedMetric {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.metrics == nil {
-		p.metrics = make(map[[2]string]*recordedMetric)
-	}
-	key := [2]string{name, kind}
-	if p.metrics[key] == nil {
-		p.metrics[key] = &recordedMetric{}
-	}
-	return p.metrics[key]
-}
-
-func (p *recordingProvider) created() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.metrics)
-}
-
-func (p *recordingProvider) value(name, kind string) float64 {
-	m := p.metric(name, kind)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.value
-}
-
-func (p *recordingProvider) observations(name, kind string) []float64 {
-	m := p.metric(name, kind)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]float64(nil), m.observations...)
-}
-
-func (p *recordingProvider) NewDepthMetric(name string) GaugeMetric {
-	return p.metric(name, "depth")
-}
-func (p *recordingProvider) NewAddsMetric(name string) CounterMetric {
-	return p.metric(name, "adds")
-}
-func (p *recordingProvider) NewLatencyMetric(name string) HistogramMetric {
-	return p.metric(name, "latency")
-}
-func (p *recordingProvider) NewWorkDurationMetric(name string) HistogramMetric {
-	return p.metric(name, "work")
-}
-func (p *recordingProvider) NewUnfinishedWorkSecondsMetric(name string) SettableGaugeMetric {
-	return p.metric(name, "unfinished")
-}
-func (p *recordingProvider) NewLongestRunningProcessorSecondsMetric(name string) SettableGaugeMetric {
-	return p.metric(name, "longest")
-}
-func (p *recordingProvider) NewRetriesMetric(name string) CounterMetric {
-	return p.metric(name, "retries")
-}
+// recordingProvider keeps every metric it makes, for tests to read.
+type recordingProvider = metricstest.Recorder
 
 func TestQueueMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -122,7 +25,7 @@ func TestQueueMetrics(t *testing.T) {
 		q := NewTypedRateLimitingQueueWithConfig(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
 			TypedRateLimitingQueueConfig[string]{Name: "test", MetricsProvider: provider})
 		defer q.ShutDown()
-		value := func(kind string) float64 { return provider.value("test", kind) }
+		value := func(kind string) float64 { return provider.Value("test", kind) }
 
 		q.Add("a")
 		q.Add("b")
@@ -134,7 +37,7 @@ func TestQueueMetrics(t *testing.T) {
 		item, _ := q.Get() // a, queued for 300 ms
 		assert.Equal(t, "a", item)
 		assert.Equal(t, 1.0, value("depth"))
-		assert.Equal(t, []float64{0.3}, provider.observations("test", "latency"))
+		assert.Equal(t, []float64{0.3}, provider.Observations("test", "latency"))
 
 		q.Add("a") // added while processing: counted, handed out after Done
 		assert.Equal(t, 3.0, value("adds"))
@@ -153,7 +56,7 @@ func TestQueueMetrics(t *testing.T) {
 
 		q.Done("a")
 		q.Done("b")
-		assert.Equal(t, []float64{0.7, 0.5}, provider.observations("test", "work"))
+		assert.Equal(t, []float64{0.7, 0.5}, provider.Observations("test", "work"))
 		assert.Equal(t, 1.0, value("depth"))
 
 		q.AddRateLimited("c")
@@ -191,7 +94,7 @@ func TestNoMetricsWithoutNameOrProvider(t *testing.T) {
 			q.Add("a")
 			q.ShutDown()
 			if tt.provider != nil && tt.goroutines == 0 {
-				assert.Zero(t, tt.provider.created(), "metrics created for a queue that records none")
+				assert.Zero(t, tt.provider.Created(), "metrics created for a queue that records none")
 			}
 		})
 	}
@@ -226,7 +129,7 @@ func TestDelayedItemsGaugeFollowsTheHeap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		provider := &recordingProvider{}
 		q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "d", MetricsProvider: provider})
-		delayed := func() float64 { return provider.value("d", "delayed") }
+		delayed := func() float64 { return provider.Value("d", "delayed") }
 
 		q.AddAfter("a", 2*time.Second)
 		q.AddAfter("b", time.Second)
@@ -248,23 +151,23 @@ func TestDelayedItemsGaugeFollowsTheHeap(t *testing.T) {
 		assert.Zero(t, delayed(), "items dropped at shutdown still counted")
 		q.AddAfter("f", time.Minute)
 		assert.Zero(t, delayed(), "an AddAfter after shutdown was counted")
-		assert.Equal(t, 7.0, provider.value("d", "retries"), "every AddAfter before shutdown counts")
+		assert.Equal(t, 7.0, provider.Value("d", "retries"), "every AddAfter before shutdown counts")
 	})
 }
 
 func TestUnfinishedWorkUpdatePeriodFromProvider(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		provider := &recordingProvider{period: 2 * time.Second}
+		provider := &recordingProvider{Period: 2 * time.Second}
 		q := NewTypedWithConfig(TypedQueueConfig[string]{Name: "p", MetricsProvider: provider})
 		defer q.ShutDown()
 		q.Add("a")
 		q.Get()
 		time.Sleep(1999 * time.Millisecond)
 		synctest.Wait()
-		assert.Zero(t, provider.value("p", "unfinished"), "refreshed before the period")
+		assert.Zero(t, provider.Value("p", "unfinished"), "refreshed before the period")
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		assert.Equal(t, 2.0, provider.value("p", "unfinished"))
+		assert.Equal(t, 2.0, provider.Value("p", "unfinished"))
 	})
 }
 
@@ -287,7 +190,7 @@ func (q *addObserver) Add(item string) {
 func TestDelayedItemsGaugeCoversTheHandOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		provider := &recordingProvider{}
-		delayed := func() float64 { return provider.value("d", "delayed") }
+		delayed := func() float64 { return provider.Value("d", "delayed") }
 		inner := &addObserver{TypedInterface: NewTyped[string](), delayed: delayed}
 		q := NewTypedDelayingQueueWithConfig(TypedDelayingQueueConfig[string]{Name: "d", MetricsProvider: provider, Queue: inner})
 		defer q.ShutDown()
@@ -369,10 +272,10 @@ func TestSetProvider(t *testing.T) {
 		queue.Add("b")
 		provider, name := queue.(metricsSource).MetricsConfig()
 		if q.name == "own" {
-			assert.Equal(t, 2.0, own.value("own", "depth"))
+			assert.Equal(t, 2.0, own.Value("own", "depth"))
 			assert.Same(t, own, provider)
 		} else {
-			assert.Equal(t, 2.0, global.value(q.name, "depth"), "depth of %s", q.name)
+			assert.Equal(t, 2.0, global.Value(q.name, "depth"), "depth of %s", q.name)
 			assert.Equal(t, MetricsProvider(global), provider, "%s's provider", q.name)
 		}
 		assert.Equal(t, q.name, name)
@@ -407,7 +310,7 @@ func TestRetriesCountOnlyAcceptedAdds(t *testing.T) {
 		runtime.Gosched()
 		q.ShutDown()
 		wg.Wait()
-		if d := p.value("q", "retries") - p.value("q", "adds"); d != 0 {
+		if d := p.Value("q", "retries") - p.Value("q", "adds"); d != 0 {
 			if bad < 3 {
 				t.Logf("retries - adds = %v", d)
 			}
@@ -467,7 +370,7 @@ func TestConstructorStartsGoroutinesLast(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for range 20 {
-				p := &refreshSignal{recordingProvider: recordingProvider{period: time.Millisecond}, set: make(chan struct{}, 1)}
+				p := &refreshSignal{recordingProvider: recordingProvider{Period: time.Millisecond}, set: make(chan struct{}, 1)}
 				q := tt.make(p)
 				select {
 				case <-p.set:

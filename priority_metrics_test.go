@@ -50,7 +50,7 @@ func TestPriorityQueueMetrics(t *testing.T) {
 		q := NewTypedPriorityQueue(NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
 			TypedPriorityQueueConfig[string]{Name: "test", MetricsProvider: provider})
 		defer q.ShutDown()
-		value := func(kind string) float64 { return provider.value("test", kind) }
+		value := func(kind string) float64 { return provider.Value("test", kind) }
 
 		q.AddWithOpts(AddOpts{Priority: new(1)}, "a", "b")
 		q.Add("c")
@@ -67,7 +67,7 @@ func TestPriorityQueueMetrics(t *testing.T) {
 		item, priority, _ := q.GetWithPriority()
 		assert.Equal(t, "c", item)
 		assert.Equal(t, 2, priority)
-		assert.Equal(t, []float64{0.3}, provider.observations("test", "latency"))
+		assert.Equal(t, []float64{0.3}, provider.Observations("test", "latency"))
 		assert.Equal(t, map[int]int{1: 2}, provider.depths())
 
 		q.AddWithOpts(AddOpts{Priority: new(5)}, "c") // while processing
@@ -76,7 +76,7 @@ func TestPriorityQueueMetrics(t *testing.T) {
 		assert.Equal(t, map[int]int{1: 2, 5: 1}, provider.depths())
 		time.Sleep(time.Second)
 		q.Done("c")
-		assert.Equal(t, []float64{1.0}, provider.observations("test", "work"))
+		assert.Equal(t, []float64{1.0}, provider.Observations("test", "work"))
 		assert.Equal(t, map[int]int{1: 2, 5: 1}, provider.depths())
 
 		q.AddRateLimited("d")

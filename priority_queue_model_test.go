@@ -567,7 +567,7 @@ func runPQModelWalkOn(dims int, maxWait time.Duration, debounce, queueDebounce D
 		if got, want := q.NumRequeues(key), m.failures[op.item]; got != want {
 			return diverged(i, op, "NumRequeues = %d, model %d", got, want)
 		}
-		if got, want := provider.depths(), m.depths(); !maps.Equal(got, want) || provider.value("model", "depth") != float64(m.readyCount()) {
+		if got, want := provider.depths(), m.depths(); !maps.Equal(got, want) || provider.Value("model", "depth") != float64(m.readyCount()) {
 			return diverged(i, op, "depth by priority %v, model %v", got, want)
 		}
 		if got := q.ShuttingDown(); got != m.spec.shutdown {

@@ -1098,16 +1098,16 @@ func TestRemoveMetrics(t *testing.T) {
 	q.Add("a")
 	q.Add("b")
 	q.Remove("a")
-	assert.Equal(t, 1.0, provider.value("q", "depth"))
+	assert.Equal(t, 1.0, provider.Value("q", "depth"))
 	got, _ := q.Get()
 	require.Equal(t, "b", got)
 	q.Add("b") // dirty: counted in the depth until removed
-	assert.Equal(t, 1.0, provider.value("q", "depth"))
+	assert.Equal(t, 1.0, provider.Value("q", "depth"))
 	q.Remove("b")
-	assert.Equal(t, 0.0, provider.value("q", "depth"))
+	assert.Equal(t, 0.0, provider.Value("q", "depth"))
 	q.Done("b")
-	assert.Equal(t, 0.0, provider.value("q", "depth"))
-	assert.Len(t, provider.observations("q", "latency"), 1, "only b's Get waited")
+	assert.Equal(t, 0.0, provider.Value("q", "depth"))
+	assert.Len(t, provider.Observations("q", "latency"), 1, "only b's Get waited")
 }
 
 // TestRemoveLayers checks Remove on the delaying and rate-limiting layers:

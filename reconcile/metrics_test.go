@@ -31,25 +31,25 @@ type recordedResults struct {
 	name string
 }
 
-func (r recordedResults) Inc(result string) { r.p.metric(r.name, "reconciles/"+result).Inc() }
+func (r recordedResults) Inc(result string) { r.p.Metric(r.name, "reconciles/"+result).Inc() }
 
 func (p runnerRecordingProvider) NewReconcilesMetric(name string) ResultCounter {
 	return recordedResults{p.recordingProvider, name}
 }
 func (p runnerRecordingProvider) NewReconcileErrorsMetric(name string) metrics.Counter {
-	return p.metric(name, "errors")
+	return p.Metric(name, "errors")
 }
 func (p runnerRecordingProvider) NewReconcileDurationMetric(name string) metrics.Histogram {
-	return p.metric(name, "reconcile duration")
+	return p.Metric(name, "reconcile duration")
 }
 func (p runnerRecordingProvider) NewActiveWorkersMetric(name string) metrics.Gauge {
-	return p.metric(name, "active")
+	return p.Metric(name, "active")
 }
 func (p runnerRecordingProvider) NewWorkersMetric(name string) metrics.SettableGauge {
-	return p.metric(name, "workers")
+	return p.Metric(name, "workers")
 }
 func (p runnerRecordingProvider) NewReconcileWaitMetric(name string) metrics.Histogram {
-	return p.metric(name, "reconcile wait")
+	return p.Metric(name, "reconcile wait")
 }
 
 // TestRunnerMetrics runs one item per result on a bubble's clock and
@@ -113,8 +113,8 @@ func TestRunnerMetrics(t *testing.T) {
 				exited := startRunner(ctx, runner, 2)
 				time.Sleep(time.Second)
 				synctest.Wait()
-				assert.Equal(t, 2.0, p.value("ctl", "active"), "both workers reconciling")
-				assert.Equal(t, 2.0, p.value("ctl", "workers"))
+				assert.Equal(t, 2.0, p.Value("ctl", "active"), "both workers reconciling")
+				assert.Equal(t, 2.0, p.Value("ctl", "workers"))
 				time.Sleep(time.Minute)
 				require.Equal(t, 1, q.(interface{ Wake(string) int }).Wake("event"))
 				time.Sleep(time.Hour)
@@ -126,19 +126,19 @@ func TestRunnerMetrics(t *testing.T) {
 					ResultError: 2, ResultGivenUp: 1, ResultTerminal: 1, ResultPanic: 1,
 				}
 				for result, n := range want {
-					assert.Equal(t, n, p.value("ctl", "reconciles/"+result), "reconciles with result %s", result)
+					assert.Equal(t, n, p.Value("ctl", "reconciles/"+result), "reconciles with result %s", result)
 				}
-				assert.Equal(t, 5.0, p.value("ctl", "errors"), "errors: 2 retried, 1 given up, 1 terminal, 1 panic")
-				durations := p.observations("ctl", "reconcile duration")
+				assert.Equal(t, 5.0, p.Value("ctl", "errors"), "errors: 2 retried, 1 given up, 1 terminal, 1 panic")
+				durations := p.Observations("ctl", "reconcile duration")
 				assert.Len(t, durations, 13, "one duration per reconcile")
 				for _, d := range durations {
 					assert.Equal(t, 3.0, d)
 				}
 				// Seven items added at 0 wait for two workers 3 s each;
 				// the retries and requeues wait from the end of their delay.
-				assert.ElementsMatch(t, []float64{0, 0, 3, 3, 6, 6, 9, 5, 2, 0, 0, 0, 0}, p.observations("ctl", "reconcile wait"), "waits from the first add to the reconcile's start")
-				assert.Equal(t, 0.0, p.value("ctl", "active"))
-				assert.Equal(t, 0.0, p.value("ctl", "workers"), "workers after Run returned")
+				assert.ElementsMatch(t, []float64{0, 0, 3, 3, 6, 6, 9, 5, 2, 0, 0, 0, 0}, p.Observations("ctl", "reconcile wait"), "waits from the first add to the reconcile's start")
+				assert.Equal(t, 0.0, p.Value("ctl", "active"))
+				assert.Equal(t, 0.0, p.Value("ctl", "workers"), "workers after Run returned")
 			})
 		})
 	}
@@ -166,9 +166,7 @@ func TestRunnerWithoutRunnerMetrics(t *testing.T) {
 			cancel()
 			<-exited
 		}
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		for key := range p.metrics {
+		for _, key := range p.Keys() {
 			assert.NotContains(t, []string{"errors", "reconcile duration", "active", "workers", "reconciles/given_up"}, key[1], "metric %v", key)
 		}
 	})
@@ -202,13 +200,13 @@ func TestRunnerSetWorkers(t *testing.T) {
 		require.True(t, runner.SetWorkers(4))
 		synctest.Wait()
 		assert.Equal(t, int32(4), running.Load(), "after SetWorkers(4)")
-		assert.Equal(t, 4.0, p.value("ctl", "workers"))
-		assert.Equal(t, 4.0, p.value("ctl", "active"))
+		assert.Equal(t, 4.0, p.Value("ctl", "workers"))
+		assert.Equal(t, 4.0, p.Value("ctl", "active"))
 
 		require.True(t, runner.SetWorkers(2))
 		synctest.Wait()
 		assert.Equal(t, int32(4), running.Load(), "the workers told to leave finish their reconciles")
-		assert.Equal(t, 2.0, p.value("ctl", "workers"))
+		assert.Equal(t, 2.0, p.Value("ctl", "workers"))
 		release <- struct{}{}
 		release <- struct{}{}
 		release <- struct{}{}
@@ -221,7 +219,7 @@ func TestRunnerSetWorkers(t *testing.T) {
 		<-exited
 		assert.Equal(t, int32(6), reconciled.Load(), "the reconciles in flight finish, no more start")
 		assert.False(t, runner.SetWorkers(3), "after Run returned")
-		assert.Equal(t, 0.0, p.value("ctl", "workers"))
+		assert.Equal(t, 0.0, p.Value("ctl", "workers"))
 		assert.PanicsWithValue(t, "workqueue: SetWorkers needs at least one worker, got 0", func() { runner.SetWorkers(0) })
 	})
 }
