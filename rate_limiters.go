@@ -161,9 +161,8 @@ func (r *TypedItemFastSlowRateLimiter[T]) Forget(item T) {
 	r.failures.forget(item)
 }
 
-// TypedBucketRateLimiter, safe for concurrent use, limits all items with one
-// token bucket: &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}.
-// When panics on a nil Limiter.
+// TypedBucketRateLimiter limits all items with one token bucket, safe for
+// concurrent use: &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}.
 type TypedBucketRateLimiter[T comparable] struct {
 	*rate.Limiter
 }
@@ -173,7 +172,7 @@ type TypedBucketRateLimiter[T comparable] struct {
 const maxUnreservableDelay = 1000 * time.Second
 
 // When takes a token and returns the wait for it; a bucket that never grants
-// one gives a token interval, at most 1000 s.
+// one gives a token interval, at most 1000 s. It panics on a nil Limiter.
 func (r *TypedBucketRateLimiter[T]) When(item T) time.Duration {
 	if r.Limiter == nil {
 		panic("workqueue: TypedBucketRateLimiter needs a Limiter, got nil; build it as &TypedBucketRateLimiter[T]{Limiter: rate.NewLimiter(r, b)}")
