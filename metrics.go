@@ -103,8 +103,8 @@ type providerBox struct{ provider MetricsProvider }
 
 // SetProvider sets the provider of the queues made after it without one (nil:
 // none); it is safe for concurrent use. prometheus.NewProvider(
-// legacyregistry.Registerer()), or controllerruntime.NewMetricsProvider(nil)
-// beside controller-runtime, keeps client-go's series names and registry.
+// legacyregistry.Registerer()), or crqueue.NewMetricsProvider(nil) (module
+// controllerruntime) beside controller-runtime, keeps client-go's series.
 func SetProvider(provider MetricsProvider) {
 	if provider == nil {
 		defaultProvider.Store(nil)

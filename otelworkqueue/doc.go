@@ -20,7 +20,7 @@
 // exports these instruments under the prometheus package's names:
 //
 //	workqueue.depth                      up-down counter  items waiting to be handed out
-//	workqueue.adds                       counter          items that entered the queue
+//	workqueue.adds                       counter          adds not collapsed into a queued item
 //	workqueue.queue_duration             histogram, s     first add to Get
 //	workqueue.work_duration              histogram, s     Get to Done
 //	workqueue.unfinished_work            gauge, s         summed age of the items being processed

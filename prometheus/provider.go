@@ -11,7 +11,7 @@
 // Every metric has the label name, the queue's name. Subsystem workqueue:
 //
 //	workqueue_depth                              gauge      items waiting to be handed out
-//	workqueue_adds_total                         counter    items that entered the queue
+//	workqueue_adds_total                         counter    adds not collapsed into a queued item
 //	workqueue_queue_duration_seconds             histogram  first add to Get
 //	workqueue_work_duration_seconds              histogram  Get to Done
 //	workqueue_unfinished_work_seconds            gauge      summed age of the items being processed
