@@ -49,10 +49,10 @@ type Runner[T comparable] struct {
 	// GetContext, nil if it is not one, found once rather than per item.
 	prio   Prioritized[T]
 	getter contextGetter[T]
-	// plainGet is set once the queue's GetContext has returned an error
-	// wrapping errors.ErrUnsupported, as the queues of package workqueue
-	// do over a queue of their config that has no GetContext: from then
-	// on the workers call Get.
+	// plainGet makes the workers call Get: set at NewRunner over a queue
+	// with neither GetContext nor priorities, or once GetContext has
+	// returned an error wrapping errors.ErrUnsupported, as the queues of
+	// package workqueue do over a queue of their config without one.
 	plainGet atomic.Bool
 	// info is queue as an InfoGetter, nil if it is not one or has no
 	// GetContext; tracer is its provider if that traces reconciles, and
@@ -233,6 +233,7 @@ func NewRunner[T comparable](queue workqueue.TypedRateLimitingInterface[T], reco
 	if r.getter != nil && !embedsInfoGetter[T](queue) {
 		r.info, _ = queue.(InfoGetter[T])
 	}
+	r.plainGet.Store(r.getter == nil && r.prio == nil)
 	r.metrics = newRunnerMetrics(queue)
 	if src, ok := queue.(MetricsSource); ok {
 		var provider workqueue.MetricsProvider
@@ -291,7 +292,7 @@ func (r *Runner[T]) Run(ctx context.Context, workers int) {
 	// A worker loads plainGet (after storing it, if it does) before it
 	// checks getCtx and calls Get, so either Run sees it set here or the
 	// worker sees getCtx ended.
-	if r.prio == nil && (r.getter == nil || r.plainGet.Load()) {
+	if r.plainGet.Load() {
 		r.queue.ShutDown() // the one way to end a Get without a context
 	}
 	<-allExited
@@ -401,11 +402,8 @@ func (r *Runner[T]) next(getCtx, leave context.Context) (item T, info workqueue.
 			item, info, err = r.info.GetWithInfoContext(leave)
 		case r.prio != nil:
 			item, info.Priority, err = r.prio.GetWithPriorityContext(leave)
-		case r.getter != nil:
+		default: // not plain: the queue has GetContext
 			item, err = r.getter.GetContext(leave)
-		default:
-			item, shutdown := r.queue.Get()
-			return item, info, !shutdown
 		}
 		if err == nil {
 			return item, info, true
